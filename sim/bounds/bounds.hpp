@@ -1,0 +1,68 @@
+// The paper's closed forms for HBM traffic, the Θ/Ω bound expressions, and the exponent fits
+// behind `hbmlab bounds`: counted accesses against N, d and M in log-log space.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/engine/counters.hpp"
+
+namespace hbmlab {
+
+// HBM traffic per tensor and matmul FLOPs of one (batch, head), from DESIGN.md's formulas rather
+// than from the step streams, so that the two can check each other.
+Counts closed_form(Algo algo, const AttentionProblem& problem, Blocks blocks);
+
+struct Bound {
+  std::string expression;  // "N d + N^2" or "N^2 d^2 / M"
+  std::string kind;        // "Θ" (standard), "Θ and Ω" (flash, M in [d, Nd]) or "Θ" outside that range
+  double value = 0;        // the expression for the whole problem (× B·H)
+  double ratio = 0;        // counted accesses / value
+};
+Bound bound_for(Algo algo, const AttentionProblem& problem, std::int64_t M_elements, std::int64_t accesses);
+
+// Least-squares slope of log y against log x.
+double fit_exponent(std::span<const double> x, std::span<const double> y);
+
+enum class SweepAxis { N, d, M };
+std::string_view to_string(SweepAxis axis);
+
+struct BoundsPoint {
+  std::int64_t N = 0, d = 0, M = 0;  // M in elements
+  Blocks blocks;
+  std::int64_t accesses = 0;
+  std::int64_t closed_form_accesses = 0;
+  double bound_value = 0;
+  double ratio = 0;
+};
+
+struct BoundsRow {
+  Algo algo;
+  SweepAxis axis;
+  std::vector<BoundsPoint> points;
+  double fitted = 0;
+  double expected = 0;
+  bool exponent_ok = false;  // |fitted − expected| <= tolerance
+  bool exact_ok = false;     // every count equals its closed form
+  std::string bound_expression;
+  double ratio_min = 0, ratio_max = 0;
+};
+
+struct BoundsConfig {
+  std::vector<Algo> algos = {Algo::standard, Algo::flash1, Algo::flash2};
+  std::vector<std::int64_t> seq_lens = {8192, 16384, 32768, 65536};
+  std::vector<std::int64_t> head_dims = {32, 64, 128};
+  std::vector<std::int64_t> sram_elems = {16384, 32768, 65536, 131072};  // M values
+  std::int64_t base_N = 32768, base_d = 64, base_M = 65536;
+  Dtype dtype = Dtype::fp16;
+  double tolerance = 0.05;
+};
+
+// Expected exponents in the paper's regime: standard N², flash N² d² M⁻¹.
+double expected_exponent(Algo algo, SweepAxis axis);
+
+// Counts every point with blocks from the paper's rule for its M.
+std::vector<BoundsRow> run_bounds(const BoundsConfig& config);
+
+}  // namespace hbmlab

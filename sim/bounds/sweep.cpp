@@ -1,0 +1,39 @@
+// The block size × SRAM sweep.
+#include "sim/bounds/sweep.hpp"
+
+#include "sim/engine/replay.hpp"
+
+namespace hbmlab {
+
+std::vector<SweepPoint> run_sweep(const SweepConfig& config, const SweepProgress& progress) {
+  config.problem.validate();
+  std::vector<std::int64_t> srams = config.sram_bytes;
+  if (srams.empty()) srams.push_back(config.gpu.sram_bytes_per_sm);
+  const std::size_t total = config.algos.size() * srams.size() * config.block_rows.size() * config.block_cols.size();
+  std::vector<SweepPoint> points;
+  points.reserve(total);
+  for (Algo algo : config.algos)
+    for (std::int64_t sram : srams)
+      for (std::int64_t Br : config.block_rows)
+        for (std::int64_t Bc : config.block_cols) {
+          SweepPoint pt;
+          pt.algo = algo;
+          pt.sram_bytes = sram;
+          pt.M_elements = sram / config.problem.elem_bytes();
+          pt.blocks = {std::min(Br, config.problem.seq_len), std::min(Bc, config.problem.seq_len)};
+          const BlockGrid grid(config.problem.seq_len, pt.blocks, config.problem.causal);
+          pt.Tr = grid.Tr;
+          pt.Tc = grid.Tc;
+          pt.working_set_bytes = sram_working_set_bytes(algo, config.problem, pt.blocks);
+          pt.fits = pt.working_set_bytes <= sram;
+          pt.total = count_problem(algo, config.problem, pt.blocks);
+          pt.bound_ratio = bound_for(algo, config.problem, pt.M_elements, pt.total.accesses()).ratio;
+          pt.predicted_s =
+              estimate_roofline(config.gpu, algo, config.problem, grid, pt.working_set_bytes, sram, pt.total).predicted_s;
+          points.push_back(pt);
+          if (progress) progress(points.size(), total);
+        }
+  return points;
+}
+
+}  // namespace hbmlab

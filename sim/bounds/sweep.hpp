@@ -1,0 +1,38 @@
+// The block size × SRAM grid: HBM traffic and predicted time for every (M, Br, Bc), including
+// choices that do not fit (marked, for the explorer to shade). `hbmlab sweep` and the GUI use it.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "sim/engine/simulate.hpp"
+
+namespace hbmlab {
+
+struct SweepConfig {
+  GpuSpec gpu;
+  AttentionProblem problem;
+  std::vector<Algo> algos = {Algo::flash1};
+  std::vector<std::int64_t> block_rows = {16, 32, 64, 128, 256};
+  std::vector<std::int64_t> block_cols = {16, 32, 64, 128, 256, 512};
+  std::vector<std::int64_t> sram_bytes;  // empty: the GPU's SRAM per SM
+};
+
+struct SweepPoint {
+  Algo algo = Algo::flash1;
+  std::int64_t sram_bytes = 0;     // per SM and per CTA
+  std::int64_t M_elements = 0;
+  Blocks blocks;
+  std::int64_t Tr = 0, Tc = 0;
+  std::int64_t working_set_bytes = 0;
+  bool fits = false;
+  Counts total;
+  double bound_ratio = 0;
+  double predicted_s = 0;
+};
+
+using SweepProgress = std::function<void(std::size_t done, std::size_t total)>;
+
+std::vector<SweepPoint> run_sweep(const SweepConfig& config, const SweepProgress& progress = {});
+
+}  // namespace hbmlab

@@ -1,0 +1,457 @@
+// The hbmlab command line.
+//
+// [SECTION] Shared options
+// [SECTION] simulate
+// [SECTION] bounds
+// [SECTION] sweep
+// [SECTION] presets, gui, measure and the default action
+// [SECTION] run_cli
+#include "sim/cli/cli.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <unistd.h>
+
+#include "sim/algo/algorithms.hpp"
+#include "sim/bounds/sweep.hpp"
+#include "sim/common/error.hpp"
+#include "sim/common/files.hpp"
+#include "sim/common/units.hpp"
+#include "sim/engine/replay.hpp"
+#include "sim/report/report.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace hbmlab {
+namespace {
+
+// [SECTION] Shared options
+
+std::vector<std::int64_t> parse_int_list(const std::string& text, std::string_view option) {
+  std::vector<std::int64_t> values;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size() || v <= 0)
+      fail_input("{}: '{}' is not a positive integer (expected a list such as 64,128,256)", option, item);
+    values.push_back(v);
+  }
+  if (values.empty()) fail_input("{}: expected a list such as 64,128,256", option);
+  return values;
+}
+
+std::vector<Algo> parse_algos(const std::string& text) {
+  if (text == "all") return {std::begin(kAllAlgos), std::end(kAllAlgos)};
+  std::vector<Algo> algos;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto algo = parse_algo(item);
+    if (!algo) fail_input("--algo: unknown algorithm '{}' (expected standard, flash1, flash2, a comma list, or all)", item);
+    algos.push_back(*algo);
+  }
+  if (algos.empty()) fail_input("--algo: expected standard, flash1, flash2, a comma list, or all");
+  return algos;
+}
+
+// Options that describe a problem on a GPU; a --scenario gives the defaults, flags override.
+struct ProblemFlags {
+  std::string scenario, gpu, algo, dtype;
+  std::int64_t batch = 0, heads = 0, seq_len = 0, head_dim = 0;
+  bool causal = false;
+  CLI::Option *o_scenario{}, *o_gpu{}, *o_algo{}, *o_dtype{}, *o_batch{}, *o_heads{}, *o_seq_len{}, *o_head_dim{}, *o_causal{};
+
+  void add_to(CLI::App& cmd) {
+    o_scenario = cmd.add_option("--scenario", scenario, "workload or lesson: a .toml path or an embedded name (gpt2-medium)");
+    o_gpu = cmd.add_option("--gpu", gpu, "GPU preset (hbmlab presets) or a .toml path [a100-40gb]");
+    o_algo = cmd.add_option("--algo", algo, "standard, flash1, flash2, a comma list, or all [flash1]");
+    o_batch = cmd.add_option("--batch", batch, "batch size B [1]");
+    o_heads = cmd.add_option("--heads", heads, "heads H [1]");
+    o_seq_len = cmd.add_option("--seq-len", seq_len, "sequence length N [1024]");
+    o_head_dim = cmd.add_option("--head-dim", head_dim, "head dimension d [64]");
+    o_dtype = cmd.add_option("--dtype", dtype, "fp16, bf16 or fp32 [fp16]");
+    o_causal = cmd.add_flag("--causal", causal, "causal mask: skip block pairs above the diagonal");
+  }
+
+  Scenario resolve() const {
+    Scenario s = *o_scenario ? load_scenario(scenario) : Scenario{};
+    if (*o_gpu) s.gpu = gpu;
+    if (*o_algo) s.algorithms = parse_algos(algo);
+    if (*o_batch) s.problem.batch = batch;
+    if (*o_heads) s.problem.heads = heads;
+    if (*o_seq_len) s.problem.seq_len = seq_len;
+    if (*o_head_dim) s.problem.head_dim = head_dim;
+    if (*o_causal) s.problem.causal = causal;
+    if (*o_dtype) {
+      const auto d = parse_dtype(dtype);
+      if (!d) fail_input("--dtype: unknown dtype '{}' (expected fp16, bf16 or fp32)", dtype);
+      s.problem.dtype = *d;
+    }
+    s.problem.validate();
+    return s;
+  }
+};
+
+// A progress bar on stderr, only when stderr is a terminal.
+class ProgressBar {
+public:
+  ProgressBar(std::ostream& err, std::string label) : err_(err), label_(std::move(label)), on_(::isatty(2) == 1) {}
+  void operator()(std::size_t done, std::size_t total) {
+    if (!on_) return;
+    const int width = 40, filled = static_cast<int>(width * done / std::max<std::size_t>(total, 1));
+    if (filled == last_ && done != total) return;
+    last_ = filled;
+    err_ << fmt::format("\r{} [{}{}] {}/{}", label_, std::string(filled, '#'), std::string(width - filled, '.'), done, total)
+         << (done == total ? "\n" : "") << std::flush;
+  }
+
+private:
+  std::ostream& err_;
+  std::string label_;
+  bool on_;
+  int last_ = -1;
+};
+
+// [SECTION] simulate
+
+struct SimulateFlags {
+  ProblemFlags problem;
+  std::int64_t block_rows = 0, block_cols = 0, sram_bytes = 0;
+  std::string numerics = "auto";
+  std::uint64_t seed = 1;
+  bool json = false, csv = false, steps = false;
+  std::int64_t steps_limit = 200;
+  CLI::Option *o_block_rows{}, *o_block_cols{}, *o_sram_bytes{};
+};
+
+void add_simulate(CLI::App& app, SimulateFlags& f) {
+  CLI::App* cmd = app.add_subcommand("simulate", "count HBM traffic of one or more algorithms on one problem");
+  f.problem.add_to(*cmd);
+  f.o_block_rows = cmd->add_option("--block-rows", f.block_rows, "Br, rows of a Q/O block [paper default]");
+  f.o_block_cols = cmd->add_option("--block-cols", f.block_cols, "Bc, rows of a K/V block [paper default]");
+  f.o_sram_bytes = cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM (and per CTA) [the GPU's]");
+  cmd->add_option("--numerics", f.numerics, "check the tiled output against fp64: auto, full, sampled, off [auto]");
+  cmd->add_option("--seed", f.seed, "seed of the random Q, K, V [1]");
+  cmd->add_flag("--json", f.json, "print JSON (one object; an array for several algorithms)");
+  cmd->add_flag("--csv", f.csv, "print CSV, one row per algorithm");
+  cmd->add_flag("--steps", f.steps, "also narrate the steps of one (batch, head), in the paper's words");
+  cmd->add_option("--steps-limit", f.steps_limit, "narrate at most this many steps [200]");
+}
+
+std::string simulation_csv(std::span<const SimulationResult> results) {
+  std::string out =
+      "algorithm,gpu,batch,heads,seq_len,head_dim,dtype,causal,Br,Bc,Tr,Tc,sram_working_set_bytes,hbm_read_bytes,"
+      "hbm_write_bytes,hbm_accesses,matmul_flops,non_matmul_flops,bound,bound_ratio,predicted_s\n";
+  for (const SimulationResult& r : results) {
+    const AttentionProblem& p = r.problem;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g}\n", to_string(r.algo),
+                       r.gpu.name, p.batch, p.heads, p.seq_len, p.head_dim, to_string(p.dtype), p.causal ? 1 : 0,
+                       r.blocks.blocks.Br, r.blocks.blocks.Bc, r.Tr, r.Tc, r.blocks.working_set_bytes,
+                       r.total.hbm_read_bytes(), r.total.hbm_write_bytes(), r.total.accesses(), r.total.matmul_flops,
+                       r.total.non_matmul_flops, r.bound.expression, r.bound.ratio, r.time.predicted_s);
+  }
+  return out;
+}
+
+std::vector<SimulationResult> simulate_scenario(const Scenario& s, const SimulateFlags* flags) {
+  SimulateRequest request;
+  request.gpu = load_gpu(s.gpu);
+  request.problem = s.problem;
+  request.block_rows = s.block_rows;
+  request.block_cols = s.block_cols;
+  request.sram_bytes = s.sram_bytes;
+  if (flags) {
+    if (*flags->o_block_rows) request.block_rows = flags->block_rows;
+    if (*flags->o_block_cols) request.block_cols = flags->block_cols;
+    if (*flags->o_sram_bytes) {
+      if (flags->sram_bytes <= 0) fail_input("--sram-bytes: must be a positive integer, got {}", flags->sram_bytes);
+      request.sram_bytes = flags->sram_bytes;
+    }
+    request.seed = flags->seed;
+    const std::string& n = flags->numerics;
+    request.numerics = n == "auto" ? NumericsMode::automatic : n == "full" ? NumericsMode::full
+                     : n == "sampled" ? NumericsMode::sampled : n == "off" ? NumericsMode::off
+                     : (fail_input("--numerics: unknown mode '{}' (expected auto, full, sampled or off)", n), NumericsMode::off);
+  }
+  std::vector<SimulationResult> results;
+  for (Algo algo : s.algorithms) {
+    request.algo = algo;
+    results.push_back(simulate(request));
+  }
+  return results;
+}
+
+void print_steps(std::ostream& out, const SimulationResult& r, std::int64_t limit) {
+  const std::vector<Step> steps = record_steps(r.algo, r.problem, r.blocks.blocks);
+  fmt::print(out, "\nSteps of one (batch, head) for {} ({} in all):\n", to_string(r.algo), format_count(double(steps.size())));
+  IoCounter running;
+  const std::int64_t shown = std::min<std::int64_t>(limit, static_cast<std::int64_t>(steps.size()));
+  for (std::int64_t k = 0; k < shown; ++k) {
+    running.on_step(steps[k]);
+    fmt::print(out, "  {:>6}  {:<100}  HBM read {:>9}, written {:>9}\n", k + 1, narrate(r.algo, steps[k]),
+               format_bytes(double(running.counts().hbm_read_bytes())), format_bytes(double(running.counts().hbm_write_bytes())));
+  }
+  if (shown < static_cast<std::int64_t>(steps.size()))
+    fmt::print(out, "  ... {} more steps (--steps-limit to show more)\n", format_count(double(steps.size() - shown)));
+}
+
+int run_simulate(const SimulateFlags& f, std::ostream& out) {
+  if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
+  const Scenario s = f.problem.resolve();
+  const std::vector<SimulationResult> results = simulate_scenario(s, &f);
+  if (f.json) {
+    if (results.size() == 1) {
+      out << simulation_json(results.front()).dump(2) << "\n";
+    } else {
+      Json all = Json::array();
+      for (const SimulationResult& r : results) all.push_back(simulation_json(r));
+      out << all.dump(2) << "\n";
+    }
+    return 0;
+  }
+  if (f.csv) {
+    out << simulation_csv(results);
+    return 0;
+  }
+  for (const SimulationResult& r : results) {
+    print_simulation(out, r);
+    if (f.steps) print_steps(out, r, f.steps_limit);
+    out << "\n";
+  }
+  if (results.size() > 1) print_comparison(out, results);
+  return 0;
+}
+
+// [SECTION] bounds
+
+struct BoundsFlags {
+  std::string algo = "all", seq_lens, head_dims, sram_elements, dtype = "fp16";
+  std::int64_t base_N = 0, base_d = 0, base_M = 0;
+  double tolerance = 0.05;
+  bool json = false;
+  CLI::Option *o_base_N{}, *o_base_d{}, *o_base_M{};
+};
+
+void add_bounds(CLI::App& app, BoundsFlags& f) {
+  CLI::App* cmd = app.add_subcommand("bounds", "sweep N, d and M, fit the exponents of the counted accesses, "
+                                               "and check them against the Θ/Ω bounds");
+  cmd->add_option("--algo", f.algo, "algorithms [all]");
+  cmd->add_option("--seq-lens", f.seq_lens, "N values of the N sweep [8192,16384,32768,65536]");
+  cmd->add_option("--head-dims", f.head_dims, "d values of the d sweep [32,64,128]");
+  cmd->add_option("--sram-elements", f.sram_elements, "M values (SRAM in elements) of the M sweep [16384,32768,65536,131072]");
+  f.o_base_N = cmd->add_option("--seq-len", f.base_N, "N held fixed in the d and M sweeps [32768]");
+  f.o_base_d = cmd->add_option("--head-dim", f.base_d, "d held fixed in the N and M sweeps [64]");
+  f.o_base_M = cmd->add_option("--sram-element-count", f.base_M, "M held fixed in the N and d sweeps [65536]");
+  cmd->add_option("--dtype", f.dtype, "fp16, bf16 or fp32 [fp16]");
+  cmd->add_option("--tolerance", f.tolerance, "allowed |fitted − expected| exponent [0.05]");
+  cmd->add_flag("--json", f.json, "print JSON");
+}
+
+int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
+  BoundsConfig config;
+  config.algos = parse_algos(f.algo);
+  if (!f.seq_lens.empty()) config.seq_lens = parse_int_list(f.seq_lens, "--seq-lens");
+  if (!f.head_dims.empty()) config.head_dims = parse_int_list(f.head_dims, "--head-dims");
+  if (!f.sram_elements.empty()) config.sram_elems = parse_int_list(f.sram_elements, "--sram-elements");
+  auto positive = [](std::int64_t v, std::string_view option) {
+    if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);
+    return v;
+  };
+  if (*f.o_base_N) config.base_N = positive(f.base_N, "--seq-len");
+  if (*f.o_base_d) config.base_d = positive(f.base_d, "--head-dim");
+  if (*f.o_base_M) config.base_M = positive(f.base_M, "--sram-element-count");
+  const auto dtype = parse_dtype(f.dtype);
+  if (!dtype) fail_input("--dtype: unknown dtype '{}' (expected fp16, bf16 or fp32)", f.dtype);
+  config.dtype = *dtype;
+  if (!(f.tolerance > 0)) fail_input("--tolerance: must be positive, got {}", f.tolerance);
+  config.tolerance = f.tolerance;
+  for (std::int64_t N : config.seq_lens) AttentionProblem{1, 1, N, config.base_d, config.dtype, false}.validate();
+  for (std::int64_t d : config.head_dims) AttentionProblem{1, 1, config.base_N, d, config.dtype, false}.validate();
+  AttentionProblem{1, 1, config.base_N, config.base_d, config.dtype, false}.validate();
+
+  const std::vector<BoundsRow> rows = run_bounds(config);
+  if (f.json) out << bounds_json(rows, config).dump(2) << "\n";
+  else print_bounds(out, rows, config);
+  const bool pass = std::all_of(rows.begin(), rows.end(), [](const BoundsRow& r) { return r.exponent_ok && r.exact_ok; });
+  return pass ? 0 : 1;
+}
+
+// [SECTION] sweep
+
+struct SweepFlags {
+  ProblemFlags problem;
+  std::string block_rows = "16,32,64,128,256", block_cols = "16,32,64,128,256,512", sram_bytes, out_path;
+  bool json = false;
+};
+
+void add_sweep(CLI::App& app, SweepFlags& f) {
+  CLI::App* cmd = app.add_subcommand("sweep", "block size × SRAM grid of HBM traffic and time, as CSV or JSON");
+  f.problem.add_to(*cmd);
+  cmd->add_option("--block-rows", f.block_rows, "Br values [16,32,64,128,256]");
+  cmd->add_option("--block-cols", f.block_cols, "Bc values [16,32,64,128,256,512]");
+  cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM values [the GPU's]");
+  cmd->add_option("--out", f.out_path, "write to this file (whole or not at all) instead of standard output");
+  cmd->add_flag("--json", f.json, "JSON instead of CSV");
+}
+
+int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err) {
+  const Scenario s = f.problem.resolve();
+  SweepConfig config;
+  config.gpu = load_gpu(s.gpu);
+  config.problem = s.problem;
+  config.algos = s.algorithms;
+  config.block_rows = parse_int_list(f.block_rows, "--block-rows");
+  config.block_cols = parse_int_list(f.block_cols, "--block-cols");
+  if (!f.sram_bytes.empty()) config.sram_bytes = parse_int_list(f.sram_bytes, "--sram-bytes");
+  else if (s.sram_bytes) config.sram_bytes = {*s.sram_bytes};
+
+  ProgressBar bar(err, "sweep");
+  const std::vector<SweepPoint> points = run_sweep(config, std::ref(bar));
+  std::string text;
+  if (f.json) {
+    Json rows = Json::array();
+    for (const SweepPoint& pt : points)
+      rows.push_back({{"algorithm", to_string(pt.algo)}, {"sram_bytes", pt.sram_bytes}, {"M_elements", pt.M_elements},
+                      {"Br", pt.blocks.Br}, {"Bc", pt.blocks.Bc}, {"Tr", pt.Tr}, {"Tc", pt.Tc},
+                      {"working_set_bytes", pt.working_set_bytes}, {"fits", pt.fits},
+                      {"hbm_read_bytes", pt.total.hbm_read_bytes()}, {"hbm_write_bytes", pt.total.hbm_write_bytes()},
+                      {"accesses", pt.total.accesses()}, {"bound_ratio", pt.bound_ratio}, {"predicted_s", pt.predicted_s}});
+    text = Json{{"gpu", config.gpu.name},
+                {"problem", {{"batch", s.problem.batch}, {"heads", s.problem.heads}, {"seq_len", s.problem.seq_len},
+                             {"head_dim", s.problem.head_dim}, {"dtype", to_string(s.problem.dtype)}, {"causal", s.problem.causal}}},
+                {"points", rows}}.dump(2) + "\n";
+  } else {
+    text = "algorithm,sram_bytes,M_elements,Br,Bc,Tr,Tc,working_set_bytes,fits,hbm_read_bytes,hbm_write_bytes,accesses,bound_ratio,predicted_s\n";
+    for (const SweepPoint& pt : points)
+      text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g}\n", to_string(pt.algo), pt.sram_bytes,
+                          pt.M_elements, pt.blocks.Br, pt.blocks.Bc, pt.Tr, pt.Tc, pt.working_set_bytes, pt.fits ? 1 : 0,
+                          pt.total.hbm_read_bytes(), pt.total.hbm_write_bytes(), pt.total.accesses(), pt.bound_ratio,
+                          pt.predicted_s);
+  }
+  if (f.out_path.empty()) {
+    out << text;
+  } else {
+    write_file_atomically(f.out_path, text);
+    err << fmt::format("sweep: wrote {} points to {}\n", points.size(), f.out_path);
+  }
+  return 0;
+}
+
+// [SECTION] presets, gui, measure and the default action
+
+void print_lesson_report(std::ostream& out, const Scenario& lesson) {
+  fmt::print(out, "Lesson {}: {}\n", lesson.number, lesson.title);
+  if (!lesson.summary.empty()) fmt::print(out, "{}\n", lesson.summary);
+  int k = 0;
+  for (const LessonStage& stage : lesson.stages)
+    fmt::print(out, "\n  {}. {}\n     {}\n", ++k, stage.title.empty() ? "Stage" : stage.title, stage.caption);
+  out << "\n";
+  const std::vector<SimulationResult> results = simulate_scenario(lesson, nullptr);
+  print_comparison(out, results);
+}
+
+GuiOptions gui_defaults() { return GuiOptions{}; }
+
+}  // namespace
+
+// [SECTION] run_cli
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const Frontends& frontends) {
+  CLI::App app{"hbmlab — a simulator and visualizer of GPU memory-hierarchy IO for attention.\n"
+               "With no command: the window on the default lesson (a text report when there is no display).",
+               "hbmlab"};
+  app.require_subcommand(0, 1);
+  SimulateFlags simulate_flags;
+  BoundsFlags bounds_flags;
+  SweepFlags sweep_flags;
+  GuiOptions gui = gui_defaults();
+  bool presets_json_flag = false;
+
+  add_simulate(app, simulate_flags);
+  add_bounds(app, bounds_flags);
+  add_sweep(app, sweep_flags);
+  CLI::App* presets = app.add_subcommand("presets", "list the GPU presets with their numbers, units and sources");
+  presets->add_flag("--json", presets_json_flag, "print JSON");
+  CLI::App* gui_cmd = app.add_subcommand("gui", "open the window (Dear ImGui + GLFW)");
+  gui_cmd->add_option("--scenario", gui.scenario, "lesson or workload: a .toml path or an embedded name");
+  gui_cmd->add_option("--screenshot", gui.screenshot, "save a PNG of the window after --frames frames, then exit");
+  gui_cmd->add_option("--frames", gui.frames, "frames to render before the screenshot or exit [0: until closed]");
+  gui_cmd->add_option("--ui-scale", gui.ui_scale, "scale fonts and widgets (2 for a projector or 4K) [auto]");
+  gui_cmd->add_option("--width", gui.width, "window width in pixels [1600]");
+  gui_cmd->add_option("--height", gui.height, "window height in pixels [1000]");
+  gui_cmd->add_flag("--report-fps", gui.report_fps, "print frames per second when done");
+  CLI::App* measure = app.add_subcommand("measure", "(CUDA builds) run the kernels on the GPU and write a measurement file");
+  measure->allow_extras();
+  measure->prefix_command();
+
+  std::vector<const char*> argv = {"hbmlab"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  try {
+    try {
+      app.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::ParseError& e) {
+      if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
+      std::string sub;
+      for (const CLI::App* s : app.get_subcommands()) sub = " " + s->get_name();
+      err << fmt::format("hbmlab{}: {}\n", sub, e.what());
+      return 2;
+    }
+
+    if (app.got_subcommand("simulate")) return run_simulate(simulate_flags, out);
+    if (app.got_subcommand("bounds")) return run_bounds_command(bounds_flags, out);
+    if (app.got_subcommand("sweep")) return run_sweep_command(sweep_flags, out, err);
+    if (app.got_subcommand("presets")) {
+      const std::vector<GpuSpec> specs = gpu_presets();
+      if (presets_json_flag) out << presets_json(specs).dump(2) << "\n";
+      else print_presets(out, specs);
+      return 0;
+    }
+    if (app.got_subcommand("gui")) {
+      if (!frontends.gui) {
+        err << "hbmlab gui: this build has no window (GLFW, Dear ImGui or OpenGL were missing at build time); "
+               "run `make` to install them and rebuild\n";
+        return 2;
+      }
+      if (gui.frames < 0) fail_input("--frames: must be 0 or more, got {}", gui.frames);
+      if (gui.ui_scale < 0 || gui.ui_scale > 8) fail_input("--ui-scale: must be between 0.5 and 8, got {}", gui.ui_scale);
+      if (gui.width < 320 || gui.height < 240) fail_input("--width: the window must be at least 320×240");
+      if (!gui.scenario.empty()) (void)load_scenario(gui.scenario);  // a bad --scenario is a CLI error
+      return frontends.gui(gui);
+    }
+    if (app.got_subcommand("measure")) {
+      if (!frontends.measure) {
+        err << "hbmlab measure: this build has no CUDA kernels (no CUDA compiler at configure time); "
+               "install the CUDA toolkit (nvcc) and rebuild with `make`\n";
+        return 2;
+      }
+      return frontends.measure(measure->remaining(), out, err);
+    }
+
+    // No command: the window on the default lesson, or its text report without a display.
+    if (frontends.gui && frontends.display_available) return frontends.gui(gui);
+    print_lesson_report(out, load_scenario(kDefaultLesson));
+    if (!frontends.gui)
+      out << "\nThis build has no window (GLFW or Dear ImGui were missing at build time): `make run` installs them.\n";
+    else
+      out << "\nNo display, so this is the text report. For the window run hbmlab on a desktop, or make a picture of it:\n"
+             "  xvfb-run -a -s \"-screen 0 1600x1000x24\" hbmlab gui --screenshot lesson.png --frames 60\n";
+    out << "More: hbmlab --help, hbmlab simulate --help\n";
+    return 0;
+  } catch (const InputError& e) {
+    std::string sub;
+    for (const CLI::App* s : app.get_subcommands()) sub = " " + s->get_name();
+    err << fmt::format("hbmlab{}: {}\n", sub, e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    err << fmt::format("hbmlab: internal error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace hbmlab

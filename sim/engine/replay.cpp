@@ -1,0 +1,24 @@
+// Counts-only and recorded replays.
+#include "sim/engine/replay.hpp"
+
+#include "sim/algo/algorithms.hpp"
+
+namespace hbmlab {
+
+Counts count_instance(Algo algo, const AttentionProblem& problem, Blocks blocks) {
+  IoCounter counter;
+  emit_steps(algo, problem, blocks, counter);
+  return counter.counts();
+}
+
+Counts count_problem(Algo algo, const AttentionProblem& problem, Blocks blocks) {
+  return count_instance(algo, problem, blocks).scaled(problem.instances());
+}
+
+std::vector<Step> record_steps(Algo algo, const AttentionProblem& problem, Blocks blocks) {
+  Trace trace;
+  emit_steps(algo, problem, blocks, trace);
+  return std::move(trace.steps);
+}
+
+}  // namespace hbmlab

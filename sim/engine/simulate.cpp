@@ -1,0 +1,95 @@
+// The simulate pipeline.
+#include "sim/engine/simulate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "sim/engine/replay.hpp"
+#include "sim/numerics/attention.hpp"
+
+namespace hbmlab {
+namespace {
+
+// A full check costs about 4·N²·d operations; a sampled one 4·N·d per row.
+constexpr std::int64_t kFullCheckMaxWork = std::int64_t{1} << 24;     // e.g. N = 512, d = 64
+constexpr std::int64_t kSampledCheckMaxWork = std::int64_t{1} << 28;  // N·d·rows
+constexpr int kSampledRows = 16;
+
+NumericsResult check(const SimulateRequest& request, Blocks blocks) {
+  const AttentionProblem& p = request.problem;
+  NumericsResult result;
+  NumericsMode mode = request.numerics;
+  const std::int64_t full_work = p.seq_len * p.seq_len * p.head_dim;
+  if (mode == NumericsMode::automatic) {
+    if (full_work <= kFullCheckMaxWork) {
+      mode = NumericsMode::full;
+    } else if (p.seq_len * p.head_dim * kSampledRows <= kSampledCheckMaxWork) {
+      mode = NumericsMode::sampled;
+      result.reason = fmt::format("{} query rows of one head checked; a full check needs N²d = {} multiply-adds",
+                                  kSampledRows, full_work);
+    } else {
+      mode = NumericsMode::off;
+      result.reason = "problem too large to check on the CPU";
+    }
+  }
+  if (mode == NumericsMode::off) {
+    result.mode = "off";
+    if (result.reason.empty()) result.reason = "turned off (--numerics off)";
+    return result;
+  }
+  const Inputs inputs = make_inputs(p.seq_len, p.head_dim, InputKind::unit, request.seed);
+  std::vector<std::int64_t> rows;
+  if (mode == NumericsMode::sampled) rows = sample_rows(p.seq_len, blocks.Br, kSampledRows);
+  const NumericsCheck c = check_numerics(request.algo, Precision::fp32, inputs, blocks, p.causal, rows);
+  result.checked = true;
+  result.mode = mode == NumericsMode::full ? "full" : "sampled";
+  result.rows_checked = c.rows_checked;
+  result.max_abs_error = c.max_abs_error;
+  result.finite = c.finite;
+  return result;
+}
+
+}  // namespace
+
+TimeEstimate estimate_roofline(const GpuSpec& gpu, Algo algo, const AttentionProblem& p, const BlockGrid& g,
+                               std::int64_t working_set_bytes, std::int64_t sram_bytes_per_sm, const Counts& total) {
+  TimeEstimate t;
+  t.hbm_s = double(total.hbm_bytes()) / (gpu.hbm_bandwidth_gbps * 1e9);
+  t.compute_s = double(total.matmul_flops) / (gpu.tensor_tflops * 1e12) +
+                double(total.non_matmul_flops) / (gpu.non_matmul_tflops * 1e12);
+  t.predicted_s = std::max(t.hbm_s, t.compute_s);
+  // Launch shape: standard's largest kernel has one CTA per S tile; flash1 one per (batch, head);
+  // flash2 one per (Q block, batch, head).
+  const std::int64_t per_instance = algo == Algo::standard ? g.Tr * g.Tc : algo == Algo::flash1 ? 1 : g.Tr;
+  t.ctas = per_instance * p.instances();
+  t.ctas_per_sm = std::clamp<std::int64_t>(sram_bytes_per_sm / std::max<std::int64_t>(working_set_bytes, 1), 1,
+                                           gpu.max_ctas_per_sm);
+  t.waves = ceil_div(t.ctas, gpu.sm_count * t.ctas_per_sm);
+  return t;
+}
+
+SimulationResult simulate(const SimulateRequest& request) {
+  request.problem.validate();
+  SimulationResult r;
+  r.gpu = request.gpu;
+  r.problem = request.problem;
+  r.algo = request.algo;
+  r.sram_bytes_per_sm = request.sram_bytes.value_or(request.gpu.sram_bytes_per_sm);
+  r.sram_bytes_per_block = request.sram_bytes.value_or(request.gpu.sram_bytes_per_block);
+  r.blocks = choose_blocks(request.algo, request.problem, {r.sram_bytes_per_sm, r.sram_bytes_per_block},
+                           request.block_rows, request.block_cols);
+  const BlockGrid grid(request.problem.seq_len, r.blocks.blocks, request.problem.causal);
+  r.Tr = grid.Tr;
+  r.Tc = grid.Tc;
+  r.per_instance = count_instance(request.algo, request.problem, r.blocks.blocks);
+  r.total = r.per_instance.scaled(request.problem.instances());
+  r.bound = bound_for(request.algo, request.problem, r.blocks.M_elements, r.total.accesses());
+  r.numerics = check(request, r.blocks.blocks);
+  r.time = estimate_roofline(request.gpu, request.algo, request.problem, grid, r.blocks.working_set_bytes,
+                             r.sram_bytes_per_sm, r.total);
+  return r;
+}
+
+}  // namespace hbmlab

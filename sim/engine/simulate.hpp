@@ -1,0 +1,63 @@
+// One simulation: blocks chosen for the GPU's SRAM, HBM traffic counted, the bound beside it,
+// the numerics checked and a time estimated. The CLI, the GUI and the tests all call this.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "sim/bounds/bounds.hpp"
+#include "sim/engine/counters.hpp"
+#include "sim/spec/gpu_spec.hpp"
+
+namespace hbmlab {
+
+enum class NumericsMode { automatic, full, sampled, off };
+
+struct SimulateRequest {
+  GpuSpec gpu;
+  AttentionProblem problem;
+  Algo algo = Algo::flash1;
+  std::optional<std::int64_t> block_rows, block_cols;
+  std::optional<std::int64_t> sram_bytes;  // overrides the GPU's SRAM per SM and per CTA
+  NumericsMode numerics = NumericsMode::automatic;
+  std::uint64_t seed = 1;
+};
+
+struct NumericsResult {
+  bool checked = false;
+  std::string mode;    // "full", "sampled" or "off"
+  std::string reason;  // why it was sampled or off
+  std::string precision = "fp32";
+  std::int64_t rows_checked = 0;
+  double max_abs_error = 0;
+  bool finite = true;
+};
+
+// Until the cycle-approximate engine lands, time is a roofline: the larger of HBM time and
+// compute time, with CTAs and waves from the launch shape.
+struct TimeEstimate {
+  std::string model = "roofline";
+  double predicted_s = 0, hbm_s = 0, compute_s = 0;
+  std::int64_t ctas = 0, ctas_per_sm = 0, waves = 0;
+};
+
+struct SimulationResult {
+  GpuSpec gpu;
+  AttentionProblem problem;
+  Algo algo = Algo::flash1;
+  BlockChoice blocks;
+  std::int64_t Tr = 0, Tc = 0;
+  std::int64_t sram_bytes_per_sm = 0, sram_bytes_per_block = 0;
+  Counts per_instance;  // one (batch, head)
+  Counts total;         // × B·H
+  Bound bound;
+  NumericsResult numerics;
+  TimeEstimate time;
+};
+
+SimulationResult simulate(const SimulateRequest& request);
+
+TimeEstimate estimate_roofline(const GpuSpec& gpu, Algo algo, const AttentionProblem& problem, const BlockGrid& grid,
+                               std::int64_t working_set_bytes, std::int64_t sram_bytes_per_sm, const Counts& total);
+
+}  // namespace hbmlab

@@ -1,0 +1,78 @@
+// Functional mode: attention really computed on seeded random Q, K, V, through each algorithm's
+// tiles (same BlockGrid, same loop order, same causal skips as the step streams), in fp32 or
+// fp64, checked against a plain fp64 reference. The online-softmax state of one watched query
+// row (m, ℓ, the rescale factor, the partial output) is recorded after every K/V block.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "sim/workload/problem.hpp"
+
+namespace hbmlab {
+
+struct Matrix {
+  std::int64_t rows = 0, cols = 0;
+  std::vector<double> data;  // row-major
+  Matrix() = default;
+  Matrix(std::int64_t r, std::int64_t c) : rows(r), cols(c), data(static_cast<std::size_t>(r * c), 0.0) {}
+  double& operator()(std::int64_t r, std::int64_t c) { return data[static_cast<std::size_t>(r * cols + c)]; }
+  double operator()(std::int64_t r, std::int64_t c) const { return data[static_cast<std::size_t>(r * cols + c)]; }
+};
+
+// unit: entries ~ N(0, 1). large_logits: Q scaled so that scores are around ±1e4.
+// dominant_key: K = 4·Q, so each query's own key outweighs all others.
+enum class InputKind { unit, large_logits, dominant_key };
+std::string_view to_string(InputKind kind);
+
+struct Inputs {
+  Matrix Q, K, V;  // N × d each
+  double scale = 1;  // softmax scale applied to QKᵀ, 1/√d
+};
+Inputs make_inputs(std::int64_t N, std::int64_t d, InputKind kind, std::uint64_t seed);
+
+enum class Precision { fp32, fp64 };
+
+// The state of the watched row after one (i, j) block, as lines 9–13 (flash1) or 8–10 (flash2)
+// leave it.
+struct SoftmaxEvent {
+  std::int64_t j = 0;     // K/V block just processed
+  double m_old = 0, m_new = 0;  // running max before and after (−∞ before the first block)
+  double l_old = 0, l_new = 0;  // running sum ℓ before and after
+  double rescale = 0;           // e^(m_old − m_new), applied to the old ℓ and O
+  std::vector<double> O_partial;  // softmax over the keys seen so far, times V (normalised)
+};
+
+struct TiledOptions {
+  std::vector<std::int64_t> rows;          // query rows to compute; empty: all
+  std::optional<std::int64_t> watch_row;   // row whose online-softmax state is recorded
+};
+
+struct TiledResult {
+  Matrix O;                          // N × d; rows not computed stay 0
+  std::vector<SoftmaxEvent> watch;   // one per processed K/V block of the watched row
+};
+
+TiledResult run_tiled(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
+                      const TiledOptions& options = {});
+
+// Plain fp64 softmax(scale·QKᵀ)·V on the given rows (all when empty).
+Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows = {});
+
+struct NumericsCheck {
+  std::int64_t rows_checked = 0;
+  double max_abs_error = 0;  // max |O_tiled − O_reference| over the rows checked
+  bool finite = true;        // no NaN or infinity anywhere in the tiled output
+};
+
+NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
+                             std::span<const std::int64_t> rows = {});
+
+// Rows to check when a full check would cost too much: first, last, ends of the first and last
+// row blocks and a spread in between (sorted, unique, at most `count`).
+std::vector<std::int64_t> sample_rows(std::int64_t N, std::int64_t Br, int count);
+
+}  // namespace hbmlab

@@ -1,0 +1,210 @@
+// Text and JSON reports.
+//
+// [SECTION] simulate
+// [SECTION] bounds
+// [SECTION] presets
+#include "sim/report/report.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "sim/common/units.hpp"
+
+namespace hbmlab {
+
+// [SECTION] simulate
+
+namespace {
+
+std::string problem_line(const AttentionProblem& p) {
+  return fmt::format("B={} H={} N={} d={} {}, {}", p.batch, p.heads, p.seq_len, p.head_dim, to_string(p.dtype),
+                     p.causal ? "causal" : "not causal");
+}
+
+double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
+
+Json number_or_null(double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); }
+
+}  // namespace
+
+void print_simulation(std::ostream& out, const SimulationResult& r) {
+  const AttentionProblem& p = r.problem;
+  const Counts& c = r.total;
+  fmt::print(out, "{} — {}\n", to_string(r.algo), paper_name(r.algo));
+  fmt::print(out, "  GPU       {} ({}): SRAM {} per SM, {} per CTA → M = {} {} elements\n", r.gpu.display_name,
+             r.gpu.name, format_bytes(double(r.sram_bytes_per_sm)), format_bytes(double(r.sram_bytes_per_block)),
+             format_count(double(r.blocks.M_elements)), to_string(p.dtype));
+  fmt::print(out, "  problem   {} ({} (batch, head) pairs, all alike)\n", problem_line(p), format_count(double(p.instances())));
+  fmt::print(out, "  blocks    Br={} Bc={} ({}) → Tr={} Tc={}; SRAM working set {} of {}\n", r.blocks.blocks.Br,
+             r.blocks.blocks.Bc, r.blocks.origin, r.Tr, r.Tc, format_bytes(double(r.blocks.working_set_bytes)),
+             format_bytes(double(r.sram_bytes_per_block)));
+  if (!r.blocks.note.empty()) fmt::print(out, "  note      {}\n", r.blocks.note);
+  if (c.skipped_blocks > 0)
+    fmt::print(out, "  causal    {} of {} block pairs skipped per head\n", format_count(double(r.per_instance.skipped_blocks)),
+               format_count(double(r.Tr * r.Tc)));
+
+  fmt::print(out, "\n  HBM traffic, every load from and store to global memory (the paper's count, all heads)\n");
+  fmt::print(out, "  {:<7} {:>12} {:>12} {:>8}\n", "tensor", "reads", "writes", "share");
+  const double all = double(c.hbm_bytes());
+  for (Tensor t : kAllTensors) {
+    if (!c.touches(t)) continue;
+    const TensorTraffic& tt = c[t];
+    fmt::print(out, "  {:<7} {:>12} {:>12} {:>7.1f}%\n", tensor_symbol(t), format_bytes(double(tt.read_bytes)),
+               format_bytes(double(tt.write_bytes)), percent(double(tt.read_bytes + tt.write_bytes), all));
+  }
+  fmt::print(out, "  {:<7} {:>12} {:>12} {:>7.1f}%   = {} accesses (elements)\n", "total",
+             format_bytes(double(c.hbm_read_bytes())), format_bytes(double(c.hbm_write_bytes())), 100.0,
+             format_count(double(c.accesses())));
+
+  fmt::print(out, "\n  bound     {}({}) = {} accesses; counted / bound = {:.3g}\n", r.bound.kind, r.bound.expression,
+             format_count(r.bound.value), r.bound.ratio);
+  fmt::print(out, "  FLOPs     matmul {}, non-matmul {}\n", format_si(double(c.matmul_flops), "FLOP"),
+             format_si(double(c.non_matmul_flops), "FLOP"));
+  fmt::print(out, "  SRAM      {} loaded in, {} read out (stores and matmul operands)\n", format_bytes(double(c.sram_write_bytes)),
+             format_bytes(double(c.sram_read_bytes)));
+  if (r.numerics.checked)
+    fmt::print(out, "  numerics  max |O_tiled − O_reference| = {:.2g} over {} {} query rows ({} tiled vs fp64) {}\n",
+               r.numerics.max_abs_error, format_count(double(r.numerics.rows_checked)), r.numerics.mode,
+               r.numerics.precision, r.numerics.finite && r.numerics.max_abs_error < 1e-4 ? "✓" : "✗");
+  else
+    fmt::print(out, "  numerics  not checked: {}\n", r.numerics.reason);
+  fmt::print(out, "  time      {} (roofline estimate: HBM {}, compute {}); {} CTAs, {} per SM, {} waves\n",
+             format_seconds(r.time.predicted_s), format_seconds(r.time.hbm_s), format_seconds(r.time.compute_s),
+             format_count(double(r.time.ctas)), r.time.ctas_per_sm, format_count(double(r.time.waves)));
+}
+
+void print_comparison(std::ostream& out, std::span<const SimulationResult> results) {
+  if (results.empty()) return;
+  const SimulationResult& first = results.front();
+  fmt::print(out, "{} on {}\n", problem_line(first.problem), first.gpu.display_name);
+  fmt::print(out, "  {:<9} {:>9} {:>11} {:>11} {:>11} {:>9} {:>12} {:>12} {:>8} {:>10}\n", "algorithm", "Br×Bc", "HBM read",
+             "HBM write", "HBM total", "vs first", "matmul", "non-matmul", "/bound", "time*");
+  const double baseline = double(first.total.hbm_bytes());
+  for (const SimulationResult& r : results) {
+    const Counts& c = r.total;
+    fmt::print(out, "  {:<9} {:>9} {:>11} {:>11} {:>11} {:>8.2f}× {:>12} {:>12} {:>8.3g} {:>10}\n", to_string(r.algo),
+               fmt::format("{}×{}", r.blocks.blocks.Br, r.blocks.blocks.Bc), format_bytes(double(c.hbm_read_bytes())),
+               format_bytes(double(c.hbm_write_bytes())), format_bytes(double(c.hbm_bytes())),
+               baseline / double(c.hbm_bytes()), format_si(double(c.matmul_flops), "FLOP"),
+               format_si(double(c.non_matmul_flops), "FLOP"), r.bound.ratio, format_seconds(r.time.predicted_s));
+  }
+  fmt::print(out, "  (vs first: how many times less HBM traffic than the first row; /bound: counted accesses over the\n"
+                  "   bound's expression; *time: roofline estimate, the larger of HBM time and compute time)\n");
+}
+
+Json simulation_json(const SimulationResult& r) {
+  const AttentionProblem& p = r.problem;
+  const Counts& c = r.total;
+  Json by_tensor = Json::object();
+  for (Tensor t : kAllTensors)
+    if (c.touches(t)) by_tensor[std::string(tensor_key(t))] = {{"read_bytes", c[t].read_bytes}, {"write_bytes", c[t].write_bytes}};
+  return {
+      {"gpu", {{"name", r.gpu.name}, {"display_name", r.gpu.display_name}, {"sm_count", r.gpu.sm_count},
+               {"sram_bytes_per_sm", r.sram_bytes_per_sm}, {"sram_bytes_per_block", r.sram_bytes_per_block},
+               {"l2_bytes", r.gpu.l2_bytes}, {"hbm_bandwidth_gbps", r.gpu.hbm_bandwidth_gbps},
+               {"tensor_tflops", r.gpu.tensor_tflops}, {"non_matmul_tflops", r.gpu.non_matmul_tflops}}},
+      {"problem", {{"batch", p.batch}, {"heads", p.heads}, {"seq_len", p.seq_len}, {"head_dim", p.head_dim},
+                   {"dtype", to_string(p.dtype)}, {"causal", p.causal}}},
+      {"algorithm", to_string(r.algo)},
+      {"blocks", {{"Br", r.blocks.blocks.Br}, {"Bc", r.blocks.blocks.Bc}, {"Tr", r.Tr}, {"Tc", r.Tc},
+                  {"M_elements", r.blocks.M_elements}, {"origin", r.blocks.origin}, {"note", r.blocks.note}}},
+      {"sram_working_set_bytes", r.blocks.working_set_bytes},
+      {"hbm", {{"read_bytes", c.hbm_read_bytes()}, {"write_bytes", c.hbm_write_bytes()}, {"accesses", c.accesses()},
+               {"by_tensor", by_tensor}}},
+      {"flops", {{"matmul", c.matmul_flops}, {"non_matmul", c.non_matmul_flops}}},
+      {"sram", {{"write_bytes", c.sram_write_bytes}, {"read_bytes", c.sram_read_bytes}}},
+      {"bound", {{"expression", r.bound.expression}, {"kind", r.bound.kind}, {"value", r.bound.value}, {"ratio", r.bound.ratio}}},
+      {"numerics", {{"checked", r.numerics.checked}, {"mode", r.numerics.mode}, {"reason", r.numerics.reason},
+                    {"precision", r.numerics.precision}, {"rows_checked", r.numerics.rows_checked},
+                    {"finite", r.numerics.finite},
+                    {"max_abs_error_vs_reference", r.numerics.checked ? number_or_null(r.numerics.max_abs_error) : Json(nullptr)}}},
+      {"time", {{"model", r.time.model}, {"predicted_s", r.time.predicted_s}, {"hbm_s", r.time.hbm_s},
+                {"compute_s", r.time.compute_s}, {"ctas", r.time.ctas}, {"ctas_per_sm", r.time.ctas_per_sm},
+                {"waves", r.time.waves}}},
+      {"l2", {{"enabled", false}, {"sm_read_bytes", c.hbm_read_bytes()}, {"sm_write_bytes", c.hbm_write_bytes()},
+              {"read_hit_bytes", 0}}},
+      {"dram", {{"read_bytes", c.hbm_read_bytes()}, {"write_bytes", c.hbm_write_bytes()}}},
+      {"steps_per_head", r.per_instance.steps},
+  };
+}
+
+// [SECTION] bounds
+
+namespace {
+
+std::string range_text(const BoundsRow& row) {
+  auto value = [&](const BoundsPoint& pt) {
+    return row.axis == SweepAxis::N ? pt.N : row.axis == SweepAxis::d ? pt.d : pt.M;
+  };
+  return fmt::format("{}..{}", value(row.points.front()), value(row.points.back()));
+}
+
+}  // namespace
+
+void print_bounds(std::ostream& out, std::span<const BoundsRow> rows, const BoundsConfig& config) {
+  fmt::print(out, "IO-complexity check: counted HBM accesses (elements, one head, {}) against N, d and M\n",
+             to_string(config.dtype));
+  fmt::print(out, "Fixed values: N = {}, d = {}, M = {} elements; blocks follow the paper's rule for each M.\n\n",
+             config.base_N, config.base_d, config.base_M);
+  fmt::print(out, "  {:<9} {:<5} {:<14} {:>8} {:>9} {:<6} {:<13} {:<15} {:<15}\n", "algorithm", "sweep", "range", "fitted",
+             "expected", "", "closed form", "bound", "count / bound");
+  bool all_ok = true;
+  for (const BoundsRow& row : rows) {
+    const bool ok = row.exponent_ok && row.exact_ok;
+    all_ok = all_ok && ok;
+    fmt::print(out, "  {:<9} {:<5} {:<14} {:>8.3f} {:>9.0f} {:<6} {:<13} {:<15} {:.3g}..{:.3g}\n", to_string(row.algo),
+               to_string(row.axis), range_text(row), row.fitted, row.expected, row.exponent_ok ? "✓" : "✗",
+               row.exact_ok ? "= counted ✓" : "differs ✗", row.bound_expression, row.ratio_min, row.ratio_max);
+  }
+  fmt::print(out, "\nverdict: {} (exponents within {} of the expected; every count equal to its closed form)\n",
+             all_ok ? "PASS" : "FAIL", config.tolerance);
+  fmt::print(out, "Counts are Θ of their bound where count/bound stays within a constant range; for flash1 and flash2\n"
+                  "N²d²/M is also the lower bound Ω for M in [d, Nd] (Proposition 3).\n");
+}
+
+Json bounds_json(std::span<const BoundsRow> rows, const BoundsConfig& config) {
+  Json out = {{"tolerance", config.tolerance}, {"dtype", to_string(config.dtype)},
+              {"fixed", {{"N", config.base_N}, {"d", config.base_d}, {"M", config.base_M}}}, {"rows", Json::array()}};
+  bool all_ok = true;
+  for (const BoundsRow& row : rows) {
+    Json points = Json::array();
+    for (const BoundsPoint& pt : row.points)
+      points.push_back({{"N", pt.N}, {"d", pt.d}, {"M", pt.M}, {"Br", pt.blocks.Br}, {"Bc", pt.blocks.Bc},
+                        {"accesses", pt.accesses}, {"closed_form_accesses", pt.closed_form_accesses},
+                        {"bound_value", pt.bound_value}, {"ratio", pt.ratio}});
+    all_ok = all_ok && row.exponent_ok && row.exact_ok;
+    out["rows"].push_back({{"algorithm", to_string(row.algo)}, {"sweep", to_string(row.axis)},
+                           {"fitted_exponent", row.fitted}, {"expected_exponent", row.expected},
+                           {"exponent_ok", row.exponent_ok}, {"exact_ok", row.exact_ok},
+                           {"bound", row.bound_expression}, {"ratio_min", row.ratio_min}, {"ratio_max", row.ratio_max},
+                           {"points", points}});
+  }
+  out["verdict"] = all_ok ? "pass" : "fail";
+  return out;
+}
+
+// [SECTION] presets
+
+void print_presets(std::ostream& out, std::span<const GpuSpec> presets) {
+  for (const GpuSpec& gpu : presets) {
+    fmt::print(out, "{} — {}\n", gpu.name, gpu.display_name);
+    for (const Quantity& q : gpu.quantities)
+      fmt::print(out, "  {:<28} {:>14} {:<12} {}\n", q.key,
+                 q.value == std::floor(q.value) ? format_count(q.value) : fmt::format("{:g}", q.value), q.unit, q.source);
+    fmt::print(out, "\n");
+  }
+}
+
+Json presets_json(std::span<const GpuSpec> presets) {
+  Json out = Json::array();
+  for (const GpuSpec& gpu : presets) {
+    Json numbers = Json::object();
+    for (const Quantity& q : gpu.quantities) numbers[q.key] = {{"value", q.value}, {"unit", q.unit}, {"source", q.source}};
+    out.push_back({{"name", gpu.name}, {"display_name", gpu.display_name}, {"numbers", numbers}});
+  }
+  return out;
+}
+
+}  // namespace hbmlab

@@ -1,0 +1,26 @@
+// Reports: text a student can read, JSON per DESIGN.md's contract, CSV for spreadsheets.
+#pragma once
+
+#include <ostream>
+#include <span>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/bounds/bounds.hpp"
+#include "sim/engine/simulate.hpp"
+
+namespace hbmlab {
+
+using Json = nlohmann::ordered_json;
+
+void print_simulation(std::ostream& out, const SimulationResult& result);
+void print_comparison(std::ostream& out, std::span<const SimulationResult> results);
+Json simulation_json(const SimulationResult& result);
+
+void print_bounds(std::ostream& out, std::span<const BoundsRow> rows, const BoundsConfig& config);
+Json bounds_json(std::span<const BoundsRow> rows, const BoundsConfig& config);
+
+void print_presets(std::ostream& out, std::span<const GpuSpec> presets);
+Json presets_json(std::span<const GpuSpec> presets);
+
+}  // namespace hbmlab

@@ -1,0 +1,179 @@
+// Reading workload and lesson files.
+#include "sim/scenario/scenario.hpp"
+
+#include <filesystem>
+#include <set>
+
+#include <toml++/toml.h>
+
+#include "sim/common/error.hpp"
+#include "sim/scenario/embedded.hpp"
+
+namespace hbmlab {
+namespace {
+
+class Reader {
+public:
+  explicit Reader(std::string_view origin) : origin_(origin) {}
+
+  std::string at(const toml::node& node) const { return fmt::format("{}:{}", origin_, node.source().begin.line); }
+
+  void only_keys(const toml::table& table, std::string_view prefix, std::set<std::string_view> allowed) const {
+    for (auto&& [key, node] : table)
+      if (!allowed.contains(key.str())) {
+        std::string list;
+        for (std::string_view a : allowed) list += fmt::format("{}{}", list.empty() ? "" : ", ", a);
+        fail_input("{}: {}{}: unknown key (expected one of: {})", at(node), prefix, key.str(), list);
+      }
+  }
+
+  std::string text(const toml::node& node, std::string_view key) const {
+    const auto* s = node.as_string();
+    if (!s) fail_input("{}: {}: expected a string", at(node), key);
+    return s->get();
+  }
+
+  std::int64_t positive(const toml::node& node, std::string_view key) const {
+    const auto* i = node.as_integer();
+    if (!i) fail_input("{}: {}: expected a positive integer", at(node), key);
+    if (i->get() <= 0) fail_input("{}: {}: must be a positive integer, got {}", at(node), key, i->get());
+    return i->get();
+  }
+
+  bool boolean(const toml::node& node, std::string_view key) const {
+    const auto* b = node.as_boolean();
+    if (!b) fail_input("{}: {}: expected true or false", at(node), key);
+    return b->get();
+  }
+
+  Algo algo(const toml::node& node, std::string_view key) const {
+    const std::string name = text(node, key);
+    if (auto a = parse_algo(name)) return *a;
+    fail_input("{}: {}: unknown algorithm '{}' (expected standard, flash1 or flash2)", at(node), key, name);
+  }
+
+private:
+  std::string_view origin_;
+};
+
+void read_problem(const Reader& r, const toml::table& t, AttentionProblem& p) {
+  r.only_keys(t, "problem.", {"batch", "heads", "seq_len", "head_dim", "dtype", "causal"});
+  for (auto&& [key, node] : t) {
+    const std::string name = "problem." + std::string(key.str());
+    if (key == "batch") p.batch = r.positive(node, name);
+    else if (key == "heads") p.heads = r.positive(node, name);
+    else if (key == "seq_len") p.seq_len = r.positive(node, name);
+    else if (key == "head_dim") p.head_dim = r.positive(node, name);
+    else if (key == "causal") p.causal = r.boolean(node, name);
+    else if (key == "dtype") {
+      const std::string dtype = r.text(node, name);
+      const auto parsed = parse_dtype(dtype);
+      if (!parsed) fail_input("{}: {}: unknown dtype '{}' (expected fp16, bf16 or fp32)", r.at(node), name, dtype);
+      p.dtype = *parsed;
+    }
+  }
+  try {
+    p.validate();
+  } catch (const InputError& e) {
+    fail_input("{}: problem: {}", r.at(t), e.what());
+  }
+}
+
+}  // namespace
+
+Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& e) {
+    fail_input("{}:{}: {}", origin, e.source().begin.line, e.description());
+  }
+  const Reader r(origin);
+  Scenario s;
+  s.origin = std::string(origin);
+  r.only_keys(root, "", {"workload", "lesson", "problem", "blocks", "stages"});
+
+  const toml::table* head = root["lesson"].as_table();
+  s.kind = head ? "lesson" : "workload";
+  if (!head) head = root["workload"].as_table();
+  if (!head) fail_input("{}:1: workload: missing table [workload] (or [lesson])", origin);
+  if (root.contains("lesson") && root.contains("workload"))
+    fail_input("{}: lesson: a file is a [lesson] or a [workload], not both", r.at(*root.get("lesson")));
+
+  const std::string prefix = s.kind + ".";
+  r.only_keys(*head, prefix, {"title", "summary", "number", "gpu", "algorithms", "sram_bytes"});
+  for (auto&& [key, node] : *head) {
+    const std::string name = prefix + std::string(key.str());
+    if (key == "title") s.title = r.text(node, name);
+    else if (key == "summary") s.summary = r.text(node, name);
+    else if (key == "number") s.number = static_cast<int>(r.positive(node, name));
+    else if (key == "gpu") s.gpu = r.text(node, name);
+    else if (key == "sram_bytes") s.sram_bytes = r.positive(node, name);
+    else if (key == "algorithms") {
+      const auto* list = node.as_array();
+      if (!list || list->empty()) fail_input("{}: {}: expected a list such as [\"standard\", \"flash1\"]", r.at(node), name);
+      s.algorithms.clear();
+      for (const toml::node& item : *list) s.algorithms.push_back(r.algo(item, name));
+    }
+  }
+  if (s.title.empty()) fail_input("{}: {}title: missing", r.at(*head), prefix);
+
+  const toml::table* problem = root["problem"].as_table();
+  if (!problem) fail_input("{}:1: problem: missing table [problem]", origin);
+  read_problem(r, *problem, s.problem);
+
+  if (const toml::table* blocks = root["blocks"].as_table()) {
+    r.only_keys(*blocks, "blocks.", {"rows", "cols"});
+    if (const toml::node* n = blocks->get("rows")) s.block_rows = r.positive(*n, "blocks.rows");
+    if (const toml::node* n = blocks->get("cols")) s.block_cols = r.positive(*n, "blocks.cols");
+  }
+
+  if (const toml::node* stages = root.get("stages")) {
+    const auto* list = stages->as_array();
+    if (!list) fail_input("{}: stages: expected [[stages]] tables", r.at(*stages));
+    for (const toml::node& item : *list) {
+      const auto* t = item.as_table();
+      if (!t) fail_input("{}: stages: expected [[stages]] tables", r.at(item));
+      r.only_keys(*t, "stages.", {"title", "caption", "algorithm", "panel"});
+      LessonStage stage;
+      for (auto&& [key, node] : *t) {
+        const std::string name = "stages." + std::string(key.str());
+        if (key == "title") stage.title = r.text(node, name);
+        else if (key == "caption") stage.caption = r.text(node, name);
+        else if (key == "algorithm") stage.algorithm = r.algo(node, name);
+        else if (key == "panel") {
+          stage.panel = r.text(node, name);
+          static const std::set<std::string, std::less<>> panels = {"memory", "matrix", "softmax", "io", "explorer", "timeline", "measured"};
+          if (!panels.contains(stage.panel))
+            fail_input("{}: {}: unknown panel '{}' (expected memory, matrix, softmax, io, explorer, timeline or measured)",
+                       r.at(node), name, stage.panel);
+        }
+      }
+      if (stage.caption.empty()) fail_input("{}: stages.caption: missing", r.at(item));
+      s.stages.push_back(std::move(stage));
+    }
+  }
+  if (s.kind == "lesson" && s.stages.empty()) fail_input("{}:1: stages: a lesson needs at least one [[stages]]", origin);
+  return s;
+}
+
+std::vector<std::string> scenario_names() {
+  std::vector<std::string> names;
+  for (std::string_view folder : {"lessons", "workloads"})
+    for (std::string_view path : embedded_in(folder)) names.emplace_back(path.substr(0, path.rfind('.')));
+  return names;
+}
+
+Scenario load_scenario(std::string_view name_or_path) {
+  const std::string key(name_or_path);
+  if (std::filesystem::is_regular_file(key)) return parse_scenario(read_text_file(key), key);
+  for (const std::string& candidate : {key, "lessons/" + key, "workloads/" + key}) {
+    const std::string path = candidate.ends_with(".toml") ? candidate : candidate + ".toml";
+    if (auto text = find_embedded(path)) return parse_scenario(*text, "scenarios/" + path);
+  }
+  std::string known;
+  for (const std::string& name : scenario_names()) known += fmt::format("{}{}", known.empty() ? "" : ", ", name);
+  fail_input("--scenario: no file or embedded scenario '{}' (embedded: {})", key, known);
+}
+
+}  // namespace hbmlab

@@ -1,0 +1,48 @@
+// Scenarios: workloads (a problem on a GPU) and lessons (a workload with numbered, captioned
+// stages) read from TOML, embedded (scenarios/workloads, scenarios/lessons) or from disk.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/workload/problem.hpp"
+
+namespace hbmlab {
+
+struct LessonStage {
+  std::string title;
+  std::string caption;
+  std::optional<Algo> algorithm;  // the algorithm this stage shows, if one
+  std::string panel;              // the GUI panel to bring forward: memory, matrix, softmax, io, explorer, timeline
+};
+
+struct Scenario {
+  std::string origin;  // file it came from, for messages
+  std::string kind;    // "workload" or "lesson"
+  std::string title;
+  std::string summary;
+  int number = 0;      // lessons are numbered
+  std::string gpu = "a100-40gb";
+  std::vector<Algo> algorithms = {Algo::flash1};
+  AttentionProblem problem{1, 1, 1024, 64, Dtype::fp16, false};
+  std::optional<std::int64_t> block_rows, block_cols;
+  std::optional<std::int64_t> sram_bytes;
+  std::vector<LessonStage> stages;
+};
+
+// Throws InputError "origin:line: key: what is wrong" for any unknown key or bad value.
+Scenario parse_scenario(std::string_view toml_text, std::string_view origin);
+
+// A path to a .toml file, or an embedded scenario by name: "gpt2-medium",
+// "workloads/gpt2-medium", "01-why-standard-is-memory-bound" or "lessons/01-...".
+Scenario load_scenario(std::string_view name_or_path);
+
+// The lesson that `hbmlab` and `make run` open.
+inline constexpr std::string_view kDefaultLesson = "lessons/01-why-standard-attention-is-memory-bound";
+
+// Embedded scenario names ("lessons/01-...", "workloads/gpt2-medium"), lessons first.
+std::vector<std::string> scenario_names();
+
+}  // namespace hbmlab

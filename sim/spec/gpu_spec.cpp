@@ -1,0 +1,156 @@
+// Loading GpuSpec presets from TOML. Every number is an inline table
+// `key = { value = ..., unit = "...", source = "..." }`; the unit must match the key's.
+#include "sim/spec/gpu_spec.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <variant>
+
+#include <toml++/toml.h>
+
+#include "sim/common/error.hpp"
+#include "sim/scenario/embedded.hpp"
+
+namespace hbmlab {
+namespace {
+
+struct Field {
+  std::string_view key;
+  std::string_view unit;
+  std::variant<std::int64_t GpuSpec::*, double GpuSpec::*> member;
+  bool power_of_two = false;
+};
+
+// The numbers a preset must give, with the unit each must be written in.
+constexpr Field kFields[] = {
+    {"sm_count", "SMs", &GpuSpec::sm_count},
+    {"clock_mhz", "MHz", &GpuSpec::clock_mhz},
+    {"sram_bytes_per_sm", "bytes", &GpuSpec::sram_bytes_per_sm},
+    {"sram_bytes_per_block", "bytes", &GpuSpec::sram_bytes_per_block},
+    {"sram_bytes_per_cycle_per_sm", "bytes/cycle", &GpuSpec::sram_bytes_per_cycle_per_sm},
+    {"max_ctas_per_sm", "CTAs", &GpuSpec::max_ctas_per_sm},
+    {"max_threads_per_sm", "threads", &GpuSpec::max_threads_per_sm},
+    {"l2_bytes", "bytes", &GpuSpec::l2_bytes},
+    {"l2_line_bytes", "bytes", &GpuSpec::l2_line_bytes, true},
+    {"l2_sector_bytes", "bytes", &GpuSpec::l2_sector_bytes, true},
+    {"hbm_bandwidth_gbps", "GB/s", &GpuSpec::hbm_bandwidth_gbps},
+    {"hbm_latency_ns", "ns", &GpuSpec::hbm_latency_ns},
+    {"tensor_tflops", "TFLOP/s", &GpuSpec::tensor_tflops},
+    {"non_matmul_tflops", "TFLOP/s", &GpuSpec::non_matmul_tflops},
+};
+
+std::string where(std::string_view origin, const toml::node& node) {
+  return fmt::format("{}:{}", origin, node.source().begin.line);
+}
+
+}  // namespace
+
+GpuSpec parse_gpu_spec(std::string_view toml_text, std::string_view origin) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& e) {
+    fail_input("{}:{}: {}", origin, e.source().begin.line, e.description());
+  }
+
+  GpuSpec spec;
+  spec.origin = std::string(origin);
+  for (auto&& [key, node] : root) {
+    if (key == "name" || key == "display_name") {
+      const auto* text = node.as_string();
+      if (!text) fail_input("{}: {}: expected a string", where(origin, node), key.str());
+      (key == "name" ? spec.name : spec.display_name) = text->get();
+    } else if (key != "numbers") {
+      fail_input("{}: {}: unknown key (expected name, display_name, [numbers])", where(origin, node), key.str());
+    }
+  }
+  if (spec.name.empty()) fail_input("{}:1: name: missing", origin);
+  if (spec.display_name.empty()) spec.display_name = spec.name;
+
+  const toml::table* numbers = root["numbers"].as_table();
+  if (!numbers) fail_input("{}:1: numbers: missing table [numbers]", origin);
+
+  for (auto&& [key, node] : *numbers) {
+    const std::string at = where(origin, node);
+    const auto field = std::find_if(std::begin(kFields), std::end(kFields),
+                                    [&](const Field& f) { return f.key == key.str(); });
+    if (field == std::end(kFields))
+      fail_input("{}: numbers.{}: unknown key", at, key.str());
+    const toml::table* entry = node.as_table();
+    if (!entry) fail_input("{}: numbers.{}: expected {{ value = ..., unit = \"{}\", source = \"...\" }}", at, key.str(), field->unit);
+
+    Quantity q;
+    q.key = std::string(key.str());
+    const auto value = (*entry)["value"].value<double>();
+    const auto unit = (*entry)["unit"].value<std::string>();
+    const auto source = (*entry)["source"].value<std::string>();
+    if (!value) fail_input("{}: numbers.{}.value: missing or not a number", at, key.str());
+    if (!unit) fail_input("{}: numbers.{}.unit: missing (expected \"{}\")", at, key.str(), field->unit);
+    if (!source || source->empty()) fail_input("{}: numbers.{}.source: missing; every number needs its source", at, key.str());
+    if (*unit != field->unit)
+      fail_input("{}: numbers.{}.unit: \"{}\", expected \"{}\"", at, key.str(), *unit, field->unit);
+    if (!(*value > 0) || !std::isfinite(*value))
+      fail_input("{}: numbers.{}.value: must be a positive number, got {}", at, key.str(), *value);
+    q.value = *value;
+    q.unit = *unit;
+    q.source = *source;
+
+    std::visit(
+        [&](auto member) {
+          using T = std::remove_reference_t<decltype(spec.*member)>;
+          if constexpr (std::is_integral_v<T>) {
+            if (q.value != std::floor(q.value))
+              fail_input("{}: numbers.{}.value: must be a whole number, got {}", at, key.str(), q.value);
+            spec.*member = static_cast<T>(q.value);
+            if (field->power_of_two && (spec.*member & (spec.*member - 1)) != 0)
+              fail_input("{}: numbers.{}.value: must be a power of two, got {}", at, key.str(), spec.*member);
+          } else {
+            spec.*member = q.value;
+          }
+        },
+        field->member);
+    spec.quantities.push_back(std::move(q));
+  }
+
+  for (const Field& field : kFields) {
+    const bool present = std::any_of(spec.quantities.begin(), spec.quantities.end(),
+                                     [&](const Quantity& q) { return q.key == field.key; });
+    if (!present) fail_input("{}:1: numbers.{}: missing (unit \"{}\")", origin, field.key, field.unit);
+  }
+  if (spec.sram_bytes_per_block > spec.sram_bytes_per_sm)
+    fail_input("{}:1: numbers.sram_bytes_per_block: {} is more than sram_bytes_per_sm ({})", origin,
+               spec.sram_bytes_per_block, spec.sram_bytes_per_sm);
+  if (spec.l2_sector_bytes > spec.l2_line_bytes)
+    fail_input("{}:1: numbers.l2_sector_bytes: {} is more than l2_line_bytes ({})", origin,
+               spec.l2_sector_bytes, spec.l2_line_bytes);
+  return spec;
+}
+
+std::vector<std::string> gpu_preset_names() {
+  std::vector<std::string> names;
+  for (std::string_view path : embedded_in("gpus")) {
+    std::string_view file = path.substr(path.find('/') + 1);
+    names.emplace_back(file.substr(0, file.rfind('.')));
+  }
+  return names;
+}
+
+std::vector<GpuSpec> gpu_presets() {
+  std::vector<GpuSpec> presets;
+  for (std::string_view path : embedded_in("gpus"))
+    presets.push_back(parse_gpu_spec(*find_embedded(path), fmt::format("scenarios/{}", path)));
+  return presets;
+}
+
+GpuSpec load_gpu(std::string_view name_or_path) {
+  const std::string key(name_or_path);
+  if (auto text = find_embedded("gpus/" + key + ".toml"))
+    return parse_gpu_spec(*text, "scenarios/gpus/" + key + ".toml");
+  if (key.ends_with(".toml") && std::filesystem::exists(key)) return parse_gpu_spec(read_text_file(key), key);
+  std::string known;
+  for (const std::string& name : gpu_preset_names()) known += (known.empty() ? "" : ", ") + name;
+  fail_input("--gpu: unknown preset '{}' (known: {}; or a path to a .toml file)", key, known);
+}
+
+}  // namespace hbmlab

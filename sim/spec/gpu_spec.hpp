@@ -1,0 +1,54 @@
+// GpuSpec: the hardware numbers hbmlab models, each named, with its unit and its source.
+// Presets live in scenarios/gpus/*.toml and are embedded in the binary; `hbmlab presets` lists them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hbmlab {
+
+// One number as written in a preset file.
+struct Quantity {
+  std::string key;     // e.g. "sram_bytes_per_sm"
+  double value = 0;
+  std::string unit;    // e.g. "bytes"
+  std::string source;  // where the number comes from
+};
+
+struct GpuSpec {
+  std::string name;          // preset id, e.g. "a100-40gb"
+  std::string display_name;  // e.g. "NVIDIA A100-SXM4-40GB"
+  std::string origin;        // where it was loaded from, for messages
+
+  std::int64_t sm_count = 0;
+  double clock_mhz = 0;
+  std::int64_t sram_bytes_per_sm = 0;     // shared memory a CTA set on one SM may use
+  std::int64_t sram_bytes_per_block = 0;  // shared memory one CTA may use
+  double sram_bytes_per_cycle_per_sm = 0;
+  std::int64_t max_ctas_per_sm = 0;
+  std::int64_t max_threads_per_sm = 0;
+  std::int64_t l2_bytes = 0;
+  std::int64_t l2_line_bytes = 0;
+  std::int64_t l2_sector_bytes = 0;
+  double hbm_bandwidth_gbps = 0;  // GB/s, 1e9 bytes per second
+  double hbm_latency_ns = 0;
+  double tensor_tflops = 0;       // dense fp16/bf16 tensor-core rate
+  double non_matmul_tflops = 0;   // fp32 rate for exp, max, sums and rescales
+
+  std::vector<Quantity> quantities;  // every number in file order, for listings
+};
+
+// Parses a preset. `origin` names the file in messages ("scenarios/gpus/toy.toml").
+// Throws InputError "origin:line: key: what is wrong".
+GpuSpec parse_gpu_spec(std::string_view toml_text, std::string_view origin);
+
+// A preset by name ("h100-sxm") or a path to a .toml file.
+GpuSpec load_gpu(std::string_view name_or_path);
+
+// Every embedded preset, in file-name order.
+std::vector<GpuSpec> gpu_presets();
+std::vector<std::string> gpu_preset_names();
+
+}  // namespace hbmlab

@@ -1,0 +1,48 @@
+// Counts-only simulate speed. Run: ./build/tests/bench/bench_counts
+// Prints, for each case, the wall time of choosing blocks and counting every step (best of 5).
+#include <chrono>
+#include <cstdio>
+
+#include "sim/engine/replay.hpp"
+#include "sim/spec/gpu_spec.hpp"
+
+using namespace hbmlab;
+
+namespace {
+
+double best_seconds(Algo algo, const AttentionProblem& p, Blocks b, Counts& counts) {
+  double best = 1e9;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    counts = count_problem(algo, p, b);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+}  // namespace
+
+int main() {
+  const GpuSpec a100 = load_gpu("a100-40gb");
+  struct Case {
+    const char* name;
+    AttentionProblem problem;
+    std::optional<Blocks> blocks;
+  };
+  const Case cases[] = {
+      {"GPT-2 medium (B=64 H=16 N=1024 d=64)", {64, 16, 1024, 64, Dtype::fp16, false}, std::nullopt},
+      {"one 64K head (N=65536 d=64), 128x128", {1, 1, 65536, 64, Dtype::fp16, false}, Blocks{128, 128}},
+      {"one 64K head, causal, 128x128", {1, 1, 65536, 64, Dtype::fp16, true}, Blocks{128, 128}},
+  };
+  std::printf("%-40s %-9s %12s %14s %10s\n", "case", "algo", "steps/head", "HBM bytes", "seconds");
+  for (const Case& c : cases)
+    for (Algo algo : kAllAlgos) {
+      const Blocks b = c.blocks ? *c.blocks
+                                : choose_blocks(algo, c.problem, {a100.sram_bytes_per_sm, a100.sram_bytes_per_block}).blocks;
+      Counts counts;
+      const double s = best_seconds(algo, c.problem, b, counts);
+      std::printf("%-40s %-9s %12lld %14lld %10.4f\n", c.name, std::string(to_string(algo)).c_str(),
+                  static_cast<long long>(counts.steps / c.problem.instances()), static_cast<long long>(counts.hbm_bytes()), s);
+    }
+  return 0;
+}

@@ -1,0 +1,2 @@
+// Placeholder replaced below.
+#include <catch2/catch.hpp>
