@@ -1,0 +1,69 @@
+# Joins an `ncu --csv --page raw` log of calibrate_h100.py --ncu-pass to the timing JSON: the rows
+# after marker kernel hbmlab_marker with grid size k+1 belong to SDPA shape k.
+# Run: python3 gpu/bench/merge_ncu.py timing.json ncu.csv out.json
+import csv
+import io
+import json
+import os
+import sys
+
+METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
+           "lts__t_sectors_srcunit_tex_op_write.sum", "gpu__time_duration.sum", "launch__grid_size",
+           "launch__block_size", "launch__shared_mem_per_block_dynamic", "launch__shared_mem_per_block_static",
+           "launch__registers_per_thread", "launch__waves_per_multiprocessor",
+           "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_registers"]
+
+
+def read_rows(path):
+    text = open(path, encoding="utf-8", errors="replace").read()
+    start = text.find('"ID"')
+    if start < 0:
+        return []
+    rows = list(csv.DictReader(io.StringIO(text[start:])))
+    return [r for r in rows if r.get("ID", "").strip().isdigit()]  # drops the units row
+
+
+def num(x):
+    try:
+        return float(x.replace(",", ""))
+    except (ValueError, AttributeError):
+        return None
+
+
+def main(timing_path, ncu_path, out_path):
+    timing = json.load(open(timing_path))
+    shapes = timing.get("sdpa_shapes", [])
+    kernels = {k: [] for k in range(len(shapes))}
+    current = None
+    for r in read_rows(ncu_path):
+        name = r.get("Kernel Name", "")
+        if "hbmlab_marker" in name:
+            g = num(r.get("launch__grid_size", ""))
+            current = int(g) - 1 if g else None
+            continue
+        if current is None or current not in kernels:
+            continue
+        k = {"kernel": name, "grid": r.get("Grid Size"), "block": r.get("Block Size")}
+        for m in METRICS:
+            k[m] = num(r.get(m, ""))
+        kernels[current].append(k)
+    for row in timing.get("sdpa", []):
+        idx = shapes.index({key: row[key] for key in ("backend", "B", "H", "N", "d", "causal", "dtype")})
+        ks = kernels.get(idx, [])
+        row["ncu_kernels"] = ks
+        if ks:
+            row["ncu_total"] = {m: sum((k[m] or 0) for k in ks) for m in METRICS[:5]}
+            row["ncu_total"]["l2_sm_read_bytes"] = row["ncu_total"]["lts__t_sectors_srcunit_tex_op_read.sum"] * 32
+            row["ncu_total"]["l2_sm_write_bytes"] = row["ncu_total"]["lts__t_sectors_srcunit_tex_op_write.sum"] * 32
+    timing["method"]["counters"] = ("ncu --clock-control none --cache-control all (L2 flushed before each "
+                                    "profiled kernel), one profiled launch per shape after an unprofiled warm-up")
+    timing["method"]["ncu_csv"] = os.path.basename(ncu_path)
+    with open(out_path + ".tmp", "w") as f:
+        json.dump(timing, f, indent=1)
+    os.replace(out_path + ".tmp", out_path)
+    n_with = sum(1 for r in timing.get("sdpa", []) if r.get("ncu_kernels"))
+    print(f"merged: {n_with}/{len(timing.get('sdpa', []))} SDPA shapes have ncu rows")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
