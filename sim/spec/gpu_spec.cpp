@@ -20,6 +20,7 @@ struct Field {
   std::string_view unit;
   std::variant<std::int64_t GpuSpec::*, double GpuSpec::*> member;
   bool power_of_two = false;
+  bool at_most_one = false;  // a fraction of a peak rate
 };
 
 // The numbers a preset must give, with the unit each must be written in.
@@ -38,6 +39,14 @@ constexpr Field kFields[] = {
     {"hbm_latency_ns", "ns", &GpuSpec::hbm_latency_ns},
     {"tensor_tflops", "TFLOP/s", &GpuSpec::tensor_tflops},
     {"non_matmul_tflops", "TFLOP/s", &GpuSpec::non_matmul_tflops},
+    {"l2_bandwidth_gbps", "GB/s", &GpuSpec::l2_bandwidth_gbps},
+    {"l2_latency_ns", "ns", &GpuSpec::l2_latency_ns},
+    {"hbm_bytes_in_flight_per_sm", "bytes", &GpuSpec::hbm_bytes_in_flight_per_sm},
+    {"registers_per_sm", "registers", &GpuSpec::registers_per_sm},
+    {"kernel_overhead_ns", "ns", &GpuSpec::kernel_overhead_ns},
+    {"matmul_efficiency", "fraction", &GpuSpec::matmul_efficiency, false, true},
+    {"non_matmul_efficiency", "fraction", &GpuSpec::non_matmul_efficiency, false, true},
+    {"hbm_efficiency", "fraction", &GpuSpec::hbm_efficiency, false, true},
 };
 
 std::string where(std::string_view origin, const toml::node& node) {
@@ -92,6 +101,8 @@ GpuSpec parse_gpu_spec(std::string_view toml_text, std::string_view origin) {
       fail_input("{}: numbers.{}.unit: \"{}\", expected \"{}\"", at, key.str(), *unit, field->unit);
     if (!(*value > 0) || !std::isfinite(*value))
       fail_input("{}: numbers.{}.value: must be a positive number, got {}", at, key.str(), *value);
+    if (field->at_most_one && *value > 1)
+      fail_input("{}: numbers.{}.value: a fraction of the peak rate, must be at most 1, got {}", at, key.str(), *value);
     q.value = *value;
     q.unit = *unit;
     q.source = *source;

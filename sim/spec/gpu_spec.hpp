@@ -37,6 +37,17 @@ struct GpuSpec {
   double tensor_tflops = 0;       // dense fp16/bf16 tensor-core rate
   double non_matmul_tflops = 0;   // fp32 rate for exp, max, sums and rescales
 
+  // Timing engine (sim/engine/timing.hpp). Peak rates above are datasheet figures; the
+  // efficiencies below say what fraction of each a real kernel sustains.
+  double l2_bandwidth_gbps = 0;             // SM↔L2 bandwidth, all SMs together
+  double l2_latency_ns = 0;                 // load-to-use latency of an L2 hit
+  std::int64_t hbm_bytes_in_flight_per_sm = 0;  // most load bytes one SM keeps outstanding
+  std::int64_t registers_per_sm = 0;        // 32-bit registers per SM (limits CTAs per SM)
+  double kernel_overhead_ns = 0;            // launch and drain cost of one kernel
+  double matmul_efficiency = 0;             // sustained / peak tensor-core rate
+  double non_matmul_efficiency = 0;         // sustained / peak non-matmul rate
+  double hbm_efficiency = 0;                // sustained / peak HBM bandwidth
+
   std::vector<Quantity> quantities;  // every number in file order, for listings
 };
 
