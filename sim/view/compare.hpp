@@ -1,0 +1,59 @@
+// View models of the comparison panels: standard vs flash1 vs flash2 bars (IO and bounds panel)
+// and the block size × SRAM explorer (heat map over (Br, Bc), HBM accesses against M). Every
+// figure comes from simulate() or run_sweep(); this file only chooses what to ask and arranges it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/bounds/sweep.hpp"
+
+namespace hbmlab::view {
+
+// One bar: an algorithm on the same problem, GPU and SRAM (numerics off: counts only).
+struct AlgoBar {
+  Algo algo = Algo::flash1;
+  bool ok = false;
+  std::string error;  // why this algorithm could not run with these settings
+  SimulationResult result;
+};
+
+// Explicit blocks that do not fit one algorithm fall back to its own default choice (noted in
+// result.blocks.note), so that the three bars always compare something.
+std::vector<AlgoBar> compare_algorithms(const SimulateRequest& base);
+
+struct ExplorerRequest {
+  GpuSpec gpu;
+  AttentionProblem problem;
+  Algo algo = Algo::flash1;
+  std::int64_t sram_bytes = 0;  // per SM and per CTA
+  Blocks current;               // the replay's blocks, marked on the map
+};
+
+// HBM accesses against SRAM size at the best fitting (Br, Bc) of the grid, with the bound.
+struct SramPoint {
+  std::int64_t sram_bytes = 0, M_elements = 0;
+  bool any_fits = false;
+  Blocks best;
+  std::int64_t best_accesses = 0;  // whole problem (× B·H)
+  double bound_value = 0;          // N²d²/M (or Nd + N² for standard), × B·H
+};
+
+struct ExplorerView {
+  std::vector<std::int64_t> block_rows, block_cols;  // axes; the current blocks are always on them
+  std::vector<SweepPoint> cells;  // block_rows.size() × block_cols.size(), row-major, at sram_bytes
+  std::int64_t sram_bytes = 0;
+  std::int64_t current_r = -1, current_c = -1;
+  std::int64_t min_accesses = 0, max_accesses = 0;  // over the cells
+  std::vector<SramPoint> curve;   // M from sram_bytes/16 to sram_bytes·8
+  std::int64_t curve_current = -1;  // index of sram_bytes in curve
+};
+
+// Axis values: powers of two up to min(N, 512), large enough that no point needs more than
+// 2^16 block pairs, plus the current value.
+std::vector<std::int64_t> explorer_axis(std::int64_t N, std::int64_t current);
+
+ExplorerView explore(const ExplorerRequest& request);  // runs run_sweep; takes up to a second
+
+}  // namespace hbmlab::view

@@ -1,0 +1,346 @@
+// The replay view model: checkpoints for cheap stepping back, SRAM residency, block states and
+// the watched row's online softmax. Counts come from the core's IoCounter, never recomputed here.
+//
+// [SECTION] Counts and checks
+// [SECTION] SRAM residency
+// [SECTION] Building a replay
+// [SECTION] Queries at a position
+// [SECTION] Online softmax of the watched row
+#include "sim/view/replay_view.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "sim/common/error.hpp"
+#include "sim/engine/replay.hpp"
+
+namespace hbmlab::view {
+
+// [SECTION] Counts and checks
+
+Counts add_counts(const Counts& a, const Counts& b) {
+  Counts out = a;
+  for (int t = 0; t < kTensorCount; ++t) {
+    out.hbm[t].read_bytes += b.hbm[t].read_bytes;
+    out.hbm[t].write_bytes += b.hbm[t].write_bytes;
+    out.hbm[t].read_elems += b.hbm[t].read_elems;
+    out.hbm[t].write_elems += b.hbm[t].write_elems;
+  }
+  out.matmul_flops += b.matmul_flops;
+  out.non_matmul_flops += b.non_matmul_flops;
+  out.sram_write_bytes += b.sram_write_bytes;
+  out.sram_read_bytes += b.sram_read_bytes;
+  out.steps += b.steps;
+  out.skipped_blocks += b.skipped_blocks;
+  return out;
+}
+
+void check_replayable(const ReplayRequest& request) {
+  const SimulateRequest& r = request.sim;
+  r.problem.validate();
+  const std::int64_t sram_sm = r.sram_bytes.value_or(r.gpu.sram_bytes_per_sm);
+  const std::int64_t sram_block = r.sram_bytes.value_or(r.gpu.sram_bytes_per_block);
+  const BlockChoice choice = choose_blocks(r.algo, r.problem, {sram_sm, sram_block}, r.block_rows, r.block_cols);
+  const BlockGrid grid(r.problem.seq_len, choice.blocks, r.problem.causal);
+  if (grid.Tr * grid.Tc > kMaxReplayPairs)
+    fail_input("--block-rows/--block-cols: Tr×Tc = {}×{} = {} block pairs is too many to replay step by step "
+               "(at most {}); choose larger blocks or a smaller N",
+               grid.Tr, grid.Tc, grid.Tr * grid.Tc, kMaxReplayPairs);
+}
+
+// [SECTION] SRAM residency
+
+std::int64_t Sram::bytes() const {
+  std::int64_t total = 0;
+  for (const Tile& t : tiles) total += t.bytes;
+  return total;
+}
+
+const Tile* Sram::find(Tensor t) const {
+  for (const Tile& tile : tiles)
+    if (tile.tensor == t) return &tile;
+  return nullptr;
+}
+
+namespace {
+
+void put(Sram& sram, const Tile& tile) {
+  auto it = std::find_if(sram.tiles.begin(), sram.tiles.end(), [&](const Tile& t) { return t.tensor == tile.tensor; });
+  if (it != sram.tiles.end()) {
+    *it = tile;
+    return;
+  }
+  sram.tiles.push_back(tile);
+  std::sort(sram.tiles.begin(), sram.tiles.end(),
+            [](const Tile& a, const Tile& b) { return static_cast<int>(a.tensor) < static_cast<int>(b.tensor); });
+}
+
+void drop(Sram& sram, Tensor t) {
+  std::erase_if(sram.tiles, [&](const Tile& tile) { return tile.tensor == t; });
+}
+
+Tile tile_of(const Step& s) { return {s.tensor, s.i, s.j, s.row0, s.rows, s.col0, s.cols, s.bytes}; }
+
+Tile stat_tile(Tensor t, const Step& s) { return {t, s.i, -1, s.row0, s.rows, 0, 1, s.rows * kStatBytes}; }
+
+// One buffer per tensor, as the kernels allocate them; S_ij and P̃_ij of flash1/flash2 live in
+// registers (sim/workload/problem.hpp's working set leaves them out), so they are not SRAM here.
+void apply(Algo algo, std::int64_t d, std::int64_t elem_bytes, const Step& s, const Step* prev, Sram& sram) {
+  switch (algo) {
+    case Algo::standard:
+      // Three kernels (lines 1, 2, 3): nothing stays on chip from one to the next.
+      if (prev && prev->line != s.line) sram.tiles.clear();
+      if (s.kind == StepKind::load || s.kind == StepKind::store) put(sram, tile_of(s));
+      if (s.kind == StepKind::store && s.tensor == Tensor::P) drop(sram, Tensor::S);  // S_ij consumed
+      if (s.kind == StepKind::compute && s.line == 1) {  // S_ij = Q_i K_jᵀ in SRAM
+        Tile t = tile_of(s);
+        t.bytes = t.rows * t.cols * elem_bytes;
+        put(sram, t);
+      }
+      if (s.kind == StepKind::compute && s.line == 3)  // O_i accumulates on chip
+        put(sram, {Tensor::O, s.i, -1, s.row0, s.rows, 0, d, s.rows * d * elem_bytes});
+      break;
+    case Algo::flash1:
+      if (s.kind == StepKind::load || s.kind == StepKind::store) put(sram, tile_of(s));
+      break;
+    case Algo::flash2:
+      if (s.kind == StepKind::load && s.tensor == Tensor::Q) sram.tiles.clear();  // a new CTA (line 3)
+      if (s.kind == StepKind::load || s.kind == StepKind::store) put(sram, tile_of(s));
+      if (s.kind == StepKind::compute && s.line == 9 && !sram.find(Tensor::m)) {  // line 5: ℓ_i, m_i on chip
+        put(sram, stat_tile(Tensor::l, s));
+        put(sram, stat_tile(Tensor::m, s));
+      }
+      if (s.kind == StepKind::compute && s.tensor == Tensor::O && !sram.find(Tensor::O))  // line 5: O_i on chip
+        put(sram, {Tensor::O, s.i, -1, s.row0, s.rows, 0, d, s.rows * d * elem_bytes});
+      if (s.kind == StepKind::compute && s.tensor == Tensor::lse) {  // line 13: L_i replaces ℓ_i, m_i
+        drop(sram, Tensor::l);
+        drop(sram, Tensor::m);
+        put(sram, stat_tile(Tensor::lse, s));
+      }
+      break;
+  }
+}
+
+}  // namespace
+
+// [SECTION] Building a replay
+
+ReplayView::ReplayView(const ReplayRequest& request) {
+  check_replayable(request);
+  SimulateRequest sim = request.sim;
+  result_ = simulate(sim);
+  steps_ = record_steps(result_.algo, result_.problem, result_.blocks.blocks);
+  index_pairs();
+  build_checkpoints();
+  build_softmax(request);
+}
+
+void ReplayView::index_pairs() {
+  const std::int64_t n = step_count(), pairs = result_.Tr * result_.Tc;
+  pair_of_step_.assign(static_cast<std::size_t>(n), -1);
+  // A load prepares the next block pair; computes and stores finish the previous one.
+  std::int32_t last = -1;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const Step& s = steps_[k];
+    if (s.i >= 0 && s.j >= 0) last = static_cast<std::int32_t>(pair(s.i, s.j));
+    if (s.kind != StepKind::load || (s.i >= 0 && s.j >= 0)) pair_of_step_[k] = last;
+  }
+  std::int32_t next = -1;
+  for (std::int64_t k = n - 1; k >= 0; --k) {
+    const Step& s = steps_[k];
+    if (s.i >= 0 && s.j >= 0) next = static_cast<std::int32_t>(pair(s.i, s.j));
+    if (s.kind == StepKind::load && !(s.i >= 0 && s.j >= 0)) pair_of_step_[k] = next;
+  }
+  pair_begin_.assign(pairs, std::numeric_limits<std::int64_t>::max());
+  pair_end_.assign(pairs, -1);
+  s_written_.assign(pairs, -1);
+  p_written_.assign(pairs, -1);
+  skipped_.assign(pairs, false);
+  for (std::int64_t k = 0; k < n; ++k) {
+    const std::int32_t p = pair_of_step_[k];
+    if (p < 0) continue;
+    pair_begin_[p] = std::min(pair_begin_[p], k);
+    pair_end_[p] = std::max(pair_end_[p], k);
+    const Step& s = steps_[k];
+    if (s.kind == StepKind::skip) skipped_[p] = true;
+    if (s.kind == StepKind::store && s.tensor == Tensor::S) s_written_[p] = k;
+    if (s.kind == StepKind::store && s.tensor == Tensor::P) p_written_[p] = k;
+  }
+  std::vector<std::int64_t> order(pairs);
+  for (std::int64_t p = 0; p < pairs; ++p) order[p] = p;
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return pair_begin_[a] < pair_begin_[b]; });
+  visit_.assign(pairs, -1);
+  for (std::int64_t r = 0; r < pairs; ++r) visit_[order[r]] = r + 1;
+}
+
+void ReplayView::build_checkpoints() {
+  const std::int64_t n = step_count();
+  IoCounter counter;
+  Sram sram;
+  const std::int64_t d = result_.problem.head_dim, e = result_.problem.elem_bytes();
+  for (std::int64_t k = 0; k < n; ++k) {
+    if (k % kCheckpointSteps == 0) {
+      count_checkpoints_.push_back(counter.counts());
+      sram_checkpoints_.push_back(sram);
+    }
+    counter.on_step(steps_[k]);
+    apply(algo(), d, e, steps_[k], k > 0 ? &steps_[k - 1] : nullptr, sram);
+  }
+  if (n % kCheckpointSteps == 0) {  // so that pos = n has its own checkpoint
+    count_checkpoints_.push_back(counter.counts());
+    sram_checkpoints_.push_back(sram);
+  }
+}
+
+// [SECTION] Queries at a position
+
+Counts ReplayView::counts_before(std::int64_t pos) const {
+  pos = std::clamp<std::int64_t>(pos, 0, step_count());
+  const std::int64_t c = pos / kCheckpointSteps;
+  IoCounter tail;
+  for (std::int64_t k = c * kCheckpointSteps; k < pos; ++k) tail.on_step(steps_[k]);
+  return add_counts(count_checkpoints_[c], tail.counts());
+}
+
+Sram ReplayView::sram_after(std::int64_t pos) const {
+  pos = std::clamp<std::int64_t>(pos, 0, step_count());
+  const std::int64_t c = pos / kCheckpointSteps;
+  Sram sram = sram_checkpoints_[c];
+  const std::int64_t d = result_.problem.head_dim, e = result_.problem.elem_bytes();
+  for (std::int64_t k = c * kCheckpointSteps; k < pos; ++k)
+    apply(algo(), d, e, steps_[k], k > 0 ? &steps_[k - 1] : nullptr, sram);
+  return sram;
+}
+
+std::int64_t ReplayView::cta_count() const {
+  // Launch shapes as in the roofline estimate: flash2 runs one CTA per Q_i; flash1 one per
+  // (batch, head); standard's kernels are shown as one CTA working through its tiles.
+  return algo() == Algo::flash2 ? result_.Tr : 1;
+}
+
+std::int64_t ReplayView::cta_of(std::int64_t k) const {
+  if (algo() != Algo::flash2 || k < 0 || k >= step_count()) return 0;
+  const std::int32_t p = pair_of_step_[k];
+  if (p >= 0) return p / result_.Tc;
+  return std::max<std::int32_t>(steps_[k].i, 0);
+}
+
+std::int64_t ReplayView::sm_of(std::int64_t k) const {
+  return cta_of(k) % std::max<std::int64_t>(result_.gpu.sm_count, 1);
+}
+
+std::vector<HbmTensor> ReplayView::hbm_tensors() const {
+  const std::int64_t N = result_.problem.seq_len, d = result_.problem.head_dim, e = result_.problem.elem_bytes();
+  const std::int64_t Tr = result_.Tr, Tc = result_.Tc;
+  std::vector<HbmTensor> out;
+  for (Tensor t : kAllTensors) {
+    if (!result_.per_instance.touches(t)) continue;
+    HbmTensor h{t, N, d, Tr, 1, N * d * e};
+    if (t == Tensor::K || t == Tensor::V) h.row_tiles = Tc;
+    if (t == Tensor::S || t == Tensor::P) h = {t, N, N, Tr, Tc, N * N * e};
+    if (is_stat(t)) h = {t, N, 1, Tr, 1, N * kStatBytes};
+    out.push_back(h);
+  }
+  return out;
+}
+
+MatrixView ReplayView::matrix(std::int64_t pos, std::int64_t max_cells) const {
+  MatrixView v;
+  v.Tr = result_.Tr;
+  v.Tc = result_.Tc;
+  max_cells = std::max<std::int64_t>(max_cells, 1);
+  v.rows = std::min(v.Tr, max_cells);
+  v.cols = std::min(v.Tc, max_cells);
+  const std::int64_t last = std::clamp<std::int64_t>(pos, 0, step_count()) - 1;  // the step just run
+  const std::int32_t current = last >= 0 ? pair_of_step_[last] : -1;
+  if (current >= 0) {
+    v.current_i = static_cast<std::int32_t>(current / v.Tc);
+    v.current_j = static_cast<std::int32_t>(current % v.Tc);
+  }
+  const bool standard = algo() == Algo::standard;
+  v.cells.resize(static_cast<std::size_t>(v.rows * v.cols));
+  for (std::int64_t r = 0; r < v.rows; ++r)
+    for (std::int64_t c = 0; c < v.cols; ++c) {
+      MatrixCell& cell = v.cells[r * v.cols + c];
+      cell.i0 = r * v.Tr / v.rows;
+      cell.i1 = (r + 1) * v.Tr / v.rows;
+      cell.j0 = c * v.Tc / v.cols;
+      cell.j1 = (c + 1) * v.Tc / v.cols;
+      std::int64_t done = 0, skipped = 0, s_hbm = 0, p_hbm = 0;
+      for (std::int64_t i = cell.i0; i < cell.i1; ++i)
+        for (std::int64_t j = cell.j0; j < cell.j1; ++j) {
+          const std::int64_t p = pair(i, j);
+          if (skipped_[p]) ++skipped;
+          if (pair_end_[p] >= 0 && last >= pair_end_[p]) ++done;
+          if (standard && s_written_[p] >= 0 && last >= s_written_[p]) ++s_hbm;
+          if (standard && p_written_[p] >= 0 && last >= p_written_[p]) ++p_hbm;
+          if (p == current) cell.current = true;
+        }
+      const float n = static_cast<float>((cell.i1 - cell.i0) * (cell.j1 - cell.j0));
+      cell.done = static_cast<float>(done) / n;
+      cell.skipped = static_cast<float>(skipped) / n;
+      cell.s_in_hbm = static_cast<float>(s_hbm) / n;
+      cell.p_in_hbm = static_cast<float>(p_hbm) / n;
+      if (cell.i1 - cell.i0 == 1 && cell.j1 - cell.j0 == 1) cell.visit = visit_[pair(cell.i0, cell.j0)];
+    }
+  return v;
+}
+
+std::string ReplayView::narration(std::int64_t k) const {
+  if (k < 0 || k >= step_count()) return k < 0 ? "ready: nothing has moved yet" : "done";
+  return narrate(algo(), steps_[k]);
+}
+
+// [SECTION] Online softmax of the watched row
+
+std::size_t SoftmaxView::events_before(std::int64_t pos) const {
+  std::size_t n = 0;
+  while (n < event_step.size() && event_step[n] < pos) ++n;
+  return n;
+}
+
+void ReplayView::build_softmax(const ReplayRequest& request) {
+  SoftmaxView& v = softmax_;
+  const AttentionProblem& p = result_.problem;
+  const std::int64_t N = p.seq_len, d = p.head_dim;
+  v.row = std::clamp<std::int64_t>(request.watch_row, 0, N - 1);
+  v.row_block = v.row / result_.blocks.blocks.Br;
+  if (N * d > kMaxNumericsElems) {
+    v.why_not = fmt::format("N·d = {} is more than the {} values the CPU numerics hold; choose a smaller N or d",
+                            N * d, kMaxNumericsElems);
+    return;
+  }
+  const Inputs in = make_inputs(N, d, InputKind::unit, request.sim.seed);
+  TiledOptions options;
+  options.rows = {v.row};
+  options.watch_row = v.row;
+  const TiledResult tiled = run_tiled(algo(), Precision::fp32, in, blocks(), p.causal, options);
+  v.events = tiled.watch;
+  const std::int64_t rows[] = {v.row};
+  const Matrix ref = reference_attention(in, p.causal, rows);
+  v.O_exact.assign(ref.data.begin() + v.row * d, ref.data.begin() + (v.row + 1) * d);
+  v.O_final.assign(tiled.O.data.begin() + v.row * d, tiled.O.data.begin() + (v.row + 1) * d);
+  for (std::int64_t x = 0; x < d; ++x) v.max_abs_diff = std::max(v.max_abs_diff, std::abs(v.O_final[x] - v.O_exact[x]));
+  // The exact statistics of the row: max and sum over every key it may see.
+  v.m_exact = -std::numeric_limits<double>::infinity();
+  std::vector<double> s;
+  for (std::int64_t k = 0; k < N && !(p.causal && k > v.row); ++k) {
+    double dot = 0;
+    for (std::int64_t x = 0; x < d; ++x) dot += in.Q(v.row, x) * in.K(k, x);
+    s.push_back(in.scale * dot);
+    v.m_exact = std::max(v.m_exact, s.back());
+  }
+  v.l_exact = 0;
+  for (double x : s) v.l_exact += std::exp(x - v.m_exact);
+  // When each event holds: at the end of block pair (row block, j).
+  for (const SoftmaxEvent& e : v.events) v.event_step.push_back(pair_end_[pair(v.row_block, e.j)]);
+  if (algo() == Algo::standard)  // line 2 computes the whole row's softmax at once
+    for (std::int64_t k = 0; k < step_count(); ++k)
+      if (steps_[k].kind == StepKind::compute && steps_[k].line == 2 && steps_[k].i == v.row_block) v.exact_step = k;
+  v.available = true;
+}
+
+}  // namespace hbmlab::view

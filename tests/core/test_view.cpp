@@ -1,0 +1,146 @@
+// The GUI's view model (sim/view/) against the core's counts at every step of full replays.
+// Run: ctest --test-dir build -R view   (or build/tests/hbmlab_tests_core "[view]")
+#include <catch2/catch.hpp>
+
+#include "sim/common/error.hpp"
+#include "sim/engine/replay.hpp"
+#include "sim/view/compare.hpp"
+#include "sim/view/replay_view.hpp"
+
+using namespace hbmlab;
+using namespace hbmlab::view;
+
+namespace {
+
+ReplayRequest request(const char* gpu, Algo algo, std::int64_t N, std::int64_t d, bool causal,
+                      std::optional<std::int64_t> Br = {}, std::optional<std::int64_t> Bc = {}) {
+  ReplayRequest r;
+  r.sim.gpu = load_gpu(gpu);
+  r.sim.problem = {2, 3, N, d, Dtype::fp16, causal};
+  r.sim.algo = algo;
+  r.sim.block_rows = Br;
+  r.sim.block_cols = Bc;
+  r.watch_row = N / 2 + 1;
+  return r;
+}
+
+// Every property the panels rely on, checked at every position of the replay.
+void check_every_step(const ReplayView& v) {
+  const SimulationResult& res = v.result();
+  const std::int64_t n = v.step_count();
+  REQUIRE(n == res.per_instance.steps);
+  IoCounter brute;  // the core's own counter, fed one step at a time
+  std::int64_t done_before = 0;
+  for (std::int64_t pos = 0; pos <= n; ++pos) {
+    REQUIRE(v.counts_before(pos) == brute.counts());
+    const Sram sram = v.sram_after(pos);
+    REQUIRE(sram.bytes() <= v.working_set_bytes());
+    for (const Tile& t : sram.tiles) REQUIRE(t.bytes > 0);
+    if (pos > 0) {
+      const Step& s = v.steps()[pos - 1];
+      if (s.kind == StepKind::load || s.kind == StepKind::store) {  // the moved tile is on chip after it
+        const Tile* t = sram.find(s.tensor);
+        REQUIRE(t != nullptr);
+        REQUIRE(t->bytes == s.bytes);
+      }
+    }
+    const MatrixView m = v.matrix(pos, 1 << 20);
+    std::int64_t done = 0;
+    for (const MatrixCell& c : m.cells) done += c.done > 0.5f ? 1 : 0;
+    REQUIRE(done >= done_before);  // blocks only ever finish
+    done_before = done;
+    if (pos < n) brute.on_step(v.steps()[pos]);
+  }
+  REQUIRE(v.counts_before(n) == count_instance(res.algo, res.problem, res.blocks.blocks));
+  REQUIRE(v.counts_before(n) == res.per_instance);
+  REQUIRE(v.counts_before(n).scaled(res.problem.instances()) == res.total);
+  const MatrixView end = v.matrix(n, 1 << 20);
+  for (const MatrixCell& c : end.cells) REQUIRE(c.done == 1.0f);
+}
+
+}  // namespace
+
+TEST_CASE("view: counters, SRAM and block states at every step of full replays", "[view]") {
+  for (Algo algo : kAllAlgos)
+    for (bool causal : {false, true}) {
+      DYNAMIC_SECTION(to_string(algo) << (causal ? " causal" : "")) {
+        check_every_step(ReplayView(request("toy", algo, 16, 4, causal)));
+        check_every_step(ReplayView(request("a100-40gb", algo, 300, 32, causal, 32, 64)));  // ragged blocks
+      }
+    }
+}
+
+TEST_CASE("view: an N = 4096 replay spans more than one checkpoint and stepping back is exact", "[view]") {
+  const ReplayView v(request("a100-40gb", Algo::flash1, 4096, 64, false));
+  REQUIRE(v.step_count() > 4 * kCheckpointSteps);
+  const std::int64_t n = v.step_count();
+  for (std::int64_t pos : {n, n - 1, n / 2 + 7, kCheckpointSteps, kCheckpointSteps - 1, std::int64_t{1}, std::int64_t{0}}) {
+    IoCounter brute;
+    for (std::int64_t k = 0; k < pos; ++k) brute.on_step(v.steps()[k]);
+    REQUIRE(v.counts_before(pos) == brute.counts());
+  }
+}
+
+TEST_CASE("view: flash1 visits K/V blocks outer, flash2 Q blocks outer", "[view]") {
+  const ReplayView f1(request("toy", Algo::flash1, 16, 4, false, 4, 8));
+  const ReplayView f2(request("toy", Algo::flash2, 16, 4, false, 4, 8));
+  const MatrixView m1 = f1.matrix(f1.step_count(), 64), m2 = f2.matrix(f2.step_count(), 64);
+  REQUIRE(m1.Tr == 4);
+  REQUIRE(m1.Tc == 2);
+  // flash1: (i=0..3, j=0) first; flash2: (i=0, j=0..1) first.
+  REQUIRE(m1.cells[1 * m1.cols + 0].visit == 2);
+  REQUIRE(m1.cells[0 * m1.cols + 1].visit == 5);
+  REQUIRE(m2.cells[0 * m2.cols + 1].visit == 2);
+  REQUIRE(m2.cells[1 * m2.cols + 0].visit == 3);
+}
+
+TEST_CASE("view: aggregated matrix cells cover every block pair once", "[view]") {
+  const ReplayView v(request("a100-40gb", Algo::flash2, 2048, 64, true, 16, 16));
+  const MatrixView m = v.matrix(v.step_count() / 3, 48);
+  REQUIRE(m.rows == 48);
+  std::int64_t covered = 0;
+  for (const MatrixCell& c : m.cells) covered += (c.i1 - c.i0) * (c.j1 - c.j0);
+  REQUIRE(covered == m.Tr * m.Tc);
+}
+
+TEST_CASE("view: the watched row's online softmax ends at the exact softmax", "[view]") {
+  for (Algo algo : {Algo::flash1, Algo::flash2}) {
+    const ReplayView v(request("toy", algo, 16, 4, false, 4, 8));
+    const SoftmaxView& s = v.softmax();
+    REQUIRE(s.available);
+    REQUIRE(s.events.size() == 2);  // Tc = 2 K/V blocks
+    REQUIRE(s.events_before(0) == 0);
+    REQUIRE(s.events_before(v.step_count()) == 2);
+    REQUIRE(s.events.back().m_new == Approx(s.m_exact).epsilon(1e-5));
+    REQUIRE(s.events.back().l_new == Approx(s.l_exact).epsilon(1e-5));
+    REQUIRE(s.max_abs_diff < 1e-5);
+    for (std::size_t e = 1; e < s.event_step.size(); ++e) REQUIRE(s.event_step[e] > s.event_step[e - 1]);
+  }
+}
+
+TEST_CASE("view: too large a replay is refused with a message naming the options", "[view]") {
+  ReplayRequest r = request("a100-40gb", Algo::flash1, 65536, 64, false, 16, 16);
+  REQUIRE_THROWS_AS(check_replayable(r), InputError);
+  REQUIRE_THROWS_WITH(ReplayView(r), Catch::Contains("--block-rows"));
+}
+
+TEST_CASE("view: comparison bars and the explorer come from the core", "[view]") {
+  SimulateRequest base = request("a100-40gb", Algo::flash1, 1024, 64, false).sim;
+  const std::vector<AlgoBar> bars = compare_algorithms(base);
+  REQUIRE(bars.size() == 3);
+  for (const AlgoBar& b : bars) {
+    REQUIRE(b.ok);
+    REQUIRE(b.result.total == count_problem(b.algo, base.problem, b.result.blocks.blocks));
+  }
+  REQUIRE(bars[0].result.total.accesses() > bars[1].result.total.accesses());
+
+  ExplorerRequest e{base.gpu, base.problem, Algo::flash1, base.gpu.sram_bytes_per_sm, {64, 128}};
+  const ExplorerView x = explore(e);
+  REQUIRE(x.current_r >= 0);
+  REQUIRE(x.current_c >= 0);
+  REQUIRE(x.cells.size() == x.block_rows.size() * x.block_cols.size());
+  for (const SweepPoint& pt : x.cells) REQUIRE(pt.total == count_problem(Algo::flash1, base.problem, pt.blocks));
+  // More SRAM never needs more HBM accesses at the best fitting blocks.
+  for (std::size_t s = 1; s < x.curve.size(); ++s)
+    if (x.curve[s - 1].any_fits) REQUIRE(x.curve[s].best_accesses <= x.curve[s - 1].best_accesses);
+}
