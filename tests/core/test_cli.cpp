@@ -1,0 +1,142 @@
+// The CLI in-process: JSON per the contract, text reports, and one-line errors with exit code 2.
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "sim/cli/cli.hpp"
+
+using namespace hbmlab;
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+Run run(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int code = run_cli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+bool one_line(const std::string& text) {
+  return !text.empty() && text.back() == '\n' && std::count(text.begin(), text.end(), '\n') == 1;
+}
+
+}  // namespace
+
+TEST_CASE("simulate --json follows the contract", "[cli]") {
+  const Run r = run({"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4", "--algo", "flash1", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["gpu"]["name"] == "toy");
+  CHECK(j["gpu"]["sram_bytes_per_sm"] == 256);
+  CHECK(j["problem"]["seq_len"] == 16);
+  CHECK(j["problem"]["dtype"] == "fp16");
+  CHECK(j["algorithm"] == "flash1");
+  CHECK(j["blocks"]["Br"] == 4);
+  CHECK(j["blocks"]["Bc"] == 8);
+  CHECK(j["blocks"]["Tr"] == 4);
+  CHECK(j["blocks"]["Tc"] == 2);
+  CHECK(j["sram_working_set_bytes"] == 224);
+  // Hand-worked in test_io_exact.cpp: reads 128+128+256+256+128+128, writes 384+192+192.
+  CHECK(j["hbm"]["read_bytes"] == 1024);
+  CHECK(j["hbm"]["write_bytes"] == 768);
+  CHECK(j["hbm"]["by_tensor"]["O"]["write_bytes"] == 384);
+  CHECK(j["hbm"]["by_tensor"]["l"]["read_bytes"] == 128);
+  CHECK_FALSE(j["hbm"]["by_tensor"].contains("S"));
+  for (const char* key : {"flops", "bound", "numerics", "time", "l2", "dram"}) CHECK(j.contains(key));
+  CHECK(j["bound"]["expression"] == "N^2 d^2 / M");
+  CHECK(j["numerics"]["checked"] == true);
+  CHECK(j["numerics"]["max_abs_error_vs_reference"].get<double>() < 1e-5);
+}
+
+TEST_CASE("simulate with several algorithms prints a JSON array and a comparison", "[cli]") {
+  const Run json = run({"simulate", "--scenario", "toy-16", "--json"});
+  REQUIRE(json.code == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  REQUIRE(j.is_array());
+  CHECK(j.size() == 3);
+  const Run text = run({"simulate", "--scenario", "gpt2-medium", "--numerics", "off"});
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Catch::Contains("standard") && Catch::Contains("flash2") && Catch::Contains("vs first"));
+}
+
+TEST_CASE("simulate --steps narrates the replay", "[cli]") {
+  const Run r = run({"simulate", "--scenario", "toy-16", "--algo", "flash1", "--steps"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("line 6: load K_1 (8×4, 64 B) from HBM into SRAM"));
+  CHECK_THAT(r.out, Catch::Contains("112 in all"));
+}
+
+TEST_CASE("flags override a scenario", "[cli]") {
+  const Run r = run({"simulate", "--scenario", "gpt2-medium", "--algo", "flash2", "--batch", "1", "--heads", "1", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["problem"]["batch"] == 1);
+  CHECK(j["problem"]["seq_len"] == 1024);
+  CHECK(j["gpu"]["name"] == "a100-40gb");
+}
+
+TEST_CASE("bad input: exit 2 and one line naming the option", "[cli][errors]") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"simulate", "--seq-len", "0"}, "--seq-len"},
+      {{"simulate", "--head-dim", "-5"}, "--head-dim"},
+      {{"simulate", "--seq-len", "abc"}, "--seq-len"},
+      {{"simulate", "--algo", "flash3"}, "--algo"},
+      {{"simulate", "--gpu", "v100"}, "--gpu"},
+      {{"simulate", "--dtype", "fp8"}, "--dtype"},
+      {{"simulate", "--gpu", "toy", "--seq-len", "64", "--head-dim", "64", "--block-rows", "64", "--block-cols", "64"}, "--block-cols"},
+      {{"simulate", "--sram-bytes", "0"}, "--sram-bytes"},
+      {{"simulate", "--numerics", "maybe"}, "--numerics"},
+      {{"simulate", "--scenario", "no-such-lesson"}, "--scenario"},
+      {{"simulate", "--bogus"}, "--bogus"},
+      {{"bounds", "--seq-lens", "64,x"}, "--seq-lens"},
+      {{"sweep", "--block-rows", "0"}, "--block-rows"},
+      {{"frobnicate"}, "frobnicate"},
+  };
+  for (const auto& [args, option] : cases) {
+    INFO(args[0] << " " << (args.size() > 1 ? args[1] : ""));
+    const Run r = run(args);
+    CHECK(r.code == 2);
+    CHECK(one_line(r.err));
+    CHECK_THAT(r.err, Catch::Contains(option));
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("--help exits 0", "[cli]") {
+  const Run r = run({"simulate", "--help"});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("--seq-len"));
+}
+
+TEST_CASE("measure without CUDA says how to get it", "[cli]") {
+  const Run r = run({"measure"});
+  CHECK(r.code == 2);
+  CHECK(one_line(r.err));
+  CHECK_THAT(r.err, Catch::Contains("CUDA"));
+}
+
+TEST_CASE("sweep prints CSV with fitting and non-fitting blocks", "[cli][sweep]") {
+  const Run r = run({"sweep", "--gpu", "toy", "--seq-len", "32", "--head-dim", "4", "--block-rows", "4,8", "--block-cols", "4,8,16"});
+  REQUIRE(r.code == 0);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1 + 6);
+  CHECK_THAT(r.out, Catch::StartsWith("algorithm,sram_bytes,M_elements,Br,Bc"));
+  CHECK_THAT(r.out, Catch::Contains(",1,") && Catch::Contains(",0,"));  // fits and does not fit
+}
+
+TEST_CASE("presets list every number with its source", "[cli][spec]") {
+  const Run r = run({"presets", "--json"});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.size() == 5);
+  for (const auto& gpu : j)
+    for (const auto& [key, number] : gpu["numbers"].items()) {
+      INFO(gpu["name"] << " " << key);
+      CHECK_FALSE(number["source"].get<std::string>().empty());
+      CHECK_FALSE(number["unit"].get<std::string>().empty());
+    }
+}

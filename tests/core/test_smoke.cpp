@@ -1,2 +1,0 @@
-// Placeholder replaced below.
-#include <catch2/catch.hpp>

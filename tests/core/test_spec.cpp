@@ -1,0 +1,92 @@
+// GPU presets: every embedded preset loads; malformed files are errors naming file:line: key.
+#include <catch2/catch.hpp>
+
+#include "sim/common/error.hpp"
+#include "sim/scenario/embedded.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/spec/gpu_spec.hpp"
+
+using namespace hbmlab;
+
+namespace {
+
+std::string toy_text() { return std::string(*find_embedded("gpus/toy.toml")); }
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("the five presets load with their numbers", "[spec]") {
+  CHECK(gpu_preset_names() == std::vector<std::string>{"a100-40gb", "a100-80gb", "h100-sxm", "h200", "toy"});
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  CHECK(h100.sm_count == 132);
+  CHECK(h100.sram_bytes_per_sm == 228 * 1024);
+  CHECK(h100.sram_bytes_per_block == 227 * 1024);
+  CHECK(h100.l2_bytes == 50 * 1024 * 1024);
+  CHECK(h100.hbm_bandwidth_gbps == 3350);
+  CHECK(load_gpu("a100-80gb").hbm_bandwidth_gbps == 2039);
+  for (const GpuSpec& gpu : gpu_presets())
+    for (const Quantity& q : gpu.quantities) {
+      INFO(gpu.name << " " << q.key);
+      CHECK_FALSE(q.source.empty());
+    }
+}
+
+TEST_CASE("malformed presets name file, line and key", "[spec][errors]") {
+  const std::string toy = toy_text();
+  const std::string origin = "toy.toml";
+  CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "unit = \"SMs\"", "unit = \"SM\""), origin),
+                    "toy.toml:7: numbers.sm_count.unit: \"SM\", expected \"SMs\"");
+  CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "{ value = 16,   unit = \"GB/s\"", "{ value = 0,   unit = \"GB/s\""), origin),
+                    Catch::StartsWith("toy.toml:17: numbers.hbm_bandwidth_gbps.value: must be a positive number"));
+  CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "{ value = 128,  unit = \"bytes\",       source = \"as on NVIDIA GPUs\" }",
+                                           "{ value = 96,  unit = \"bytes\",       source = \"as on NVIDIA GPUs\" }"), origin),
+                    "toy.toml:15: numbers.l2_line_bytes.value: must be a power of two, got 96");
+  CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "sm_count ", "sm_cuont "), origin),
+                    "toy.toml:7: numbers.sm_cuont: unknown key");
+  CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "source = \"chosen: 1 cycle = 1 ns\"", "source = \"\""), origin),
+                    Catch::StartsWith("toy.toml:8: numbers.clock_mhz.source: missing"));
+  CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "[numbers]", "[numbers"), origin), Catch::StartsWith("toy.toml:6:"));
+  CHECK_THROWS_AS(parse_gpu_spec("name = \"x\"\n", origin), InputError);
+}
+
+TEST_CASE("every embedded scenario parses, lessons have stages", "[spec][scenario]") {
+  const std::vector<std::string> names = scenario_names();
+  CHECK(names.size() >= 7);
+  int lessons = 0;
+  for (const std::string& name : names) {
+    INFO(name);
+    const Scenario s = load_scenario(name);
+    CHECK_FALSE(s.title.empty());
+    if (s.kind == "lesson") {
+      ++lessons;
+      CHECK_FALSE(s.stages.empty());
+      CHECK(s.number == lessons);
+    }
+    CHECK_NOTHROW(load_gpu(s.gpu));
+  }
+  CHECK(lessons >= 3);
+  CHECK(load_scenario(kDefaultLesson).number == 1);
+}
+
+TEST_CASE("malformed scenarios name file, line and key", "[spec][scenario][errors]") {
+  const std::string good = "[workload]\ntitle = \"t\"\n[problem]\nseq_len = 64\nhead_dim = 8\n";
+  CHECK_NOTHROW(parse_scenario(good, "w.toml"));
+  CHECK_THROWS_WITH(parse_scenario(replace(good, "head_dim", "hed_dim"), "w.toml"),
+                    Catch::StartsWith("w.toml:5: problem.hed_dim: unknown key"));
+  CHECK_THROWS_WITH(parse_scenario(replace(good, "seq_len = 64", "seq_len = 0"), "w.toml"),
+                    "w.toml:4: problem.seq_len: must be a positive integer, got 0");
+  CHECK_THROWS_WITH(parse_scenario(replace(good, "seq_len = 64", "seq_len = \"long\""), "w.toml"),
+                    "w.toml:4: problem.seq_len: expected a positive integer");
+  CHECK_THROWS_WITH(parse_scenario(good + "[blocks]\nrows = -1\n", "w.toml"),
+                    "w.toml:7: blocks.rows: must be a positive integer, got -1");
+  CHECK_THROWS_WITH(parse_scenario(replace(good, "title = \"t\"", "title = \"t\"\nalgorithms = [\"flash9\"]"), "w.toml"),
+                    Catch::StartsWith("w.toml:3: workload.algorithms: unknown algorithm 'flash9'"));
+  CHECK_THROWS_WITH(parse_scenario("[workload\n", "w.toml"), Catch::StartsWith("w.toml:1:"));
+  CHECK_THROWS_WITH(parse_scenario(replace(good, "[workload]", "[lesson]"), "w.toml"),
+                    Catch::Contains("stages: a lesson needs at least one"));
+}
