@@ -13,6 +13,7 @@ namespace hbmlab {
 struct TensorTraffic {
   std::int64_t read_bytes = 0, write_bytes = 0;
   std::int64_t read_elems = 0, write_elems = 0;  // the paper's "accesses" count elements
+  bool operator==(const TensorTraffic&) const = default;
 };
 
 struct Counts {
