@@ -125,9 +125,11 @@ struct SimulateFlags {
   std::int64_t block_rows = 0, block_cols = 0, sram_bytes = 0;
   std::string numerics = "auto";
   std::uint64_t seed = 1;
-  bool json = false, csv = false, steps = false;
+  bool json = false, csv = false, steps = false, no_l2 = false, kv_descending = false, l2_random = false;
   std::int64_t steps_limit = 200;
-  CLI::Option *o_block_rows{}, *o_block_cols{}, *o_sram_bytes{};
+  std::string timeline;
+  std::int64_t launch_threads = 0, launch_registers = 0, launch_smem = 0, l2_partitions = 0;
+  CLI::Option *o_block_rows{}, *o_block_cols{}, *o_sram_bytes{}, *o_launch_threads{}, *o_launch_registers{}, *o_launch_smem{};
 };
 
 void add_simulate(CLI::App& app, SimulateFlags& f) {
@@ -142,6 +144,18 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   cmd->add_flag("--csv", f.csv, "print CSV, one row per algorithm");
   cmd->add_flag("--steps", f.steps, "also narrate the steps of one (batch, head), in the paper's words");
   cmd->add_option("--steps-limit", f.steps_limit, "narrate at most this many steps [200]");
+  cmd->add_flag("--no-l2", f.no_l2, "turn the L2 off: the paper's model, every counted access reaches HBM");
+  cmd->add_option("--timeline", f.timeline, "write the per-SM timeline and HBM bandwidth as Chrome trace JSON "
+                                            "(chrome://tracing, Perfetto) to this file");
+  f.o_launch_threads = cmd->add_option("--launch-threads", f.launch_threads, "flash1/flash2: threads per CTA [128]");
+  f.o_launch_registers = cmd->add_option("--launch-registers", f.launch_registers,
+                                         "flash1/flash2: registers per thread, limits CTAs per SM [not limiting]");
+  f.o_launch_smem = cmd->add_option("--launch-smem-bytes", f.launch_smem,
+                                    "flash1/flash2: shared memory per CTA [the SRAM working set]");
+  cmd->add_option("--l2-partitions", f.l2_partitions, "L2 halves that each cache what their SMs read [the GPU's]");
+  cmd->add_flag("--l2-random", f.l2_random, "random L2 replacement instead of LRU");
+  cmd->add_flag("--kv-descending", f.kv_descending,
+                "flash2: visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
 }
 
 std::string simulation_csv(std::span<const SimulationResult> results) {
@@ -174,6 +188,19 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
       request.sram_bytes = flags->sram_bytes;
     }
     request.seed = flags->seed;
+    request.l2_enabled = !flags->no_l2;
+    request.record_timeline = !flags->timeline.empty();
+    auto positive = [](std::int64_t v, std::string_view option) {
+      if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);
+      return v;
+    };
+    if (*flags->o_launch_threads) request.launch.threads_per_cta = positive(flags->launch_threads, "--launch-threads");
+    if (*flags->o_launch_registers)
+      request.launch.registers_per_thread = positive(flags->launch_registers, "--launch-registers");
+    if (*flags->o_launch_smem) request.launch.smem_bytes_per_cta = positive(flags->launch_smem, "--launch-smem-bytes");
+    request.launch.kv_descending = flags->kv_descending;
+    request.l2_partitions = flags->l2_partitions;
+    request.l2_random = flags->l2_random;
     const std::string& n = flags->numerics;
     request.numerics = n == "auto" ? NumericsMode::automatic : n == "full" ? NumericsMode::full
                      : n == "sampled" ? NumericsMode::sampled : n == "off" ? NumericsMode::off
@@ -205,6 +232,10 @@ int run_simulate(const SimulateFlags& f, std::ostream& out) {
   if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
   const Scenario s = f.problem.resolve();
   const std::vector<SimulationResult> results = simulate_scenario(s, &f);
+  if (!f.timeline.empty()) {
+    if (results.size() != 1) fail_input("--timeline: choose one algorithm (--algo) for a timeline");
+    write_file_atomically(f.timeline, timeline_chrome_trace(results.front().engine, results.front().gpu));
+  }
   if (f.json) {
     if (results.size() == 1) {
       out << simulation_json(results.front()).dump(2) << "\n";
@@ -345,12 +376,29 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
 
 // [SECTION] presets, gui, measure and the default action
 
+// Words of `text` in lines of at most `width` columns, each line after the first indented.
+std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
+  std::string out, line, word;
+  std::istringstream words(text);
+  auto columns = [](const std::string& s) {  // UTF-8 code points, close enough for these captions
+    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  };
+  while (words >> word) {
+    if (!line.empty() && columns(line) + 1 + columns(word) > width) {
+      out += line + "\n" + indent;
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return out + line;
+}
+
 void print_lesson_report(std::ostream& out, const Scenario& lesson) {
   fmt::print(out, "Lesson {}: {}\n", lesson.number, lesson.title);
-  if (!lesson.summary.empty()) fmt::print(out, "{}\n", lesson.summary);
+  if (!lesson.summary.empty()) fmt::print(out, "{}\n", wrap(lesson.summary, 96, ""));
   int k = 0;
   for (const LessonStage& stage : lesson.stages)
-    fmt::print(out, "\n  {}. {}\n     {}\n", ++k, stage.title.empty() ? "Stage" : stage.title, stage.caption);
+    fmt::print(out, "\n  {}. {}\n     {}\n", ++k, stage.title.empty() ? "Stage" : stage.title, wrap(stage.caption, 91, "     "));
   out << "\n";
   const std::vector<SimulationResult> results = simulate_scenario(lesson, nullptr);
   print_comparison(out, results);
@@ -437,7 +485,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (frontends.gui && frontends.display_available) return frontends.gui(gui);
     print_lesson_report(out, load_scenario(kDefaultLesson));
     if (!frontends.gui)
-      out << "\nThis build has no window (GLFW or Dear ImGui were missing at build time): `make run` installs them.\n";
+      out << "\nThis build has no window (it was configured without GLFW and Dear ImGui); `make run` installs them\n"
+             "and builds the window.\n";
     else
       out << "\nNo display, so this is the text report. For the window run hbmlab on a desktop, or make a picture of it:\n"
              "  xvfb-run -a -s \"-screen 0 1600x1000x24\" hbmlab gui --screenshot lesson.png --frames 60\n";
