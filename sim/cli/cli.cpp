@@ -216,13 +216,14 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
 
 void print_steps(std::ostream& out, const SimulationResult& r, std::int64_t limit) {
   const std::vector<Step> steps = record_steps(r.algo, r.problem, r.blocks.blocks);
-  fmt::print(out, "\nSteps of one (batch, head) for {} ({} in all):\n", to_string(r.algo), format_count(double(steps.size())));
+  fmt::print(out, "\nSteps of one (batch, head) for {} ({} in all); HBM bytes read and written so far, then the step:\n",
+             to_string(r.algo), format_count(double(steps.size())));
   IoCounter running;
   const std::int64_t shown = std::min<std::int64_t>(limit, static_cast<std::int64_t>(steps.size()));
   for (std::int64_t k = 0; k < shown; ++k) {
     running.on_step(steps[k]);
-    fmt::print(out, "  {:>6}  {:<100}  HBM read {:>9}, written {:>9}\n", k + 1, narrate(r.algo, steps[k]),
-               format_bytes(double(running.counts().hbm_read_bytes())), format_bytes(double(running.counts().hbm_write_bytes())));
+    fmt::print(out, "  {:>6}  read {:>9}  written {:>9}  {}\n", k + 1, format_bytes(double(running.counts().hbm_read_bytes())),
+               format_bytes(double(running.counts().hbm_write_bytes())), narrate(r.algo, steps[k]));
   }
   if (shown < static_cast<std::int64_t>(steps.size()))
     fmt::print(out, "  ... {} more steps (--steps-limit to show more)\n", format_count(double(steps.size() - shown)));
