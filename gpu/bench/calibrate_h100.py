@@ -1,5 +1,7 @@
 # Calibration figures for hbmlab's timing engine, measured on the GPU at hand (made for the H100).
 # Run: python3 gpu/bench/calibrate_h100.py --out calib.json            (timings, no profiler)
+#      python3 gpu/bench/calibrate_h100.py --skip copy,chase,gemm --seq-lens 2048,4096 --backends flash,cudnn
+#                                           (torch SDPA only: the speed table's PyTorch columns)
 #      python3 gpu/bench/calibrate_h100.py --ncu-pass --plan plan.json (the launches ncu profiles;
 #      see gpu/bench/calibrate.sh, which runs both and merges the ncu CSV into the JSON).
 #
@@ -184,15 +186,15 @@ def gemm_rate():
     return out
 
 
-def sdpa_shapes():
+def sdpa_shapes(seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, backends=("flash", "cudnn", "math")):
     shapes = []
-    for d in HEAD_DIMS:
-        for N in SEQ_LENS:
+    for d in head_dims:
+        for N in seq_lens:
             bh = max(1, TOKENS // N)
             H = min(HEADS, bh)
             B = bh // H
             for causal in (False, True):
-                for backend in ("flash", "cudnn", "math"):
+                for backend in backends:
                     if backend == "math" and B * H * N * N > MATH_MAX_ELEMS:
                         continue
                     shapes.append({"backend": backend, "B": B, "H": H, "N": N, "d": d, "causal": causal,
@@ -262,8 +264,12 @@ def main():
     ap.add_argument("--out", default="calibration.json")
     ap.add_argument("--ncu-pass", action="store_true")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: copy,chase,gemm,sdpa")
+    ap.add_argument("--seq-lens", default=",".join(map(str, SEQ_LENS)))
+    ap.add_argument("--head-dims", default=",".join(map(str, HEAD_DIMS)))
+    ap.add_argument("--backends", default="flash,cudnn,math")
     args = ap.parse_args()
-    shapes = sdpa_shapes()
+    shapes = sdpa_shapes([int(x) for x in args.seq_lens.split(",")], [int(x) for x in args.head_dims.split(",")],
+                         args.backends.split(","))
     if args.ncu_pass:
         ncu_pass(shapes)
         return

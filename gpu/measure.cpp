@@ -1,0 +1,385 @@
+// `hbmlab measure`: a sweep of hbmlab's CUDA kernels; each configuration is checked against the
+// fp64 CPU reference on fresh random inputs, then timed, and the records are written whole to a
+// measurement file in DESIGN.md's format. Run: hbmlab measure --help
+//
+// DRAM and L2 counters come from Nsight Compute in a second pass (gpu/bench/measure_counters.sh:
+// `--profile-pass` launches each record once between two hbmlab_marker kernels, and
+// gpu/bench/merge_counters.py writes the profiler's figures into the records).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iomanip>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpu/frontend.hpp"
+#include "gpu/runner.hpp"
+#include "sim/common/files.hpp"
+
+namespace hbmlab::gpu {
+namespace {
+
+const char* kUsage = R"(hbmlab measure: run hbmlab's CUDA kernels, check them against the fp64 reference, time them,
+and write a measurement file (DESIGN.md, "Measurement files").
+
+Options (lists are comma-separated):
+  --algo LIST          standard,flash1,flash2 (default: all three)
+  --seq-len LIST       N values (default 512,1024,2048,4096,8192,16384)
+  --head-dim LIST      64,128 (default both)
+  --dtype LIST         fp16,bf16 (default fp16)
+  --causal MODE        no | yes | both (default both)
+  --blocks SPEC        default | all | BRxBC[,BRxBC...] (default: default; see --list)
+  --tokens T           B*H*N of each run (default 262144); --heads H (default 16)
+  --max-n-standard N   largest N for standard (default 16384); --max-n-flash1 (8192), --max-n-flash2 (65536)
+  --max-scratch-gb G   standard's S and P together stay under G GB by shrinking B*H (default 24)
+  --reps R             timed repetitions, median reported (default 50; fewer for runs over 40 ms)
+  --warmup W           untimed launches first (default 5)
+  --warm-l2            do not flush the L2 between repetitions (default: flush, 256 MiB memset)
+  --stress             also check each configuration on the large_logits and dominant_key inputs
+  --check-only         check, do not time
+  --profile-pass       launch each record once between hbmlab_marker kernels (for ncu); no file
+  --seed S             input seed (default 1)
+  --out FILE           measurement file to write (JSON); without it, only the table is printed
+  --list               print the compiled (algorithm, dtype, d, Br x Bc) shapes and exit
+)";
+
+struct Options {
+  std::vector<Algo> algos{Algo::standard, Algo::flash1, Algo::flash2};
+  std::vector<std::int64_t> seq_lens{512, 1024, 2048, 4096, 8192, 16384};
+  std::vector<int> head_dims{64, 128};
+  std::vector<Dtype> dtypes{Dtype::fp16};
+  std::vector<bool> causal{false, true};
+  std::string blocks = "default";
+  std::int64_t tokens = 262144, heads = 16;
+  std::map<Algo, std::int64_t> max_n{{Algo::standard, 16384}, {Algo::flash1, 8192}, {Algo::flash2, 65536}};
+  double max_scratch_gb = 24;
+  int reps = 50, warmup = 5;
+  bool warm_l2 = false, stress = false, check_only = false, profile_pass = false, list = false, debug = false;
+  std::uint64_t seed = 1;
+  std::string out;
+};
+
+struct BadOption : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> parts;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) parts.push_back(item);
+  return parts;
+}
+
+std::int64_t to_int(const std::string& opt, const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const long long x = std::stoll(v, &used);
+    if (used != v.size() || x <= 0) throw std::invalid_argument(v);
+    return x;
+  } catch (const std::exception&) {
+    throw BadOption(opt + ": expected a positive integer, got '" + v + "'");
+  }
+}
+
+Options parse(const std::vector<std::string>& args) {
+  Options o;
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    const std::string& a = args[k];
+    auto value = [&]() -> std::string {
+      if (k + 1 >= args.size()) throw BadOption(a + ": needs a value");
+      return args[++k];
+    };
+    if (a == "--algo") {
+      o.algos.clear();
+      for (const auto& s : split(value())) {
+        auto algo = parse_algo(s);
+        if (!algo) throw BadOption("--algo: unknown algorithm '" + s + "' (standard, flash1, flash2)");
+        o.algos.push_back(*algo);
+      }
+    } else if (a == "--seq-len") {
+      o.seq_lens.clear();
+      for (const auto& s : split(value())) o.seq_lens.push_back(to_int(a, s));
+    } else if (a == "--head-dim") {
+      o.head_dims.clear();
+      for (const auto& s : split(value())) o.head_dims.push_back(static_cast<int>(to_int(a, s)));
+    } else if (a == "--dtype") {
+      o.dtypes.clear();
+      for (const auto& s : split(value())) {
+        auto dt = parse_dtype(s);
+        if (!dt || *dt == Dtype::fp32) throw BadOption("--dtype: '" + s + "' (kernels exist for fp16, bf16)");
+        o.dtypes.push_back(*dt);
+      }
+    } else if (a == "--causal") {
+      const std::string v = value();
+      if (v == "no") o.causal = {false};
+      else if (v == "yes") o.causal = {true};
+      else if (v == "both") o.causal = {false, true};
+      else throw BadOption("--causal: '" + v + "' (no, yes, both)");
+    } else if (a == "--blocks") {
+      o.blocks = value();
+    } else if (a == "--tokens") {
+      o.tokens = to_int(a, value());
+    } else if (a == "--heads") {
+      o.heads = to_int(a, value());
+    } else if (a == "--max-n-standard") {
+      o.max_n[Algo::standard] = to_int(a, value());
+    } else if (a == "--max-n-flash1") {
+      o.max_n[Algo::flash1] = to_int(a, value());
+    } else if (a == "--max-n-flash2") {
+      o.max_n[Algo::flash2] = to_int(a, value());
+    } else if (a == "--max-scratch-gb") {
+      o.max_scratch_gb = static_cast<double>(to_int(a, value()));
+    } else if (a == "--reps") {
+      o.reps = static_cast<int>(to_int(a, value()));
+    } else if (a == "--warmup") {
+      o.warmup = static_cast<int>(to_int(a, value()));
+    } else if (a == "--seed") {
+      o.seed = static_cast<std::uint64_t>(to_int(a, value()));
+    } else if (a == "--out") {
+      o.out = value();
+    } else if (a == "--warm-l2") {
+      o.warm_l2 = true;
+    } else if (a == "--stress") {
+      o.stress = true;
+    } else if (a == "--check-only") {
+      o.check_only = true;
+    } else if (a == "--profile-pass") {
+      o.profile_pass = true;
+    } else if (a == "--debug") {
+      o.debug = true;
+    } else if (a == "--list") {
+      o.list = true;
+    } else {
+      throw BadOption(a + ": unknown option (see hbmlab measure --help)");
+    }
+  }
+  return o;
+}
+
+struct Config {
+  Algo algo;
+  AttentionProblem problem;
+  Blocks blocks;
+};
+
+std::vector<Blocks> blocks_for(const Options& o, Algo algo, Dtype dtype, int d) {
+  std::vector<Blocks> out;
+  if (o.blocks == "default") return {default_blocks(algo, dtype, d)};
+  if (o.blocks == "all") {
+    for (const auto& s : compiled_shapes())
+      if (s.algo == algo && s.dtype == dtype && s.d == d) out.push_back(s.blocks);
+    return out;
+  }
+  for (const auto& s : split(o.blocks)) {
+    const auto x = s.find('x');
+    if (x == std::string::npos) throw BadOption("--blocks: '" + s + "' (expected BRxBC, default or all)");
+    Blocks b{to_int("--blocks", s.substr(0, x)), to_int("--blocks", s.substr(x + 1))};
+    if (is_compiled({algo, dtype, d, b})) out.push_back(b);
+  }
+  return out;
+}
+
+std::vector<Config> plan(const Options& o) {
+  std::vector<Config> configs;
+  for (Algo algo : o.algos)
+    for (Dtype dtype : o.dtypes)
+      for (int d : o.head_dims)
+        for (std::int64_t N : o.seq_lens) {
+          if (N > o.max_n.at(algo)) continue;
+          for (bool causal : o.causal)
+            for (Blocks b : blocks_for(o, algo, dtype, d)) {
+              AttentionProblem p;
+              std::int64_t bh = std::max<std::int64_t>(1, o.tokens / N);
+              if (algo == Algo::standard) {
+                const double per_instance = 2.0 * static_cast<double>(N) * N * 2;
+                const auto cap = static_cast<std::int64_t>(o.max_scratch_gb * 1e9 / per_instance);
+                bh = std::max<std::int64_t>(1, std::min(bh, cap));
+              }
+              p.heads = std::min(o.heads, bh);
+              p.batch = std::max<std::int64_t>(1, bh / p.heads);
+              p.seq_len = N;
+              p.head_dim = d;
+              p.dtype = dtype;
+              p.causal = causal;
+              configs.push_back({algo, p, b});
+            }
+        }
+  return configs;
+}
+
+nlohmann::ordered_json problem_json(const AttentionProblem& p) {
+  return {{"batch", p.batch}, {"heads", p.heads}, {"seq_len", p.seq_len}, {"head_dim", p.head_dim},
+          {"dtype", std::string(to_string(p.dtype))}, {"causal", p.causal}};
+}
+
+std::string describe(const Config& c) {
+  std::ostringstream s;
+  s << std::left << std::setw(8) << to_string(c.algo) << " " << to_string(c.problem.dtype) << " d=" << std::setw(3)
+    << c.problem.head_dim << " N=" << std::setw(5) << c.problem.seq_len << " B*H=" << std::setw(3)
+    << c.problem.instances() << (c.problem.causal ? " causal " : " full   ") << std::setw(7)
+    << (std::to_string(c.blocks.Br) + "x" + std::to_string(c.blocks.Bc));
+  return s.str();
+}
+
+int run(const Options& o, std::ostream& out, std::ostream& err) {
+  if (o.list) {
+    for (const auto& s : compiled_shapes())
+      out << to_string(s.algo) << " " << to_string(s.dtype) << " d=" << s.d << " " << s.blocks.Br << "x" << s.blocks.Bc
+          << "\n";
+    return 0;
+  }
+  if (device_count() == 0) {
+    err << "hbmlab measure: no CUDA device found (this build has the kernels, but there is no GPU to run them on)\n";
+    return 1;
+  }
+  const DeviceInfo dev = device_info();
+  const std::vector<Config> configs = plan(o);
+  if (configs.empty()) {
+    err << "hbmlab measure: nothing to run (check --blocks against --list and the --max-n-* limits)\n";
+    return 2;
+  }
+
+  if (o.debug) {  // first values of S, P, O of instance 0 after one checked launch (standard only has S, P)
+    for (const Config& c : configs) {
+      AttentionBuffers buf(c.problem, c.algo);
+      const CheckResult r = check_kernel(c.problem, c.blocks, InputKind::unit, o.seed, buf, 0);
+      out << describe(c) << " err " << r.max_abs_error << " pass " << r.pass << "\n";
+      auto dump = [&](const char* name, const void* p) {
+        if (p == nullptr) return;
+        std::uint16_t h[8];
+        CUDA_CHECK(cudaMemcpy(h, p, sizeof h, cudaMemcpyDeviceToHost));
+        out << "  " << name << ":";
+        for (auto x : h) out << " " << std::hex << x << std::dec;
+        out << "\n";
+      };
+      const DeviceTensors t = buf.tensors();
+      dump("Q", t.Q); dump("K", t.K); dump("S", t.S); dump("P", t.P); dump("O", t.O);
+    }
+    return 0;
+  }
+  if (o.profile_pass) {
+    for (std::size_t k = 0; k < configs.size(); ++k) {
+      const Config& c = configs[k];
+      AttentionBuffers buf(c.problem, c.algo);
+      check_kernel(c.problem, c.blocks, InputKind::unit, o.seed + k, buf, 0);  // fills inputs, one launch
+      launch_marker(static_cast<int>(k) + 1, 32);  // begin of record k
+      launch(c.algo, c.problem, c.blocks, buf.tensors(), nullptr);
+      launch_marker(static_cast<int>(k) + 1, 64);  // end of record k
+      CUDA_CHECK(cudaDeviceSynchronize());
+      out << "profiled " << k << ": " << describe(c) << "\n" << std::flush;
+    }
+    return 0;
+  }
+
+  nlohmann::ordered_json file;
+  file["device"] = {{"name", dev.name}, {"sm_count", dev.sm_count}, {"l2_bytes", dev.l2_bytes},
+                    {"driver", dev.driver}, {"cuda", dev.runtime}};
+  file["method"] = {
+      {"counters", "none (times only); gpu/bench/measure_counters.sh adds ncu's DRAM and L2 figures"},
+      {"timing", "cuda-events median of up to " + std::to_string(o.reps) + " after " + std::to_string(o.warmup) +
+                     " warm-ups (fewer repetitions when one launch takes over 40 ms: see each record's reps)"},
+      {"l2_flushed_between_reps", !o.warm_l2},
+      {"check", "each record checked before timing against the fp64 CPU reference (sim/numerics) on fresh "
+                "random inputs; instances 0 and B*H-1, all rows for N <= 1024, else 48 sampled rows"},
+      {"flops", "4*N^2*d*B*H, halved when causal"}};
+  file["records"] = nlohmann::ordered_json::array();
+  bool all_pass = true;
+  out << "device: " << dev.name << " (" << dev.sm_count << " SMs, L2 " << dev.l2_bytes / (1 << 20)
+      << " MiB), CUDA runtime " << dev.runtime << "\n";
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    const Config& c = configs[k];
+    AttentionBuffers buf(c.problem, c.algo);
+    std::vector<std::pair<InputKind, CheckResult>> checks;
+    checks.emplace_back(InputKind::unit, check_kernel(c.problem, c.blocks, InputKind::unit, o.seed + k, buf));
+    if (o.stress) {
+      for (InputKind kind : {InputKind::large_logits, InputKind::dominant_key})
+        checks.emplace_back(kind, check_kernel(c.problem, c.blocks, kind, o.seed + k, buf));
+    }
+    bool pass = true;
+    for (const auto& [kind, r] : checks) {
+      const bool intended = c.algo == Algo::standard && kind == InputKind::large_logits;
+      if (!r.pass && !intended) pass = false;
+    }
+    all_pass = all_pass && pass;
+    const CheckResult& unit = checks.front().second;
+    out << describe(c) << "  err " << std::scientific << std::setprecision(2) << unit.max_abs_error
+        << std::defaultfloat << (pass ? "  ok " : "  FAIL");
+    for (std::size_t e = 1; e < checks.size(); ++e)
+      out << " " << to_string(checks[e].first) << "=" << std::scientific << std::setprecision(2)
+          << checks[e].second.max_abs_error << std::defaultfloat << (checks[e].second.pass ? "" : "!");
+    nlohmann::ordered_json rec;
+    rec["kernel"] = std::string(to_string(c.algo));
+    rec["problem"] = problem_json(c.problem);
+    rec["blocks"] = {{"Br", c.blocks.Br}, {"Bc", c.blocks.Bc}};
+    if (!o.check_only && pass) {
+      // Fewer repetitions for slow launches (flash1 at large N): about 2 s of timed work at most.
+      Timing probe = time_kernel(c.problem, c.blocks, buf, 1, 1, !o.warm_l2);
+      int reps = o.reps;
+      if (probe.median_ms > 40) reps = std::max(5, std::min(o.reps, static_cast<int>(2000 / probe.median_ms)));
+      const Timing t = time_kernel(c.problem, c.blocks, buf, reps, probe.median_ms > 40 ? 1 : o.warmup, !o.warm_l2);
+      const double tflops = attention_flops(c.problem) / (t.median_ms * 1e-3) / 1e12;
+      rec["time_ms_median"] = t.median_ms;
+      rec["time_ms_min"] = t.min_ms;
+      rec["reps"] = t.reps;
+      rec["tflops"] = tflops;
+      out << "  " << std::fixed << std::setprecision(3) << t.median_ms << " ms  " << std::setprecision(1) << tflops
+          << " TFLOP/s" << std::defaultfloat;
+    }
+    out << "\n" << std::flush;
+    rec["dram_read_bytes"] = nullptr;
+    rec["dram_write_bytes"] = nullptr;
+    rec["l2_sm_read_bytes"] = nullptr;
+    rec["l2_sm_write_bytes"] = nullptr;
+    rec["max_abs_error"] = unit.max_abs_error;
+    nlohmann::ordered_json cj = nlohmann::ordered_json::array();
+    for (const auto& [kind, r] : checks) {
+      const Tolerance tol = tolerance(c.algo, c.problem.dtype);
+      cj.push_back({{"input", std::string(to_string(kind))}, {"max_abs_error", r.max_abs_error},
+                    {"tolerance", "atol " + std::to_string(tol.atol) + " + rtol " + std::to_string(tol.rtol) + "*|ref|"},
+                    {"worst_error_over_tolerance", r.worst_ratio}, {"rows_checked", r.rows_checked},
+                    {"pass", r.pass}, {"note", r.note}});
+    }
+    rec["check"] = cj;
+    file["records"].push_back(rec);
+  }
+  if (!o.out.empty()) {
+    write_file_atomically(o.out, file.dump(1) + "\n");
+    out << "wrote " << file["records"].size() << " records to " << o.out << "\n";
+  }
+  if (!all_pass) {
+    err << "hbmlab measure: some configurations FAILED their check (see the table); they were not timed\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_measure(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      out << kUsage;
+      return 0;
+    }
+  try {
+    return run(parse(args), out, err);
+  } catch (const BadOption& e) {
+    err << "hbmlab measure: " << e.what() << "\n";
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    err << "hbmlab measure: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "hbmlab measure: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace hbmlab::gpu

@@ -1,0 +1,252 @@
+// Running one kernel configuration: buffers, fresh random inputs, the fp64 reference check with
+// written tolerances, and CUDA-event timing with the L2 flushed (or warm) between repetitions.
+#include "gpu/runner.hpp"
+#include "gpu/ptx.cuh"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace hbmlab::gpu {
+
+// [SECTION] device
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver"/"no device" status
+    return 0;
+  }
+  return n;
+}
+
+DeviceInfo device_info() {
+  DeviceInfo info;
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  info.name = prop.name;
+  info.sm_count = prop.multiProcessorCount;
+  info.l2_bytes = prop.l2CacheSize;
+  info.smem_per_block_optin = static_cast<std::int64_t>(prop.sharedMemPerBlockOptin);
+  int driver = 0, runtime = 0;
+  CUDA_CHECK(cudaDriverGetVersion(&driver));
+  CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  auto ver = [](int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); };
+  info.driver = "CUDA driver API " + ver(driver);
+  info.runtime = ver(runtime);
+  return info;
+}
+
+// [SECTION] buffers and inputs
+
+AttentionBuffers::AttentionBuffers(const AttentionProblem& p, Algo algo) : algo_(algo) {
+  elems_ = p.instances() * p.seq_len * p.head_dim;
+  const std::size_t bytes = static_cast<std::size_t>(elems_ * p.elem_bytes());
+  const std::size_t rows = static_cast<std::size_t>(p.instances() * p.seq_len);
+  Q_ = DeviceBuffer(bytes);
+  K_ = DeviceBuffer(bytes);
+  V_ = DeviceBuffer(bytes);
+  O_ = DeviceBuffer(bytes);
+  if (algo == Algo::flash2) L_ = DeviceBuffer(rows * 4);
+  if (algo == Algo::standard) {
+    S_ = DeviceBuffer(rows * static_cast<std::size_t>(p.seq_len * p.elem_bytes()));
+    P_ = DeviceBuffer(rows * static_cast<std::size_t>(p.seq_len * p.elem_bytes()));
+  }
+  if (algo == Algo::flash1) {
+    l_ = DeviceBuffer(rows * 4);
+    m_ = DeviceBuffer(rows * 4);
+  }
+}
+
+DeviceTensors AttentionBuffers::tensors() const {
+  DeviceTensors t;
+  t.Q = Q_.get();
+  t.K = K_.get();
+  t.V = V_.get();
+  t.O = O_.get();
+  t.L = L_.get<float>();
+  t.S = S_.get();
+  t.P = P_.get();
+  t.l = l_.get<float>();
+  t.m = m_.get<float>();
+  return t;
+}
+
+namespace {
+
+// Uniform on [−√3, √3) (unit variance) from a hash of (seed, index): fresh, never zeros.
+template <typename T>
+__global__ void fill_random_kernel(T* out, std::int64_t n, std::uint64_t seed) {
+  for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < n;
+       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(k);
+    x ^= x >> 30; x *= 0xBF58476D1CE4E5B9ull; x ^= x >> 27; x *= 0x94D049BB133111EBull; x ^= x >> 31;
+    const float u = static_cast<float>(x >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+    out[k] = from_float<T>((2.f * u - 1.f) * 1.7320508f);
+  }
+}
+
+__global__ void hbmlab_marker(int* never_written) {
+  if (never_written != nullptr && threadIdx.x == 1024) never_written[0] = 1;
+}
+
+void fill_random(void* p, std::int64_t n, Dtype dtype, std::uint64_t seed) {
+  if (dtype == Dtype::fp16) fill_random_kernel<__half><<<1024, 256>>>(static_cast<__half*>(p), n, seed);
+  else fill_random_kernel<__nv_bfloat16><<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), n, seed);
+  CUDA_CHECK_LAUNCH();
+}
+
+// Host-side rounding to the dtype and back, element by element.
+std::uint16_t to_bits(double x, Dtype dtype) {
+  std::uint16_t bits;
+  if (dtype == Dtype::fp16) {
+    __half h = __float2half_rn(static_cast<float>(x));
+    std::memcpy(&bits, &h, 2);
+  } else {
+    __nv_bfloat16 h = __float2bfloat16_rn(static_cast<float>(x));
+    std::memcpy(&bits, &h, 2);
+  }
+  return bits;
+}
+double from_bits(std::uint16_t bits, Dtype dtype) {
+  if (dtype == Dtype::fp16) {
+    __half h;
+    std::memcpy(&h, &bits, 2);
+    return __half2float(h);
+  }
+  __nv_bfloat16 h;
+  std::memcpy(&h, &bits, 2);
+  return __bfloat162float(h);
+}
+
+}  // namespace
+
+void launch_marker(int grid, int block) {
+  hbmlab_marker<<<grid, block>>>(nullptr);
+  CUDA_CHECK_LAUNCH();
+}
+
+double attention_flops(const AttentionProblem& p) {
+  const double f = 4.0 * static_cast<double>(p.seq_len) * static_cast<double>(p.seq_len) *
+                   static_cast<double>(p.head_dim) * static_cast<double>(p.instances());
+  return p.causal ? f / 2 : f;
+}
+
+// [SECTION] check against the fp64 reference
+
+Tolerance tolerance(Algo algo, Dtype dtype) {
+  // fp16 keeps 11 significant bits (unit roundoff 4.9e-4), bf16 8 (3.9e-3). The output is a convex
+  // combination of V rows (|O| ≲ 1.7 for these inputs); the kernels round P̃ (flash2, standard: also
+  // S and P) to the dtype before the P·V product and round O once at the end: a few unit roundoffs.
+  // flash1 keeps O in HBM in the dtype and rounds it again on each of its Tc outer steps, so its
+  // error grows like √Tc roundoffs: twice the budget.
+  const double u = dtype == Dtype::fp16 ? 4.9e-4 : 3.9e-3;
+  Tolerance t{8 * u, 8 * u};
+  if (algo == Algo::flash1) t = {16 * u, 16 * u};
+  return t;
+}
+
+CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, InputKind kind, std::uint64_t seed,
+                         AttentionBuffers& buffers, std::int64_t full_rows_max_n) {
+  const Algo algo = buffers.algo();
+  const DeviceTensors t = buffers.tensors();
+  const std::int64_t N = p.seq_len, d = p.head_dim, BH = p.instances();
+  const std::int64_t per = N * d;
+  // Every instance random, then the checked ones overwritten with make_inputs' draws.
+  fill_random(const_cast<void*>(t.Q), buffers.elems(), p.dtype, seed * 3 + 1);
+  fill_random(const_cast<void*>(t.K), buffers.elems(), p.dtype, seed * 3 + 2);
+  fill_random(const_cast<void*>(t.V), buffers.elems(), p.dtype, seed * 3 + 3);
+  std::vector<std::int64_t> checked = {0};
+  if (BH > 1) checked.push_back(BH - 1);
+  std::vector<Inputs> inputs;
+  for (std::int64_t bh : checked) {
+    Inputs in = make_inputs(N, d, kind, seed * 1000003 + static_cast<std::uint64_t>(bh));
+    std::vector<std::uint16_t> q(per), k(per), v(per);
+    for (std::int64_t e = 0; e < per; ++e) {
+      q[e] = to_bits(in.Q.data[e], p.dtype);
+      k[e] = to_bits(in.K.data[e], p.dtype);
+      v[e] = to_bits(in.V.data[e], p.dtype);
+      in.Q.data[e] = from_bits(q[e], p.dtype);
+      in.K.data[e] = from_bits(k[e], p.dtype);
+      in.V.data[e] = from_bits(v[e], p.dtype);
+    }
+    const std::size_t off = static_cast<std::size_t>(bh * per * 2);
+    CUDA_CHECK(cudaMemcpy(static_cast<char*>(const_cast<void*>(t.Q)) + off, q.data(), per * 2, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(static_cast<char*>(const_cast<void*>(t.K)) + off, k.data(), per * 2, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(static_cast<char*>(const_cast<void*>(t.V)) + off, v.data(), per * 2, cudaMemcpyHostToDevice));
+    in.scale = 1.0 / std::sqrt(static_cast<double>(d));
+    inputs.push_back(std::move(in));
+  }
+  // Poison O with all-ones bits (NaN in fp16 and bf16): an unwritten element stays NaN.
+  CUDA_CHECK(cudaMemset(t.O, 0xFF, static_cast<std::size_t>(buffers.elems() * 2)));
+  launch(algo, p, blocks, t, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  CheckResult r;
+  const Tolerance tol = tolerance(algo, p.dtype);
+  std::vector<std::uint16_t> o(static_cast<std::size_t>(per));
+  for (std::size_t c = 0; c < checked.size(); ++c) {
+    const std::int64_t bh = checked[c];
+    CUDA_CHECK(cudaMemcpy(o.data(), static_cast<const char*>(t.O) + bh * per * 2, per * 2, cudaMemcpyDeviceToHost));
+    for (std::uint16_t bits : o)
+      if (!std::isfinite(from_bits(bits, p.dtype))) r.all_written = false;
+    std::vector<std::int64_t> rows;
+    if (N > full_rows_max_n) rows = sample_rows(N, blocks.Br, 48);
+    const Matrix ref = reference_attention(inputs[c], p.causal, rows);
+    std::vector<std::int64_t> all_rows;
+    if (rows.empty()) {
+      for (std::int64_t i = 0; i < N; ++i) all_rows.push_back(i);
+      rows = all_rows;
+    }
+    for (std::int64_t row : rows) {
+      for (std::int64_t e = 0; e < d; ++e) {
+        const double got = from_bits(o[static_cast<std::size_t>(row * d + e)], p.dtype);
+        const double want = ref(row, e);
+        const double err = std::fabs(got - want);
+        if (!std::isfinite(got)) { r.all_written = false; continue; }
+        r.max_abs_error = std::max(r.max_abs_error, err);
+        r.worst_ratio = std::max(r.worst_ratio, err / (tol.atol + tol.rtol * std::fabs(want)));
+      }
+    }
+    r.rows_checked += static_cast<std::int64_t>(rows.size());
+    r.instances_checked += 1;
+  }
+  r.pass = r.all_written && r.worst_ratio <= 1.0;
+  if (!r.all_written) r.note = "output has NaN/inf (unwritten or overflowed elements)";
+  if (algo == Algo::standard && kind == InputKind::large_logits)
+    r.note = "standard rounds S to the dtype before the softmax: at logits ~1e4 that is an intended difference";
+  return r;
+}
+
+// [SECTION] timing
+
+Timing time_kernel(const AttentionProblem& p, Blocks blocks, AttentionBuffers& buffers, int reps, int warmup,
+                   bool flush_l2) {
+  const Algo algo = buffers.algo();
+  const DeviceTensors t = buffers.tensors();
+  DeviceBuffer flush(flush_l2 ? (256u << 20) : 0);
+  for (int k = 0; k < warmup; ++k) launch(algo, p, blocks, t, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  Event start, stop;
+  std::vector<double> ms;
+  for (int k = 0; k < reps; ++k) {
+    if (flush_l2) CUDA_CHECK(cudaMemsetAsync(flush.get(), k & 0xFF, flush.bytes(), nullptr));
+    CUDA_CHECK(cudaEventRecord(start.get(), nullptr));
+    launch(algo, p, blocks, t, nullptr);
+    CUDA_CHECK(cudaEventRecord(stop.get(), nullptr));
+    CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    float e = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&e, start.get(), stop.get()));
+    ms.push_back(e);
+  }
+  std::sort(ms.begin(), ms.end());
+  Timing tm;
+  tm.reps = reps;
+  tm.median_ms = ms[ms.size() / 2];
+  tm.min_ms = ms.front();
+  tm.max_ms = ms.back();
+  return tm;
+}
+
+}  // namespace hbmlab::gpu

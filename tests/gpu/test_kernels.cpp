@@ -1,0 +1,67 @@
+// GPU tests [gpu]: each compiled (algorithm, dtype, d, Br x Bc) against the fp64 CPU reference on
+// fresh random inputs, ragged N, causal and not, and the stress inputs. Skips without a GPU.
+// Run: ctest -L gpu   (or build/tests/gpu/hbmlab_tests_gpu)
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "gpu/runner.hpp"
+
+using namespace hbmlab;
+using namespace hbmlab::gpu;
+
+namespace {
+
+void check_shape(const KernelShape& s, std::int64_t N, std::int64_t bh, bool causal, InputKind kind, std::uint64_t seed) {
+  AttentionProblem p;
+  p.batch = 1;
+  p.heads = bh;
+  p.seq_len = N;
+  p.head_dim = s.d;
+  p.dtype = s.dtype;
+  p.causal = causal;
+  AttentionBuffers buf(p, s.algo);
+  const CheckResult r = check_kernel(p, s.blocks, kind, seed, buf, 4096);
+  INFO(to_string(s.algo) << " " << to_string(s.dtype) << " d=" << s.d << " " << s.blocks.Br << "x" << s.blocks.Bc
+                         << " N=" << N << " causal=" << causal << " input=" << to_string(kind)
+                         << " max_abs_error=" << r.max_abs_error << " error/tolerance=" << r.worst_ratio << " "
+                         << r.note);
+  CHECK(r.all_written);
+  if (!(s.algo == Algo::standard && kind == InputKind::large_logits)) CHECK(r.pass);
+}
+
+}  // namespace
+
+TEST_CASE("every compiled kernel shape matches the fp64 reference on ragged N", "[gpu]") {
+  std::uint64_t seed = 11;
+  for (const KernelShape& s : compiled_shapes())
+    for (std::int64_t N : {97, 320})
+      for (bool causal : {false, true}) check_shape(s, N, 3, causal, InputKind::unit, ++seed);
+}
+
+TEST_CASE("default shapes survive the stress inputs", "[gpu]") {
+  std::uint64_t seed = 101;
+  for (Algo algo : kAllAlgos)
+    for (Dtype dtype : {Dtype::fp16, Dtype::bf16})
+      for (int d : {64, 128}) {
+        const KernelShape s{algo, dtype, d, default_blocks(algo, dtype, d)};
+        for (InputKind kind : {InputKind::large_logits, InputKind::dominant_key})
+          for (bool causal : {false, true}) check_shape(s, 257, 2, causal, kind, ++seed);
+      }
+}
+
+TEST_CASE("flash2 at a larger N, several blocks, checked on sampled rows", "[gpu]") {
+  for (const KernelShape& s : compiled_shapes())
+    if (s.algo == Algo::flash2 && s.dtype == Dtype::fp16)
+      for (bool causal : {false, true}) check_shape(s, 4000, 2, causal, InputKind::unit, 7);
+}
+
+int main(int argc, char* argv[]) {
+  if (device_count() == 0) {
+    std::printf("no CUDA device: skipped\n");
+    return 4;
+  }
+  return Catch::Session().run(argc, argv);
+}
