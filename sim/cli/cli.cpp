@@ -125,10 +125,10 @@ struct SimulateFlags {
   std::int64_t block_rows = 0, block_cols = 0, sram_bytes = 0;
   std::string numerics = "auto";
   std::uint64_t seed = 1;
-  bool json = false, csv = false, steps = false, no_l2 = false, kv_descending = false, l2_random = false;
+  bool json = false, csv = false, steps = false, no_l2 = false, kv_descending = false;
   std::int64_t steps_limit = 200;
   std::string timeline;
-  std::int64_t launch_threads = 0, launch_registers = 0, launch_smem = 0, l2_partitions = 0;
+  std::int64_t launch_threads = 0, launch_registers = 0, launch_smem = 0;
   CLI::Option *o_block_rows{}, *o_block_cols{}, *o_sram_bytes{}, *o_launch_threads{}, *o_launch_registers{}, *o_launch_smem{};
 };
 
@@ -152,8 +152,6 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
                                          "flash1/flash2: registers per thread, limits CTAs per SM [not limiting]");
   f.o_launch_smem = cmd->add_option("--launch-smem-bytes", f.launch_smem,
                                     "flash1/flash2: shared memory per CTA [the SRAM working set]");
-  cmd->add_option("--l2-partitions", f.l2_partitions, "L2 halves that each cache what their SMs read [the GPU's]");
-  cmd->add_flag("--l2-random", f.l2_random, "random L2 replacement instead of LRU");
   cmd->add_flag("--kv-descending", f.kv_descending,
                 "flash2: visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
 }
@@ -199,8 +197,6 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
       request.launch.registers_per_thread = positive(flags->launch_registers, "--launch-registers");
     if (*flags->o_launch_smem) request.launch.smem_bytes_per_cta = positive(flags->launch_smem, "--launch-smem-bytes");
     request.launch.kv_descending = flags->kv_descending;
-    request.l2_partitions = flags->l2_partitions;
-    request.l2_random = flags->l2_random;
     const std::string& n = flags->numerics;
     request.numerics = n == "auto" ? NumericsMode::automatic : n == "full" ? NumericsMode::full
                      : n == "sampled" ? NumericsMode::sampled : n == "off" ? NumericsMode::off

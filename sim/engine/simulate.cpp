@@ -70,6 +70,22 @@ TimeEstimate estimate_roofline(const GpuSpec& gpu, Algo algo, const AttentionPro
   return t;
 }
 
+TimeEstimate time_estimate(const EngineResult& e) {
+  TimeEstimate t;
+  t.model = "engine";
+  t.predicted_s = e.predicted_s;
+  t.hbm_s = e.hbm_s;
+  t.compute_s = e.compute_s;
+  const auto largest = std::max_element(e.kernels.begin(), e.kernels.end(),
+                                        [](const KernelTiming& a, const KernelTiming& b) { return a.ctas < b.ctas; });
+  if (largest != e.kernels.end()) {
+    t.ctas = largest->ctas;
+    t.ctas_per_sm = largest->ctas_per_sm;
+    t.waves = largest->waves;
+  }
+  return t;
+}
+
 SimulationResult simulate(const SimulateRequest& request) {
   request.problem.validate();
   SimulationResult r;
@@ -87,8 +103,15 @@ SimulationResult simulate(const SimulateRequest& request) {
   r.total = r.per_instance.scaled(request.problem.instances());
   r.bound = bound_for(request.algo, request.problem, r.blocks.M_elements, r.total.accesses());
   r.numerics = check(request, r.blocks.blocks);
-  r.time = estimate_roofline(request.gpu, request.algo, request.problem, grid, r.blocks.working_set_bytes,
-                             r.sram_bytes_per_sm, r.total);
+  EngineOptions options;
+  options.l2_enabled = request.l2_enabled;
+  options.record_timeline = request.record_timeline;
+
+  options.sram_bytes_per_sm = r.sram_bytes_per_sm;
+  options.sram_bytes_per_block = r.sram_bytes_per_block;
+  options.launch = request.launch;
+  r.engine = run_engine(request.algo, request.problem, r.blocks.blocks, request.gpu, options);
+  r.time = time_estimate(r.engine);
   return r;
 }
 

@@ -7,6 +7,7 @@
 
 #include "sim/bounds/bounds.hpp"
 #include "sim/engine/counters.hpp"
+#include "sim/engine/timing.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
 namespace hbmlab {
@@ -21,6 +22,9 @@ struct SimulateRequest {
   std::optional<std::int64_t> sram_bytes;  // overrides the GPU's SRAM per SM and per CTA
   NumericsMode numerics = NumericsMode::automatic;
   std::uint64_t seed = 1;
+  bool l2_enabled = true;        // off: the paper's model, DRAM traffic = the algorithmic count
+  bool record_timeline = false;  // keep the per-SM timeline and HBM bandwidth over time
+  LaunchOverride launch;         // a real kernel's launch configuration, when modelling one
 };
 
 struct NumericsResult {
@@ -33,8 +37,9 @@ struct NumericsResult {
   bool finite = true;
 };
 
-// Until the cycle-approximate engine lands, time is a roofline: the larger of HBM time and
-// compute time, with CTAs and waves from the launch shape.
+// The time figures of the JSON contract. simulate() fills them from the timing engine
+// (model "engine"); estimate_roofline() is the simple bound kept for comparison.
+// For standard, ctas, ctas_per_sm and waves are those of its largest kernel (S = QKᵀ).
 struct TimeEstimate {
   std::string model = "roofline";
   double predicted_s = 0, hbm_s = 0, compute_s = 0;
@@ -53,9 +58,13 @@ struct SimulationResult {
   Bound bound;
   NumericsResult numerics;
   TimeEstimate time;
+  EngineResult engine;  // kernels, L2 and DRAM traffic, timeline
 };
 
 SimulationResult simulate(const SimulateRequest& request);
+
+// The contract's time figures from an engine run.
+TimeEstimate time_estimate(const EngineResult& engine);
 
 TimeEstimate estimate_roofline(const GpuSpec& gpu, Algo algo, const AttentionProblem& problem, const BlockGrid& grid,
                                std::int64_t working_set_bytes, std::int64_t sram_bytes_per_sm, const Counts& total);

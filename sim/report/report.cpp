@@ -27,6 +27,62 @@ double percent(double part, double whole) { return whole > 0 ? 100.0 * part / wh
 
 Json number_or_null(double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); }
 
+// Which resource set the pace, as shares of the kernel's rounds.
+std::string limiter_text(const KernelTiming& k) {
+  const double busy = k.bound_dram_s + k.bound_l2_s + k.bound_compute_s + k.bound_latency_s + k.bound_sram_s;
+  if (busy <= 0) return "launch overhead only";
+  std::string text;
+  auto add = [&](double s, const char* what) {
+    if (s / busy < 0.005) return;
+    text += fmt::format("{}{} {:.0f}%", text.empty() ? "bound by " : ", ", what, 100.0 * s / busy);
+  };
+  add(k.bound_compute_s, "compute");
+  add(k.bound_dram_s, "HBM");
+  add(k.bound_latency_s, "latency");
+  add(k.bound_l2_s, "L2");
+  add(k.bound_sram_s, "SRAM");
+  return text;
+}
+
+Json engine_time_json(const SimulationResult& r) {
+  Json kernels = Json::array();
+  for (const KernelTiming& k : r.engine.kernels)
+    kernels.push_back({{"name", k.name}, {"time_s", k.time_s}, {"start_s", k.start_s}, {"ctas", k.ctas},
+                       {"ctas_per_sm", k.ctas_per_sm}, {"occupancy_limit", k.occupancy_limit}, {"waves", k.waves},
+                       {"smem_bytes_per_cta", k.smem_bytes_per_cta}, {"threads_per_cta", k.threads_per_cta},
+                       {"registers_per_thread", k.registers_per_thread}, {"double_buffered", k.double_buffered},
+                       {"overlap", k.overlap}, {"rounds", k.rounds},
+                       {"bound_s", {{"compute", k.bound_compute_s}, {"dram", k.bound_dram_s}, {"latency", k.bound_latency_s},
+                                    {"l2", k.bound_l2_s}, {"sram", k.bound_sram_s}}},
+                       {"dram_read_bytes", k.dram_read_bytes}, {"dram_write_bytes", k.dram_write_bytes}});
+  return {{"model", r.time.model}, {"predicted_s", r.time.predicted_s}, {"hbm_s", r.time.hbm_s},
+          {"compute_s", r.time.compute_s}, {"l2_s", r.engine.l2_s}, {"ctas", r.time.ctas},
+          {"ctas_per_sm", r.time.ctas_per_sm}, {"waves", r.time.waves}, {"kernels", kernels}};
+}
+
+Json l2_json(const EngineResult& e, const GpuSpec& gpu) {
+  Json by_tensor = Json::object();
+  for (Tensor t : kAllTensors) {
+    const TensorMemory& m = e.memory[static_cast<int>(t)];
+    if (m.sm_read_bytes || m.sm_write_bytes)
+      by_tensor[std::string(tensor_key(t))] = {{"sm_read_bytes", m.sm_read_bytes}, {"sm_write_bytes", m.sm_write_bytes},
+                                               {"read_hit_bytes", m.read_hit_bytes}};
+  }
+  return {{"enabled", e.l2_enabled}, {"sm_read_bytes", e.sm_read_bytes()}, {"sm_write_bytes", e.sm_write_bytes()},
+          {"read_hit_bytes", e.read_hit_bytes()}, {"capacity_bytes", gpu.l2_bytes}, {"by_tensor", by_tensor}};
+}
+
+Json dram_json(const EngineResult& e) {
+  Json by_tensor = Json::object();
+  for (Tensor t : kAllTensors) {
+    const TensorMemory& m = e.memory[static_cast<int>(t)];
+    if (m.dram_read_bytes || m.dram_write_bytes)
+      by_tensor[std::string(tensor_key(t))] = {{"read_bytes", m.dram_read_bytes}, {"write_bytes", m.dram_write_bytes}};
+  }
+  return {{"read_bytes", e.dram_read_bytes()}, {"write_bytes", e.dram_write_bytes()},
+          {"dirty_in_l2_at_end_bytes", e.dram_dirty_at_end_bytes}, {"by_tensor", by_tensor}};
+}
+
 }  // namespace
 
 void print_simulation(std::ostream& out, const SimulationResult& r) {
@@ -70,28 +126,43 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
                r.numerics.precision, r.numerics.finite && r.numerics.max_abs_error < 1e-4 ? "✓" : "✗");
   else
     fmt::print(out, "  numerics  not checked: {}\n", r.numerics.reason);
-  fmt::print(out, "  time      {} (roofline estimate: HBM {}, compute {}); {} CTAs, {} per SM, {} waves\n",
-             format_seconds(r.time.predicted_s), format_seconds(r.time.hbm_s), format_seconds(r.time.compute_s),
-             format_count(double(r.time.ctas)), r.time.ctas_per_sm, format_count(double(r.time.waves)));
+  const EngineResult& e = r.engine;
+  fmt::print(out, "\n  time      {} predicted by the timing engine (HBM busy {}, compute {})\n", format_seconds(r.time.predicted_s),
+             format_seconds(r.time.hbm_s), format_seconds(r.time.compute_s));
+  for (const KernelTiming& k : e.kernels)
+    fmt::print(out, "  kernel    {:<24} {:>10}: {} CTAs, {} per SM ({}-limited), {} waves; {}\n", k.name,
+               format_seconds(k.time_s), format_count(double(k.ctas)), k.ctas_per_sm, k.occupancy_limit,
+               format_count(double(k.waves)), limiter_text(k));
+  if (e.l2_enabled) {
+    fmt::print(out, "  L2        SM↔L2 {} read ({:.1f}% hit), {} written\n", format_bytes(double(e.sm_read_bytes())),
+               percent(double(e.read_hit_bytes()), double(e.sm_read_bytes())), format_bytes(double(e.sm_write_bytes())));
+    fmt::print(out, "  DRAM      {} read, {} written after L2 ({} still dirty in L2 at the end)\n",
+               format_bytes(double(e.dram_read_bytes())), format_bytes(double(e.dram_write_bytes())),
+               format_bytes(double(e.dram_dirty_at_end_bytes)));
+  } else {
+    fmt::print(out, "  L2        off (--no-l2): DRAM traffic is the paper's count above\n");
+  }
 }
 
 void print_comparison(std::ostream& out, std::span<const SimulationResult> results) {
   if (results.empty()) return;
   const SimulationResult& first = results.front();
   fmt::print(out, "{} on {}\n", problem_line(first.problem), first.gpu.display_name);
-  fmt::print(out, "  {:<9} {:>9} {:>11} {:>11} {:>11} {:>9} {:>12} {:>12} {:>8} {:>10}\n", "algorithm", "Br×Bc", "HBM read",
-             "HBM write", "HBM total", "vs first", "matmul", "non-matmul", "/bound", "time*");
+  fmt::print(out, "  {:<9} {:>9} {:>11} {:>11} {:>11} {:>9} {:>12} {:>12} {:>8} {:>10} {:>10}\n", "algorithm", "Br×Bc", "HBM read",
+             "HBM write", "HBM total", "vs first", "matmul", "non-matmul", "/bound", "time*", "DRAM*");
   const double baseline = double(first.total.hbm_bytes());
   for (const SimulationResult& r : results) {
     const Counts& c = r.total;
-    fmt::print(out, "  {:<9} {:>9} {:>11} {:>11} {:>11} {:>8.2f}× {:>12} {:>12} {:>8.3g} {:>10}\n", to_string(r.algo),
+    fmt::print(out, "  {:<9} {:>9} {:>11} {:>11} {:>11} {:>8.2f}× {:>12} {:>12} {:>8.3g} {:>10} {:>10}\n", to_string(r.algo),
                fmt::format("{}×{}", r.blocks.blocks.Br, r.blocks.blocks.Bc), format_bytes(double(c.hbm_read_bytes())),
                format_bytes(double(c.hbm_write_bytes())), format_bytes(double(c.hbm_bytes())),
                baseline / double(c.hbm_bytes()), format_si(double(c.matmul_flops), "FLOP"),
-               format_si(double(c.non_matmul_flops), "FLOP"), r.bound.ratio, format_seconds(r.time.predicted_s));
+               format_si(double(c.non_matmul_flops), "FLOP"), r.bound.ratio, format_seconds(r.time.predicted_s),
+               format_bytes(double(r.engine.dram_read_bytes() + r.engine.dram_write_bytes())));
   }
   fmt::print(out, "  (vs first: how many times less HBM traffic than the first row; /bound: counted accesses over the\n"
-                  "   bound's expression; *time: roofline estimate, the larger of HBM time and compute time)\n");
+                  "   bound's expression; *time and DRAM bytes after the L2: predicted by the timing engine, L2 {})\n",
+             first.engine.l2_enabled ? "on" : "off (--no-l2)");
 }
 
 Json simulation_json(const SimulationResult& r) {
@@ -120,12 +191,9 @@ Json simulation_json(const SimulationResult& r) {
                     {"precision", r.numerics.precision}, {"rows_checked", r.numerics.rows_checked},
                     {"finite", r.numerics.finite},
                     {"max_abs_error_vs_reference", r.numerics.checked ? number_or_null(r.numerics.max_abs_error) : Json(nullptr)}}},
-      {"time", {{"model", r.time.model}, {"predicted_s", r.time.predicted_s}, {"hbm_s", r.time.hbm_s},
-                {"compute_s", r.time.compute_s}, {"ctas", r.time.ctas}, {"ctas_per_sm", r.time.ctas_per_sm},
-                {"waves", r.time.waves}}},
-      {"l2", {{"enabled", false}, {"sm_read_bytes", c.hbm_read_bytes()}, {"sm_write_bytes", c.hbm_write_bytes()},
-              {"read_hit_bytes", 0}}},
-      {"dram", {{"read_bytes", c.hbm_read_bytes()}, {"write_bytes", c.hbm_write_bytes()}}},
+      {"time", engine_time_json(r)},
+      {"l2", l2_json(r.engine, r.gpu)},
+      {"dram", dram_json(r.engine)},
       {"steps_per_head", r.per_instance.steps},
   };
 }

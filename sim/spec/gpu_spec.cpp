@@ -39,12 +39,14 @@ constexpr Field kFields[] = {
     {"hbm_latency_ns", "ns", &GpuSpec::hbm_latency_ns},
     {"tensor_tflops", "TFLOP/s", &GpuSpec::tensor_tflops},
     {"non_matmul_tflops", "TFLOP/s", &GpuSpec::non_matmul_tflops},
+    {"l2_effective_bytes", "bytes", &GpuSpec::l2_effective_bytes},
     {"l2_bandwidth_gbps", "GB/s", &GpuSpec::l2_bandwidth_gbps},
     {"l2_latency_ns", "ns", &GpuSpec::l2_latency_ns},
     {"hbm_bytes_in_flight_per_sm", "bytes", &GpuSpec::hbm_bytes_in_flight_per_sm},
     {"registers_per_sm", "registers", &GpuSpec::registers_per_sm},
     {"kernel_overhead_ns", "ns", &GpuSpec::kernel_overhead_ns},
     {"matmul_efficiency", "fraction", &GpuSpec::matmul_efficiency, false, true},
+    {"gemm_efficiency", "fraction", &GpuSpec::gemm_efficiency, false, true},
     {"non_matmul_efficiency", "fraction", &GpuSpec::non_matmul_efficiency, false, true},
     {"hbm_efficiency", "fraction", &GpuSpec::hbm_efficiency, false, true},
 };
@@ -132,6 +134,9 @@ GpuSpec parse_gpu_spec(std::string_view toml_text, std::string_view origin) {
   if (spec.sram_bytes_per_block > spec.sram_bytes_per_sm)
     fail_input("{}:1: numbers.sram_bytes_per_block: {} is more than sram_bytes_per_sm ({})", origin,
                spec.sram_bytes_per_block, spec.sram_bytes_per_sm);
+  if (spec.l2_effective_bytes > spec.l2_bytes)
+    fail_input("{}:1: numbers.l2_effective_bytes: {} is more than l2_bytes ({})", origin, spec.l2_effective_bytes,
+               spec.l2_bytes);
   if (spec.l2_sector_bytes > spec.l2_line_bytes)
     fail_input("{}:1: numbers.l2_sector_bytes: {} is more than l2_line_bytes ({})", origin,
                spec.l2_sector_bytes, spec.l2_line_bytes);

@@ -39,12 +39,14 @@ struct GpuSpec {
 
   // Timing engine (sim/engine/timing.hpp). Peak rates above are datasheet figures; the
   // efficiencies below say what fraction of each a real kernel sustains.
+  std::int64_t l2_effective_bytes = 0;      // what the L2 holds of data that SMs on both halves read
   double l2_bandwidth_gbps = 0;             // SM↔L2 bandwidth, all SMs together
   double l2_latency_ns = 0;                 // load-to-use latency of an L2 hit
   std::int64_t hbm_bytes_in_flight_per_sm = 0;  // most load bytes one SM keeps outstanding
   std::int64_t registers_per_sm = 0;        // 32-bit registers per SM (limits CTAs per SM)
   double kernel_overhead_ns = 0;            // launch and drain cost of one kernel
-  double matmul_efficiency = 0;             // sustained / peak tensor-core rate
+  double matmul_efficiency = 0;             // sustained / peak tensor-core rate in fused attention kernels
+  double gemm_efficiency = 0;               // sustained / peak tensor-core rate in library GEMMs (cuBLAS)
   double non_matmul_efficiency = 0;         // sustained / peak non-matmul rate
   double hbm_efficiency = 0;                // sustained / peak HBM bandwidth
 

@@ -1,0 +1,663 @@
+// The timing engine: launch plans of standard, flash1 and flash2, and the round-by-round replay
+// of their CTAs through SMs, L2 and HBM. The model is described in timing.hpp.
+//
+// [SECTION] Tiles: sizes, sectors, phases
+// [SECTION] flash1 and flash2 plans (from the core's step streams)
+// [SECTION] standard plans (three kernels)
+// [SECTION] Occupancy
+// [SECTION] The replay
+// [SECTION] Chrome trace
+#include "sim/engine/timing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "sim/common/error.hpp"
+#include "sim/engine/l2.hpp"
+#include "sim/engine/replay.hpp"
+
+namespace hbmlab {
+namespace {
+
+// [SECTION] Tiles: sizes, sectors, phases
+
+// DRAM and L2 move whole 32-byte sectors. A tile that spans whole rows of its tensor is one
+// contiguous run; an S_ij or P_ij tile is `rows` runs of cols × element bytes (rows assumed to
+// start on a sector boundary, true whenever N × element bytes is a multiple of 32).
+std::int64_t sector_bytes_of(const Step& s, std::int64_t full_width, std::int64_t sector) {
+  auto round_up = [&](std::int64_t b) { return (b + sector - 1) / sector * sector; };
+  if (s.cols >= full_width || s.rows <= 1) return round_up(s.bytes);
+  return s.rows * round_up(s.bytes / s.rows);
+}
+
+class PlanBuilder {
+public:
+  PlanBuilder(KernelPlan& plan, const AttentionProblem& p, std::int64_t Tc, std::int64_t sector)
+      : plan_(plan), p_(p), Tc_(Tc), sector_(sector) {}
+
+  void begin_program() {
+    plan_.programs.push_back({static_cast<std::int32_t>(plan_.phases.size()), 0});
+    open_ = false;
+  }
+  void begin_phase() {
+    plan_.phases.push_back({static_cast<std::int32_t>(plan_.accesses.size()), 0, 0, 0, 0});
+    ++plan_.programs.back().phase_count;
+    open_ = true;
+  }
+  // A load or store step of the core's stream; `paper_bytes` is what the paper's model charges.
+  void access(const Step& s, std::int64_t paper_bytes) {
+    if (!open_) begin_phase();
+    TileAccess a;
+    a.tensor = s.tensor;
+    a.store = s.kind == StepKind::store;
+    const bool by_j = s.tensor == Tensor::K || s.tensor == Tensor::V;
+    const bool square = s.tensor == Tensor::S || s.tensor == Tensor::P;
+    a.tile = static_cast<std::int32_t>(square ? std::int64_t{s.i} * Tc_ + s.j : by_j ? s.j : s.i);
+    a.bytes = s.bytes;
+    const std::int64_t full_width = square ? p_.seq_len : is_stat(s.tensor) ? 1 : p_.head_dim;
+    a.sector_bytes = sector_bytes_of(s, full_width, sector_);
+    a.paper_bytes = paper_bytes;
+    plan_.accesses.push_back(a);
+    CtaPhase& ph = plan_.phases.back();
+    ++ph.access_count;
+    ph.sram_bytes += s.bytes;
+  }
+  void compute(const Step& s) {
+    if (!open_) begin_phase();
+    CtaPhase& ph = plan_.phases.back();
+    (s.flop_kind == FlopKind::matmul ? ph.matmul_flops : ph.non_matmul_flops) += s.flops;
+    ph.sram_bytes += s.sram_read_bytes;
+  }
+  // Appends a recorded run of steps, starting a new phase wherever a load follows compute or a
+  // store: a phase is "bring tiles in, work on them, write results".
+  void steps(const std::vector<Step>& steps, bool paper_equals_request = true) {
+    bool worked = false;
+    for (const Step& s : steps) {
+      if (s.kind == StepKind::skip) continue;
+      if (s.kind == StepKind::load && worked) {
+        begin_phase();
+        worked = false;
+      }
+      if (s.kind == StepKind::compute) {
+        compute(s);
+        worked = true;
+      } else {
+        access(s, paper_equals_request ? s.bytes : 0);
+        if (s.kind == StepKind::store) worked = true;
+      }
+    }
+  }
+
+private:
+  KernelPlan& plan_;
+  const AttentionProblem& p_;
+  std::int64_t Tc_, sector_;
+  bool open_ = false;
+};
+
+// [SECTION] flash1 and flash2 plans (from the core's step streams)
+//
+// Both reuse the core's steps exactly, so with the L2 off the engine moves what the core counts.
+
+KernelPlan plan_flash1(const AttentionProblem& p, Blocks b, const GpuSpec& gpu) {
+  KernelPlan plan;
+  plan.name = "flash1 forward";
+  plan.overlap = "no overlap inside a CTA: Algorithm 1 loads Q_i, O_i, ℓ_i, m_i, computes, then writes O_i, ℓ_i, m_i "
+                 "(line 8 to 13); CTAs sharing an SM overlap one another";
+  plan.double_buffered = false;
+  plan.instances = p.instances();
+  plan.smem_bytes_per_cta = sram_working_set_bytes(Algo::flash1, p, b);
+  const BlockGrid g(p.seq_len, b, p.causal);
+  PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
+  builder.begin_program();  // one CTA per (batch, head): the K/V outer loop stays in one CTA
+  builder.steps(record_steps(Algo::flash1, p, b));
+  return plan;
+}
+
+KernelPlan plan_flash2(const AttentionProblem& p, Blocks b, const GpuSpec& gpu, bool kv_descending) {
+  KernelPlan plan;
+  plan.name = "flash2 forward";
+  plan.overlap = "double-buffered: K_{j+1}, V_{j+1} load while S_ij, P̃_ij V_j compute (FlashAttention-2 "
+                 "prefetches the next K/V block with cp.async)";
+  plan.double_buffered = true;
+  plan.instances = p.instances();
+  plan.smem_bytes_per_cta = sram_working_set_bytes(Algo::flash2, p, b);
+  const BlockGrid g(p.seq_len, b, p.causal);
+  PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
+  const std::vector<Step> steps = record_steps(Algo::flash2, p, b);
+
+  // Split the stream of each Q_i (one CTA, line 3) into its prologue (line 4), one segment per
+  // unskipped K_j (lines 7 to 10) and its epilogue (lines 12 to 15), so that the K/V order can be
+  // reversed as FlashAttention-2's kernel visits it.
+  std::size_t k = 0;
+  while (k < steps.size()) {
+    std::vector<Step> prologue, epilogue;
+    std::vector<std::vector<Step>> segments;
+    prologue.push_back(steps[k++]);  // load Q_i
+    while (k < steps.size() && !(steps[k].kind == StepKind::load && steps[k].tensor == Tensor::Q)) {
+      const Step& s = steps[k++];
+      if (s.kind == StepKind::skip) continue;
+      if (s.line >= 12) epilogue.push_back(s);
+      else if (s.kind == StepKind::load && s.tensor == Tensor::K) segments.push_back({s});
+      else segments.back().push_back(s);
+    }
+    if (kv_descending) std::reverse(segments.begin(), segments.end());
+    builder.begin_program();
+    builder.begin_phase();
+    for (const Step& s : prologue) builder.access(s, s.bytes);
+    for (std::size_t n = 0; n < segments.size(); ++n) {
+      if (n > 0) builder.begin_phase();
+      for (const Step& s : segments[n]) {
+        if (s.kind == StepKind::compute) builder.compute(s);
+        else builder.access(s, s.bytes);
+      }
+    }
+    for (const Step& s : epilogue) {
+      if (s.kind == StepKind::compute) builder.compute(s);
+      else builder.access(s, s.bytes);
+    }
+  }
+  return plan;
+}
+
+// [SECTION] standard plans (three kernels)
+//
+// Algorithm 0 as a library would run it: a batched GEMM for S = QKᵀ with 128 × 128 CTA tiles (the
+// usual cuBLAS tile for fp16), a row softmax, and a GEMM for O = PV. A GEMM CTA reads its Q_i and
+// K_j tiles whatever other CTAs read: the L2 catches the re-reads. The paper's model counts each
+// of Q, K, V once, so those re-reads carry paper_bytes = 0 and the L2-off mode recovers the count.
+
+constexpr std::int64_t kGemmTile = 128;
+constexpr std::int64_t kLibraryThreads = 256;
+
+std::vector<KernelPlan> plan_standard(const AttentionProblem& p, Blocks chosen, const GpuSpec& gpu,
+                                      std::int64_t sram_bytes_per_block) {
+  Blocks t{std::min(kGemmTile, p.seq_len), std::min(kGemmTile, p.seq_len)};
+  if (sram_working_set_bytes(Algo::standard, p, t) > sram_bytes_per_block) t = chosen;
+  const BlockGrid g(p.seq_len, t, false);  // S and P stay N × N even when causal (DESIGN.md)
+  const std::int64_t d = p.head_dim, e = p.elem_bytes();
+  const std::int64_t sector = gpu.l2_sector_bytes;
+  auto tile_step = [&](StepKind kind, Tensor tensor, std::int64_t i, std::int64_t j) {
+    Step s;
+    s.kind = kind;
+    s.tensor = tensor;
+    s.i = static_cast<std::int32_t>(i);
+    s.j = static_cast<std::int32_t>(j);
+    const bool by_j = tensor == Tensor::K || tensor == Tensor::V;
+    s.rows = by_j ? g.cols(j) : g.rows(i);
+    s.cols = (tensor == Tensor::S || tensor == Tensor::P) ? g.cols(j) : d;
+    s.bytes = s.rows * s.cols * e;
+    return s;
+  };
+  auto flops = [&](FlopKind kind, std::int64_t n, std::int64_t sram_elems) {
+    Step s;
+    s.kind = StepKind::compute;
+    s.flop_kind = kind;
+    s.flops = n;
+    s.sram_read_bytes = sram_elems * e;
+    return s;
+  };
+  std::vector<KernelPlan> plans(3);
+
+  KernelPlan& qk = plans[0];
+  qk.name = "GEMM S = QKᵀ";
+  qk.overlap = "double-buffered GEMM main loop; CTAs on an SM overlap one another";
+  qk.library_gemm = true;
+  qk.smem_bytes_per_cta = sram_working_set_bytes(Algo::standard, p, t);
+  qk.threads_per_cta = kLibraryThreads;
+  PlanBuilder b1(qk, p, g.Tc, sector);
+  for (std::int64_t i = 0; i < g.Tr; ++i)
+    for (std::int64_t j = 0; j < g.Tc; ++j) {  // blockIdx.x over the columns of S
+      b1.begin_program();
+      const Step q = tile_step(StepKind::load, Tensor::Q, i, j), kt = tile_step(StepKind::load, Tensor::K, i, j);
+      b1.access(q, j == 0 ? q.bytes : 0);
+      b1.access(kt, i == 0 ? kt.bytes : 0);
+      b1.compute(flops(FlopKind::matmul, 2 * g.rows(i) * g.cols(j) * d, (g.rows(i) + g.cols(j)) * d));
+      b1.access(tile_step(StepKind::store, Tensor::S, i, j), g.rows(i) * g.cols(j) * e);
+    }
+
+  KernelPlan& sm = plans[1];
+  sm.name = "softmax P = softmax(S)";
+  sm.overlap = "streaming: the next S tile loads while this one is exponentiated";
+  sm.smem_bytes_per_cta = t.Br * t.Bc * e;
+  sm.threads_per_cta = kLibraryThreads;
+  PlanBuilder b2(sm, p, g.Tc, sector);
+  constexpr std::int64_t kSoftmaxOps = 5;  // as the core counts line 2: max, subtract, exp, sum, divide
+  for (std::int64_t i = 0; i < g.Tr; ++i) {
+    b2.begin_program();
+    for (std::int64_t j = 0; j < g.Tc; ++j) {
+      b2.begin_phase();
+      const Step s = tile_step(StepKind::load, Tensor::S, i, j), pt = tile_step(StepKind::store, Tensor::P, i, j);
+      b2.access(s, s.bytes);
+      b2.compute(flops(FlopKind::non_matmul, kSoftmaxOps * g.rows(i) * g.cols(j), 0));
+      b2.access(pt, pt.bytes);
+    }
+  }
+
+  KernelPlan& pv = plans[2];
+  pv.name = "GEMM O = PV";
+  pv.overlap = "double-buffered GEMM main loop over the blocks P_ij, V_j";
+  pv.library_gemm = true;
+  pv.smem_bytes_per_cta = e * (t.Br * t.Bc + t.Bc * d + t.Br * d);
+  pv.threads_per_cta = kLibraryThreads;
+  PlanBuilder b3(pv, p, g.Tc, sector);
+  for (std::int64_t i = 0; i < g.Tr; ++i) {
+    b3.begin_program();
+    for (std::int64_t j = 0; j < g.Tc; ++j) {
+      b3.begin_phase();
+      const Step pt = tile_step(StepKind::load, Tensor::P, i, j), v = tile_step(StepKind::load, Tensor::V, i, j);
+      b3.access(pt, pt.bytes);
+      b3.access(v, i == 0 ? v.bytes : 0);
+      b3.compute(flops(FlopKind::matmul, 2 * g.rows(i) * g.cols(j) * d, g.rows(i) * g.cols(j) + g.cols(j) * d));
+    }
+    const Step o = tile_step(StepKind::store, Tensor::O, i, -1);
+    b3.access(o, o.bytes);
+  }
+  for (KernelPlan& k : plans) k.instances = p.instances();
+  return plans;
+}
+
+// [SECTION] Occupancy
+
+struct Occupancy {
+  std::int64_t ctas_per_sm = 0;
+  std::string limit;
+};
+
+Occupancy occupancy(const KernelPlan& k, const GpuSpec& gpu, std::int64_t sram_per_sm, std::int64_t sram_per_block) {
+  if (k.smem_bytes_per_cta > sram_per_block)
+    fail_input("{}: numbers.sram_bytes_per_block: {} B cannot hold one tile set of {} ({} B per CTA)", gpu.origin,
+               sram_per_block, k.name, k.smem_bytes_per_cta);
+  if (k.threads_per_cta > gpu.max_threads_per_sm)
+    fail_input("{}: numbers.max_threads_per_sm: {} threads cannot hold one CTA of {} ({} threads)", gpu.origin,
+               gpu.max_threads_per_sm, k.name, k.threads_per_cta);
+  Occupancy o{gpu.max_ctas_per_sm, "CTA cap"};
+  auto limit = [&](std::int64_t n, const char* why) {
+    if (n < o.ctas_per_sm) o = {n, why};
+  };
+  if (k.smem_bytes_per_cta > 0) limit(sram_per_sm / k.smem_bytes_per_cta, "SRAM");
+  limit(gpu.max_threads_per_sm / k.threads_per_cta, "threads");
+  if (k.registers_per_thread > 0) {
+    const std::int64_t per_cta = k.registers_per_thread * k.threads_per_cta;
+    if (per_cta > gpu.registers_per_sm)
+      fail_input("{}: numbers.registers_per_sm: {} registers cannot hold one CTA of {} ({})", gpu.origin,
+                 gpu.registers_per_sm, k.name, per_cta);
+    limit(gpu.registers_per_sm / per_cta, "registers");
+  }
+  return o;
+}
+
+// [SECTION] The replay
+
+struct Rates {
+  double matmul_per_sm = 0, gemm_per_sm = 0, non_matmul_per_sm = 0;  // FLOP/s
+  double sram_per_sm = 0;                                            // bytes/s
+  double dram = 0, l2 = 0;                                           // bytes/s, whole GPU
+  double hbm_latency_s = 0, l2_latency_s = 0;
+  double in_flight_per_sm = 0;  // bytes
+};
+
+Rates rates_of(const GpuSpec& gpu) {
+  Rates r;
+  const double sms = double(gpu.sm_count);
+  r.matmul_per_sm = gpu.tensor_tflops * 1e12 * gpu.matmul_efficiency / sms;
+  r.gemm_per_sm = gpu.tensor_tflops * 1e12 * gpu.gemm_efficiency / sms;
+  r.non_matmul_per_sm = gpu.non_matmul_tflops * 1e12 * gpu.non_matmul_efficiency / sms;
+  r.sram_per_sm = gpu.sram_bytes_per_cycle_per_sm * gpu.clock_mhz * 1e6;
+  r.dram = gpu.hbm_bandwidth_gbps * 1e9 * gpu.hbm_efficiency;
+  r.l2 = gpu.l2_bandwidth_gbps * 1e9;
+  r.hbm_latency_s = gpu.hbm_latency_ns * 1e-9;
+  r.l2_latency_s = gpu.l2_latency_ns * 1e-9;
+  r.in_flight_per_sm = double(gpu.hbm_bytes_in_flight_per_sm);
+  return r;
+}
+
+struct Resident {
+  std::int64_t cta = 0, instance = 0;
+  std::int32_t program = 0, phase = 0, sm = 0, slot = 0;
+  double start_s = 0;
+};
+
+void add_sample(Timeline& tl, const BandwidthSample& s) {
+  tl.hbm.push_back(s);
+  if (tl.hbm.size() < 2 * Timeline::kMaxSamples) return;
+  std::vector<BandwidthSample> merged;
+  merged.reserve(Timeline::kMaxSamples + 1);
+  for (std::size_t k = 0; k + 1 < tl.hbm.size(); k += 2) {
+    BandwidthSample m = tl.hbm[k];
+    const BandwidthSample& n = tl.hbm[k + 1];
+    m.end_s = n.end_s;
+    m.dram_read_bytes += n.dram_read_bytes;
+    m.dram_write_bytes += n.dram_write_bytes;
+    m.l2_bytes += n.l2_bytes;
+    merged.push_back(m);
+  }
+  if (tl.hbm.size() % 2) merged.push_back(tl.hbm.back());
+  tl.hbm = std::move(merged);
+}
+
+class Replay {
+public:
+  Replay(const GpuSpec& gpu, const EngineOptions& options, EngineResult& result)
+      : gpu_(gpu), options_(options), rates_(rates_of(gpu)), result_(result) {
+    sram_per_sm_ = options.sram_bytes_per_sm > 0 ? options.sram_bytes_per_sm : gpu.sram_bytes_per_sm;
+    sram_per_block_ = options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
+    if (options.l2_enabled) l2_.emplace_back(gpu.l2_effective_bytes);
+  }
+
+  void run(const KernelPlan& k, std::int32_t kernel_index);
+  double now_s() const { return now_s_; }
+  std::int64_t dirty_bytes() const {
+    std::int64_t sum = 0;
+    for (const TileL2& c : l2_) sum += c.dirty_bytes();
+    return sum;
+  }
+
+private:
+  const GpuSpec& gpu_;
+  const EngineOptions& options_;
+  const Rates rates_;
+  EngineResult& result_;
+  std::int64_t sram_per_sm_ = 0, sram_per_block_ = 0;
+  std::vector<TileL2> l2_;
+  double now_s_ = 0;
+};
+
+void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
+  const std::int64_t S = gpu_.sm_count;
+  const Occupancy occ = occupancy(k, gpu_, sram_per_sm_, sram_per_block_);
+  KernelTiming kt;
+  kt.name = k.name;
+  kt.overlap = k.overlap;
+  kt.ctas = k.ctas();
+  kt.ctas_per_sm = occ.ctas_per_sm;
+  kt.occupancy_limit = occ.limit;
+  kt.waves = ceil_div(kt.ctas, S * occ.ctas_per_sm);
+  kt.smem_bytes_per_cta = k.smem_bytes_per_cta;
+  kt.threads_per_cta = k.threads_per_cta;
+  kt.registers_per_thread = k.registers_per_thread;
+  kt.double_buffered = k.double_buffered;
+  kt.start_s = now_s_;
+  now_s_ += gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
+
+  const double matmul_rate = k.library_gemm ? rates_.gemm_per_sm : rates_.matmul_per_sm;
+  const std::int64_t programs = static_cast<std::int64_t>(k.programs.size());
+  const std::int64_t slots = S * occ.ctas_per_sm;
+  std::vector<Resident> resident;
+  resident.reserve(static_cast<std::size_t>(std::min(slots, kt.ctas)));
+  std::int64_t next = 0;
+  auto place = [&](Resident& r, std::int64_t cta) {
+    r.cta = cta;
+    r.program = static_cast<std::int32_t>(cta % programs);
+    r.instance = cta / programs;
+    r.phase = 0;
+    r.start_s = now_s_;
+  };
+  for (std::int64_t n = 0; n < slots && next < kt.ctas; ++n) {  // breadth first: one CTA per SM, then the next
+    Resident r;
+    r.sm = static_cast<std::int32_t>(n % S);
+    r.slot = static_cast<std::int32_t>(n / S);
+    place(r, next++);
+    resident.push_back(r);
+  }
+
+  std::vector<double> compute_sm(S), sram_sm(S), latency_bytes_sm(S), window_sm(S), serial_sm(S);
+  const bool l2_on = options_.l2_enabled;
+  while (!resident.empty()) {
+    std::fill(compute_sm.begin(), compute_sm.end(), 0.0);
+    std::fill(sram_sm.begin(), sram_sm.end(), 0.0);
+    std::fill(latency_bytes_sm.begin(), latency_bytes_sm.end(), 0.0);
+    std::fill(window_sm.begin(), window_sm.end(), 0.0);
+    std::fill(serial_sm.begin(), serial_sm.end(), 0.0);
+    std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
+
+    for (const Resident& r : resident) {
+      const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
+      double latency_bytes = 0, window = 0;
+      for (std::int32_t a = ph.first_access; a < ph.first_access + ph.access_count; ++a) {
+        const TileAccess& acc = k.accesses[a];
+        TensorMemory& mem = result_.memory[static_cast<int>(acc.tensor)];
+        if (!l2_on) {  // the paper's model: the request is what the algorithm counts, served by HBM
+          const std::int64_t b = acc.paper_bytes;
+          if (acc.store) {
+            mem.sm_write_bytes += b;
+            mem.dram_write_bytes += b;
+            dram_write += b;
+          } else {
+            mem.sm_read_bytes += b;
+            mem.dram_read_bytes += b;
+            dram_read += b;
+            latency_bytes += double(b) * rates_.hbm_latency_s;
+            window += double(b);
+          }
+          continue;
+        }
+        TileL2& cache = l2_.front();
+        const std::uint64_t key = tile_key(r.instance, acc.tensor, acc.tile);
+        const std::int64_t b = acc.sector_bytes;
+        l2_bytes += b;
+        if (acc.store) {
+          cache.write(key, b);
+          mem.sm_write_bytes += b;
+        } else {
+          const TileL2::ReadOutcome o = cache.read(key, b);
+          mem.sm_read_bytes += b;
+          mem.read_hit_bytes += o.hit_bytes;
+          mem.dram_read_bytes += o.miss_bytes;
+          dram_read += o.miss_bytes;
+          latency_bytes += double(o.hit_bytes) * rates_.l2_latency_s + double(o.miss_bytes) * rates_.hbm_latency_s;
+          window += double(b);
+        }
+      }
+      const double compute = double(ph.matmul_flops) / matmul_rate + double(ph.non_matmul_flops) / rates_.non_matmul_per_sm;
+      compute_sm[r.sm] += compute;
+      sram_sm[r.sm] += double(ph.sram_bytes) / rates_.sram_per_sm;
+      latency_bytes_sm[r.sm] += latency_bytes;
+      // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
+      // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
+      window_sm[r.sm] += window * (k.double_buffered ? 2 : 1);
+      if ((!k.double_buffered || r.phase == 0) && window > 0)
+        serial_sm[r.sm] = std::max(serial_sm[r.sm], compute + latency_bytes / std::min(window, rates_.in_flight_per_sm));
+    }
+    for (TileL2& cache : l2_) {
+      const auto wb = cache.take_writebacks();
+      for (int t = 0; t < kTensorCount; ++t) {
+        result_.memory[t].dram_write_bytes += wb[t];
+        dram_write += wb[t];
+      }
+    }
+
+    // The round lasts as long as its busiest resource needs.
+    const double t_dram = double(dram_read + dram_write) / rates_.dram;
+    const double t_l2 = l2_on ? double(l2_bytes) / rates_.l2 : 0.0;
+    double t_compute = 0, t_latency = 0, t_sram = 0;
+    for (std::int64_t s = 0; s < S; ++s) {
+      const double in_flight = std::min(window_sm[s], rates_.in_flight_per_sm);
+      const double memory = in_flight > 0 ? latency_bytes_sm[s] / in_flight : 0.0;
+      t_compute = std::max({t_compute, compute_sm[s], serial_sm[s]});
+      t_latency = std::max(t_latency, memory);
+      t_sram = std::max(t_sram, sram_sm[s]);
+    }
+    const double round_s = std::max({t_dram, t_l2, t_compute, t_latency, t_sram});
+    if (round_s == t_dram) kt.bound_dram_s += round_s;
+    else if (round_s == t_compute) kt.bound_compute_s += round_s;
+    else if (round_s == t_latency) kt.bound_latency_s += round_s;
+    else if (round_s == t_l2) kt.bound_l2_s += round_s;
+    else kt.bound_sram_s += round_s;
+    if (options_.record_timeline)
+      add_sample(result_.timeline, {now_s_, now_s_ + round_s, dram_read, dram_write, l2_bytes});
+    now_s_ += round_s;
+    kt.dram_read_bytes += dram_read;
+    kt.dram_write_bytes += dram_write;
+    ++kt.rounds;
+
+    // Finished CTAs leave; the next CTAs of the grid take their slots, in place, so that the
+    // order of the resident list (and of L2 accesses within a round) stays the grid order.
+    std::size_t kept = 0;
+    for (std::size_t n = 0; n < resident.size(); ++n) {
+      Resident r = resident[n];
+      if (++r.phase == k.programs[r.program].phase_count) {
+        if (options_.record_timeline) {
+          if (result_.timeline.ctas.size() < Timeline::kMaxSpans)
+            result_.timeline.ctas.push_back({kernel_index, r.sm, r.slot, r.cta, r.start_s, now_s_});
+          else
+            ++result_.timeline.dropped_spans;
+        }
+        if (next >= kt.ctas) continue;
+        place(r, next++);
+      }
+      resident[kept++] = r;
+    }
+    resident.resize(kept);
+  }
+  kt.time_s = now_s_ - kt.start_s;
+  result_.kernels.push_back(kt);
+}
+
+}  // namespace
+
+// [SECTION] Public entry points
+
+std::int64_t EngineResult::sm_read_bytes() const {
+  std::int64_t s = 0;
+  for (const TensorMemory& m : memory) s += m.sm_read_bytes;
+  return s;
+}
+std::int64_t EngineResult::sm_write_bytes() const {
+  std::int64_t s = 0;
+  for (const TensorMemory& m : memory) s += m.sm_write_bytes;
+  return s;
+}
+std::int64_t EngineResult::read_hit_bytes() const {
+  std::int64_t s = 0;
+  for (const TensorMemory& m : memory) s += m.read_hit_bytes;
+  return s;
+}
+std::int64_t EngineResult::dram_read_bytes() const {
+  std::int64_t s = 0;
+  for (const TensorMemory& m : memory) s += m.dram_read_bytes;
+  return s;
+}
+std::int64_t EngineResult::dram_write_bytes() const {
+  std::int64_t s = 0;
+  for (const TensorMemory& m : memory) s += m.dram_write_bytes;
+  return s;
+}
+
+void validate_for_engine(const GpuSpec& gpu) {
+  // Presets already hold positive numbers and power-of-two lines and sectors (gpu_spec.cpp);
+  // what is left is what only the engine needs.
+  if (gpu.l2_line_bytes % gpu.l2_sector_bytes != 0)
+    fail_input("{}: numbers.l2_sector_bytes: {} does not divide l2_line_bytes ({})", gpu.origin, gpu.l2_sector_bytes,
+               gpu.l2_line_bytes);
+  if (gpu.l2_bytes < gpu.l2_line_bytes)
+    fail_input("{}: numbers.l2_bytes: {} B is less than one line ({} B)", gpu.origin, gpu.l2_bytes, gpu.l2_line_bytes);
+  auto positive = [&](double v, const char* key) {
+    if (!(v > 0)) fail_input("{}: numbers.{}: must be positive for the timing engine, got {}", gpu.origin, key, v);
+  };
+  positive(gpu.hbm_bandwidth_gbps, "hbm_bandwidth_gbps");
+  positive(gpu.l2_bandwidth_gbps, "l2_bandwidth_gbps");
+  positive(gpu.tensor_tflops * gpu.matmul_efficiency, "matmul_efficiency");
+  positive(gpu.tensor_tflops * gpu.gemm_efficiency, "gemm_efficiency");
+  positive(gpu.non_matmul_tflops * gpu.non_matmul_efficiency, "non_matmul_efficiency");
+  positive(gpu.hbm_efficiency, "hbm_efficiency");
+  positive(double(gpu.hbm_bytes_in_flight_per_sm), "hbm_bytes_in_flight_per_sm");
+  positive(gpu.sram_bytes_per_cycle_per_sm * gpu.clock_mhz, "sram_bytes_per_cycle_per_sm");
+  positive(double(gpu.sm_count), "sm_count");
+}
+
+std::vector<KernelPlan> plan_kernels(Algo algo, const AttentionProblem& p, Blocks blocks, const GpuSpec& gpu,
+                                     const EngineOptions& options) {
+  std::vector<KernelPlan> plans;
+  switch (algo) {
+    case Algo::standard:
+      plans = plan_standard(p, blocks, gpu,
+                            options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block);
+      break;
+    case Algo::flash1: plans.push_back(plan_flash1(p, blocks, gpu)); break;
+    case Algo::flash2: plans.push_back(plan_flash2(p, blocks, gpu, options.launch.kv_descending)); break;
+  }
+  if (algo != Algo::standard) {
+    KernelPlan& k = plans.front();
+    if (options.launch.threads_per_cta) k.threads_per_cta = *options.launch.threads_per_cta;
+    if (options.launch.registers_per_thread) k.registers_per_thread = *options.launch.registers_per_thread;
+    if (options.launch.smem_bytes_per_cta) k.smem_bytes_per_cta = *options.launch.smem_bytes_per_cta;
+  }
+  return plans;
+}
+
+EngineResult run_plans(const std::vector<KernelPlan>& plans, const GpuSpec& gpu, const EngineOptions& options) {
+  validate_for_engine(gpu);
+  EngineResult result;
+  result.l2_enabled = options.l2_enabled;
+  Replay replay(gpu, options, result);
+  const Rates rates = rates_of(gpu);
+  double compute_s = 0;
+  for (std::size_t n = 0; n < plans.size(); ++n) {
+    const KernelPlan& k = plans[n];
+    std::int64_t mm = 0, nm = 0;
+    for (const CtaProgram& pg : k.programs)
+      for (std::int32_t f = pg.first_phase; f < pg.first_phase + pg.phase_count; ++f) {
+        mm += k.phases[f].matmul_flops;
+        nm += k.phases[f].non_matmul_flops;
+      }
+    mm *= k.instances;
+    nm *= k.instances;
+    result.matmul_flops += mm;
+    result.non_matmul_flops += nm;
+    const double sms = double(gpu.sm_count);
+    compute_s += double(mm) / ((k.library_gemm ? rates.gemm_per_sm : rates.matmul_per_sm) * sms) +
+                 double(nm) / (rates.non_matmul_per_sm * sms);
+    replay.run(k, static_cast<std::int32_t>(n));
+  }
+  result.predicted_s = replay.now_s();
+  result.compute_s = compute_s;
+  result.hbm_s = double(result.dram_read_bytes() + result.dram_write_bytes()) / rates.dram;
+  result.l2_s = options.l2_enabled ? double(result.sm_read_bytes() + result.sm_write_bytes()) / rates.l2 : 0.0;
+  result.dram_dirty_at_end_bytes = replay.dirty_bytes();
+  return result;
+}
+
+EngineResult run_engine(Algo algo, const AttentionProblem& problem, Blocks blocks, const GpuSpec& gpu,
+                        const EngineOptions& options) {
+  validate_for_engine(gpu);
+  return run_plans(plan_kernels(algo, problem, blocks, gpu, options), gpu, options);
+}
+
+// [SECTION] Chrome trace
+
+std::string timeline_chrome_trace(const EngineResult& r, const GpuSpec& gpu) {
+  // Times in microseconds, as the format wants. pid 0: kernels and HBM; pid 1: one thread per SM slot.
+  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  auto us = [](double s) { return s * 1e6; };
+  out += fmt::format("{{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{{\"name\":\"{} — kernels and HBM\"}}}},\n",
+                     gpu.display_name);
+  out += "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"SMs (one track per CTA slot)\"}}";
+  std::int64_t max_slots = 1;
+  for (const KernelTiming& k : r.kernels) max_slots = std::max(max_slots, k.ctas_per_sm);
+  for (std::int64_t sm = 0; sm < gpu.sm_count; ++sm)
+    for (std::int64_t slot = 0; slot < max_slots; ++slot)
+      out += fmt::format(",\n{{\"ph\":\"M\",\"pid\":1,\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":\"SM {} slot {}\"}}}}",
+                         sm * max_slots + slot, sm, slot);
+  for (const KernelTiming& k : r.kernels)
+    out += fmt::format(",\n{{\"ph\":\"X\",\"pid\":0,\"tid\":0,\"name\":\"{}\",\"ts\":{:.4f},\"dur\":{:.4f},"
+                       "\"args\":{{\"ctas\":{},\"ctas_per_sm\":{},\"waves\":{}}}}}",
+                       k.name, us(k.start_s), us(k.time_s), k.ctas, k.ctas_per_sm, k.waves);
+  for (const CtaSpan& c : r.timeline.ctas)
+    out += fmt::format(",\n{{\"ph\":\"X\",\"pid\":1,\"tid\":{},\"name\":\"{} CTA {}\",\"ts\":{:.4f},\"dur\":{:.4f}}}",
+                       c.sm * max_slots + c.slot, r.kernels[c.kernel].name, c.cta, us(c.start_s), us(c.end_s - c.start_s));
+  for (const BandwidthSample& b : r.timeline.hbm)
+    out += fmt::format(",\n{{\"ph\":\"C\",\"pid\":0,\"name\":\"HBM GB/s\",\"ts\":{:.4f},\"args\":{{\"DRAM\":{:.1f},\"SM-L2\":{:.1f}}}}}",
+                       us(b.start_s), b.dram_gbps(),
+                       b.end_s > b.start_s ? double(b.l2_bytes) / (b.end_s - b.start_s) / 1e9 : 0.0);
+  if (!r.timeline.hbm.empty())
+    out += fmt::format(",\n{{\"ph\":\"C\",\"pid\":0,\"name\":\"HBM GB/s\",\"ts\":{:.4f},\"args\":{{\"DRAM\":0,\"SM-L2\":0}}}}",
+                       us(r.timeline.hbm.back().end_s));
+  out += "\n]}\n";
+  return out;
+}
+
+}  // namespace hbmlab
