@@ -404,7 +404,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     resident.push_back(r);
   }
 
-  std::vector<double> compute_sm(S), sram_sm(S), latency_bytes_sm(S), window_sm(S), serial_sm(S);
+  std::vector<double> compute_sm(S), sram_sm(S), latency_bytes_sm(S), window_sm(S), serial_sm(S), serial_memory_sm(S);
   const bool l2_on = options_.l2_enabled;
   while (!resident.empty()) {
     std::fill(compute_sm.begin(), compute_sm.end(), 0.0);
@@ -412,6 +412,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     std::fill(latency_bytes_sm.begin(), latency_bytes_sm.end(), 0.0);
     std::fill(window_sm.begin(), window_sm.end(), 0.0);
     std::fill(serial_sm.begin(), serial_sm.end(), 0.0);
+    std::fill(serial_memory_sm.begin(), serial_memory_sm.end(), 0.0);
     std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
 
     for (const Resident& r : resident) {
@@ -459,8 +460,13 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
       // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
       // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
       window_sm[r.sm] += window * (k.double_buffered ? 2 : 1);
-      if ((!k.double_buffered || r.phase == 0) && window > 0)
-        serial_sm[r.sm] = std::max(serial_sm[r.sm], compute + latency_bytes / std::min(window, rates_.in_flight_per_sm));
+      if ((!k.double_buffered || r.phase == 0) && window > 0) {
+        const double memory = latency_bytes / std::min(window, rates_.in_flight_per_sm);
+        if (compute + memory > serial_sm[r.sm]) {
+          serial_sm[r.sm] = compute + memory;
+          serial_memory_sm[r.sm] = memory;
+        }
+      }
     }
     for (TileL2& cache : l2_) {
       const auto wb = cache.take_writebacks();
@@ -473,12 +479,15 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     // The round lasts as long as its busiest resource needs.
     const double t_dram = double(dram_read + dram_write) / rates_.dram;
     const double t_l2 = l2_on ? double(l2_bytes) / rates_.l2 : 0.0;
+    // A CTA that cannot overlap waits for its loads, then computes: its phase is charged to
+    // latency or compute by whichever part is larger.
     double t_compute = 0, t_latency = 0, t_sram = 0;
     for (std::int64_t s = 0; s < S; ++s) {
       const double in_flight = std::min(window_sm[s], rates_.in_flight_per_sm);
       const double memory = in_flight > 0 ? latency_bytes_sm[s] / in_flight : 0.0;
-      t_compute = std::max({t_compute, compute_sm[s], serial_sm[s]});
-      t_latency = std::max(t_latency, memory);
+      const bool serial_waits = 2 * serial_memory_sm[s] > serial_sm[s];
+      t_compute = std::max({t_compute, compute_sm[s], serial_waits ? 0.0 : serial_sm[s]});
+      t_latency = std::max({t_latency, memory, serial_waits ? serial_sm[s] : 0.0});
       t_sram = std::max(t_sram, sram_sm[s]);
     }
     const double round_s = std::max({t_dram, t_l2, t_compute, t_latency, t_sram});

@@ -1,0 +1,260 @@
+// The timing engine on hand-worked cases: the paper's counts with the L2 off, streaming at the
+// bandwidth bound, the bytes-in-flight cap, L2 reuse, occupancy and waves, bad configurations.
+// Run: ./build/tests/hbmlab_tests_core "[engine]"
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "sim/cli/cli.hpp"
+#include "sim/common/error.hpp"
+#include "sim/engine/l2.hpp"
+#include "sim/engine/replay.hpp"
+#include "sim/engine/timing.hpp"
+#include "sim/scenario/embedded.hpp"
+
+using namespace hbmlab;
+
+namespace {
+
+// A kernel whose CTAs each load `phases` distinct tiles of `tile_bytes` and compute `flops`.
+KernelPlan synthetic(std::int64_t ctas, std::int64_t phases, std::int64_t tile_bytes, std::int64_t flops,
+                     bool double_buffered, std::int64_t smem = 1) {
+  KernelPlan k;
+  k.name = "synthetic";
+  k.double_buffered = double_buffered;
+  k.smem_bytes_per_cta = smem;
+  k.threads_per_cta = 32;
+  for (std::int64_t c = 0; c < ctas; ++c) {
+    k.programs.push_back({static_cast<std::int32_t>(k.phases.size()), static_cast<std::int32_t>(phases)});
+    for (std::int64_t p = 0; p < phases; ++p) {
+      CtaPhase ph;
+      ph.first_access = static_cast<std::int32_t>(k.accesses.size());
+      ph.access_count = tile_bytes > 0 ? 1 : 0;
+      ph.matmul_flops = flops;
+      ph.sram_bytes = tile_bytes;
+      if (tile_bytes > 0)
+        k.accesses.push_back({Tensor::K, false, static_cast<std::int32_t>(c * phases + p), tile_bytes, tile_bytes, tile_bytes});
+      k.phases.push_back(ph);
+    }
+  }
+  return k;
+}
+
+std::int64_t read_of(const Counts& c, Tensor t) { return c[t].read_bytes; }
+
+}  // namespace
+
+TEST_CASE("with the L2 off the engine moves exactly the core's counts", "[engine]") {
+  const GpuSpec gpu = load_gpu("a100-40gb");
+  EngineOptions off;
+  off.l2_enabled = false;
+  struct Case {
+    AttentionProblem p;
+    Blocks b;
+  };
+  const Case cases[] = {
+      {{2, 3, 1000, 64, Dtype::fp16, false}, {64, 128}},  // ragged last blocks
+      {{1, 2, 777, 32, Dtype::bf16, true}, {48, 80}},     // causal, ragged
+      {{4, 1, 256, 128, Dtype::fp32, false}, {32, 32}},
+      {{1, 1, 64, 16, Dtype::fp16, true}, {16, 8}},
+  };
+  for (const Case& c : cases)
+    for (Algo algo : kAllAlgos) {
+      INFO(to_string(algo) << " N=" << c.p.seq_len << " d=" << c.p.head_dim << " causal=" << c.p.causal);
+      const Counts core = count_problem(algo, c.p, c.b);
+      const EngineResult e = run_engine(algo, c.p, c.b, gpu, off);
+      for (Tensor t : kAllTensors) {
+        INFO("tensor " << tensor_key(t));
+        CHECK(e.memory[static_cast<int>(t)].dram_read_bytes == core[t].read_bytes);
+        CHECK(e.memory[static_cast<int>(t)].dram_write_bytes == core[t].write_bytes);
+      }
+      CHECK(e.dram_read_bytes() == core.hbm_read_bytes());
+      CHECK(e.dram_write_bytes() == core.hbm_write_bytes());
+      CHECK(e.matmul_flops == core.matmul_flops);
+      CHECK(e.non_matmul_flops == core.non_matmul_flops);
+      CHECK(e.predicted_s > 0);
+    }
+}
+
+TEST_CASE("a pure streaming load reaches the bandwidth-bound time within 2%", "[engine]") {
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  // 2,112 CTAs × 16 phases × 128 KiB = 4.4 GB of distinct tiles, no compute.
+  const KernelPlan k = synthetic(2112, 16, 128 * 1024, 0, true);
+  const EngineResult e = run_plans({k}, gpu, {});
+  const double bytes = 2112.0 * 16 * 128 * 1024;
+  const double bound_s = bytes / (gpu.hbm_bandwidth_gbps * 1e9 * gpu.hbm_efficiency);
+  CHECK(e.dram_read_bytes() == static_cast<std::int64_t>(bytes));
+  CHECK(e.predicted_s >= bound_s);
+  CHECK(e.predicted_s == Approx(bound_s).epsilon(0.02));
+}
+
+TEST_CASE("one CTA cannot exceed its bytes-in-flight cap (toy, by hand)", "[engine]") {
+  const GpuSpec toy = load_gpu("toy");  // 100 ns HBM latency, 1 KiB in flight per SM, 16 B/ns HBM
+  // One CTA loads four 4 KiB tiles, one per phase, without double buffering. Per phase, Little's
+  // law: 4096 B × 100 ns / 1024 B in flight = 400 ns (HBM alone would need 256 ns, SRAM 128 ns).
+  const KernelPlan k = synthetic(1, 4, 4096, 0, false);
+  const EngineResult e = run_plans({k}, toy, {});
+  CHECK(e.predicted_s == Approx(10e-9 + 4 * 400e-9));  // + 10 ns kernel overhead
+  const double achieved_gbps = 4 * 4096 / (e.predicted_s - 10e-9) / 1e9;
+  CHECK(achieved_gbps <= double(toy.hbm_bytes_in_flight_per_sm) / toy.hbm_latency_ns + 1e-9);
+  CHECK(achieved_gbps < toy.hbm_bandwidth_gbps);
+  CHECK(e.kernels.front().bound_latency_s == Approx(4 * 400e-9));
+}
+
+TEST_CASE("compute-only and shared-tile rounds on the toy GPU, by hand", "[engine]") {
+  const GpuSpec toy = load_gpu("toy");  // 64 FLOP/ns over 2 SMs = 32 FLOP/ns per SM
+  SECTION("one CTA of 640 matmul FLOPs takes 20 ns after 10 ns of launch") {
+    const EngineResult e = run_plans({synthetic(1, 1, 0, 640, true)}, toy, {});
+    CHECK(e.predicted_s == Approx(30e-9));
+    CHECK(e.kernels.front().bound_compute_s == Approx(20e-9));
+  }
+  SECTION("two CTAs on one SM share its tensor cores; on two SMs they do not") {
+    KernelPlan k = synthetic(2, 1, 0, 640, true);
+    k.smem_bytes_per_cta = 128;  // two fit in the toy's 256 B SRAM
+    const EngineResult e = run_plans({k}, toy, {});
+    CHECK(e.kernels.front().ctas_per_sm == 2);
+    CHECK(e.predicted_s == Approx(30e-9));  // breadth first: CTA 0 on SM 0, CTA 1 on SM 1
+    KernelPlan three = synthetic(3, 1, 0, 640, true, 128);
+    CHECK(run_plans({three}, toy, {}).predicted_s == Approx(10e-9 + 40e-9));  // SM 0 holds two CTAs
+  }
+  SECTION("two CTAs reading the same tile: one DRAM read, one L2 hit") {
+    KernelPlan k = synthetic(2, 1, 64, 0, true, 128);
+    k.accesses[1].tile = k.accesses[0].tile;  // CTA 1 reads CTA 0's tile
+    const EngineResult e = run_plans({k}, toy, {});
+    CHECK(e.dram_read_bytes() == 64);
+    CHECK(e.read_hit_bytes() == 64);
+    CHECK(e.sm_read_bytes() == 128);
+  }
+}
+
+TEST_CASE("a working set that fits in L2 is read from DRAM once", "[engine]") {
+  SECTION("flash2 on the H100: every Q_i CTA reads all of K and V through the L2") {
+    const GpuSpec gpu = load_gpu("h100-sxm");
+    const AttentionProblem p{2, 2, 1024, 64, Dtype::fp16, false};
+    const Blocks b{128, 64};
+    const EngineResult e = run_engine(Algo::flash2, p, b, gpu, {});
+    const Counts core = count_problem(Algo::flash2, p, b);
+    const std::int64_t once = p.instances() * p.seq_len * p.head_dim * 2;
+    CHECK(e.memory[static_cast<int>(Tensor::Q)].dram_read_bytes == once);
+    CHECK(e.memory[static_cast<int>(Tensor::K)].dram_read_bytes == once);
+    CHECK(e.memory[static_cast<int>(Tensor::V)].dram_read_bytes == once);
+    CHECK(e.memory[static_cast<int>(Tensor::K)].sm_read_bytes == read_of(core, Tensor::K));  // Tr·Nd per head
+    CHECK(e.read_hit_bytes() == e.sm_read_bytes() - 3 * once);
+  }
+  SECTION("flash1 on the toy GPU: O_i, ℓ_i, m_i written and read back stay in L2") {
+    const GpuSpec toy = load_gpu("toy");
+    const AttentionProblem p{1, 1, 16, 4, Dtype::fp16, false};
+    const EngineResult e = run_engine(Algo::flash1, p, {4, 8}, toy, {});
+    CHECK(e.dram_read_bytes() == 3 * 16 * 4 * 2);  // Q, K, V once; O, ℓ, m come back from L2
+    CHECK(e.dram_write_bytes() == 0);  // O and ℓ, m stay dirty in L2: 128 B of O, and ℓ_i, m_i of
+    CHECK(e.dram_dirty_at_end_bytes == 128 + 2 * 4 * 32);  // 4 rows × 4 B, each a whole 32 B sector
+  }
+  SECTION("TileL2 evicts the least recently used tile, partly if that is enough") {
+    TileL2 l2(1000);
+    CHECK(l2.read(tile_key(0, Tensor::K, 0), 600).miss_bytes == 600);
+    CHECK(l2.read(tile_key(0, Tensor::K, 1), 300).miss_bytes == 300);
+    CHECK(l2.read(tile_key(0, Tensor::K, 0), 600).hit_bytes == 600);  // K_0 now most recent
+    l2.write(tile_key(0, Tensor::O, 0), 300);                          // evicts 200 B of K_1
+    CHECK(l2.read(tile_key(0, Tensor::K, 1), 300).hit_bytes == 100);
+    CHECK(l2.used_bytes() <= 1000);
+  }
+}
+
+TEST_CASE("CTAs per SM and waves = ⌈CTAs / (SMs × CTAs per SM)⌉", "[engine]") {
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  SECTION("PyTorch's FlashAttention-2 launch: 255 registers × 128 threads allow 2 CTAs per SM") {
+    EngineOptions o;
+    o.launch.threads_per_cta = 128;
+    o.launch.registers_per_thread = 255;
+    o.launch.smem_bytes_per_cta = 49152;
+    const AttentionProblem p{32, 16, 512, 64, Dtype::fp16, false};
+    const EngineResult e = run_engine(Algo::flash2, p, {128, 128}, h100, o);
+    const KernelTiming& k = e.kernels.front();
+    CHECK(k.ctas == 4 * 32 * 16);
+    CHECK(k.ctas_per_sm == 2);  // min(32 cap, 4 by SRAM, 16 by threads, 2 by registers)
+    CHECK(k.occupancy_limit == "registers");
+    CHECK(k.waves == 8);  // ⌈2048 / 264⌉; ncu reported 7.76 waves per SM for this launch
+  }
+  SECTION("over many shapes") {
+    for (std::int64_t N : {256, 1000, 4096})
+      for (std::int64_t Br : {32, 64, 128})
+        for (Algo algo : kAllAlgos) {
+          const AttentionProblem p{3, 5, N, 64, Dtype::fp16, false};
+          const EngineResult e = run_engine(algo, p, {Br, 64}, h100, {});
+          for (const KernelTiming& k : e.kernels) {
+            INFO(k.name << " N=" << N << " Br=" << Br);
+            const std::int64_t by_sram = h100.sram_bytes_per_sm / k.smem_bytes_per_cta;
+            const std::int64_t by_threads = h100.max_threads_per_sm / k.threads_per_cta;
+            CHECK(k.ctas_per_sm == std::min({h100.max_ctas_per_sm, by_sram, by_threads}));
+            CHECK(k.waves == (k.ctas + h100.sm_count * k.ctas_per_sm - 1) / (h100.sm_count * k.ctas_per_sm));
+          }
+        }
+  }
+}
+
+TEST_CASE("the engine's story on GPT-2 medium: standard against flash2", "[engine]") {
+  const GpuSpec a100 = load_gpu("a100-40gb");
+  const AttentionProblem p{64, 16, 1024, 64, Dtype::fp16, false};
+  const EngineResult standard = run_engine(Algo::standard, p, {64, 328}, a100, {});
+  const EngineResult flash2 = run_engine(Algo::flash2, p, {328, 64}, a100, {});
+  const double dram_standard = double(standard.dram_read_bytes() + standard.dram_write_bytes());
+  const double dram_flash2 = double(flash2.dram_read_bytes() + flash2.dram_write_bytes());
+  CHECK(dram_standard / dram_flash2 > 8);                      // about an order of magnitude less DRAM traffic
+  CHECK(standard.predicted_s / flash2.predicted_s > 2.5);      // several times faster
+  CHECK(standard.kernels.size() == 3);
+}
+
+TEST_CASE("bad configurations name the key and exit with code 2", "[engine][errors]") {
+  const GpuSpec toy = load_gpu("toy");
+  KernelPlan big = synthetic(1, 1, 64, 0, true, 512);  // 512 B of SRAM per CTA; the toy has 256
+  CHECK_THROWS_WITH(run_plans({big}, toy, {}), Catch::Contains("numbers.sram_bytes_per_block"));
+
+  const std::string text(*find_embedded("gpus/toy.toml"));
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const auto at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    return t.replace(at, from.size(), to);
+  };
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  struct Bad {
+    std::string file, toml, key;
+  };
+  const Bad bads[] = {
+      {"hbmlab-zero-bw.toml", with("{ value = 16,   unit = \"GB/s\"", "{ value = 0,   unit = \"GB/s\""), "numbers.hbm_bandwidth_gbps"},
+      {"hbmlab-line.toml", with("{ value = 128,  unit = \"bytes\",       source = \"as on NVIDIA GPUs\" }",
+                                "{ value = 96,  unit = \"bytes\",       source = \"as on NVIDIA GPUs\" }"), "numbers.l2_line_bytes"},
+      {"hbmlab-eff.toml", with("hbm_efficiency              = { value = 1,", "hbm_efficiency              = { value = 1.5,"),
+       "numbers.hbm_efficiency"},
+  };
+  for (const Bad& bad : bads) {
+    const std::string path = (dir / bad.file).string();
+    std::ofstream(path) << bad.toml;
+    std::ostringstream out, err;
+    const int code = run_cli({"simulate", "--gpu", path, "--seq-len", "16", "--head-dim", "4"}, out, err);
+    const std::string message = err.str();
+    INFO(message);
+    CHECK(code == 2);
+    CHECK(message.find(bad.key) != std::string::npos);
+    CHECK(std::count(message.begin(), message.end(), '\n') == 1);
+    std::filesystem::remove(path);
+  }
+}
+
+TEST_CASE("simulate --timeline writes a Chrome trace", "[engine][cli]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "hbmlab-timeline.json").string();
+  std::ostringstream out, err;
+  CHECK(run_cli({"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4", "--algo", "flash2", "--timeline", path},
+                out, err) == 0);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str().find("\"traceEvents\"") != std::string::npos);
+  CHECK(text.str().find("flash2 forward CTA 0") != std::string::npos);
+  CHECK(text.str().find("HBM GB/s") != std::string::npos);
+  std::filesystem::remove(path);
+}
