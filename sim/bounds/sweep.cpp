@@ -1,7 +1,10 @@
 // The block size × SRAM sweep.
 #include "sim/bounds/sweep.hpp"
 
+#include <limits>
+
 #include "sim/engine/replay.hpp"
+#include "sim/engine/timing.hpp"
 
 namespace hbmlab {
 
@@ -28,8 +31,13 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const SweepProgress
           pt.fits = pt.working_set_bytes <= sram;
           pt.total = count_problem(algo, config.problem, pt.blocks);
           pt.bound_ratio = bound_for(algo, config.problem, pt.M_elements, pt.total.accesses()).ratio;
-          pt.predicted_s =
-              estimate_roofline(config.gpu, algo, config.problem, grid, pt.working_set_bytes, sram, pt.total).predicted_s;
+          if (pt.fits) {  // the timing engine needs the tiles to fit; points that do not have no time
+            EngineOptions options;
+            options.sram_bytes_per_sm = options.sram_bytes_per_block = sram;
+            pt.predicted_s = run_engine(algo, config.problem, pt.blocks, config.gpu, options).predicted_s;
+          } else {
+            pt.predicted_s = std::numeric_limits<double>::quiet_NaN();
+          }
           points.push_back(pt);
           if (progress) progress(points.size(), total);
         }

@@ -28,7 +28,7 @@ struct SweepPoint {
   bool fits = false;
   Counts total;
   double bound_ratio = 0;
-  double predicted_s = 0;
+  double predicted_s = 0;  // the timing engine's, L2 on; NaN where the tiles do not fit the SRAM
 };
 
 using SweepProgress = std::function<void(std::size_t done, std::size_t total)>;

@@ -23,6 +23,7 @@
 #include "sim/common/files.hpp"
 #include "sim/common/units.hpp"
 #include "sim/engine/replay.hpp"
+#include "sim/measure/validate.hpp"
 #include "sim/report/report.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -431,6 +432,15 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   gui_cmd->add_option("--width", gui.width, "window width in pixels [1600]");
   gui_cmd->add_option("--height", gui.height, "window height in pixels [1000]");
   gui_cmd->add_flag("--report-fps", gui.report_fps, "print frames per second when done");
+  std::vector<std::string> validate_files;
+  std::string validate_gpu;
+  bool validate_json = false;
+  CLI::App* validate = app.add_subcommand("validate", "predicted against measured for recorded measurement files, "
+                                                      "per record and summarised (mean and worst error)");
+  validate->add_option("--measurements", validate_files, "measurement or calibration files (assets/measurements/*.json)")
+      ->required();
+  validate->add_option("--gpu", validate_gpu, "GPU preset for the predictions [from each file's device name]");
+  validate->add_flag("--json", validate_json, "print JSON");
   CLI::App* measure = app.add_subcommand("measure", "(CUDA builds) run the kernels on the GPU and write a measurement file");
   measure->allow_extras();
   measure->prefix_command();
@@ -451,6 +461,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (app.got_subcommand("simulate")) return run_simulate(simulate_flags, out);
     if (app.got_subcommand("bounds")) return run_bounds_command(bounds_flags, out);
     if (app.got_subcommand("sweep")) return run_sweep_command(sweep_flags, out, err);
+    if (app.got_subcommand("validate")) {
+      const ValidationReport report = validate_measurements(
+          validate_files, validate_gpu.empty() ? std::nullopt : std::optional<std::string>(validate_gpu));
+      if (validate_json) out << validation_json(report).dump(2) << "\n";
+      else print_validation(out, report);
+      return 0;
+    }
     if (app.got_subcommand("presets")) {
       const std::vector<GpuSpec> specs = gpu_presets();
       if (presets_json_flag) out << presets_json(specs).dump(2) << "\n";

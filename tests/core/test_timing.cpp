@@ -14,6 +14,7 @@
 #include "sim/engine/l2.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/engine/timing.hpp"
+#include "sim/measure/validate.hpp"
 #include "sim/scenario/embedded.hpp"
 
 using namespace hbmlab;
@@ -256,5 +257,36 @@ TEST_CASE("simulate --timeline writes a Chrome trace", "[engine][cli]") {
   CHECK(text.str().find("\"traceEvents\"") != std::string::npos);
   CHECK(text.str().find("flash2 forward CTA 0") != std::string::npos);
   CHECK(text.str().find("HBM GB/s") != std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("validate reads the calibration file and measurement records", "[engine][validate]") {
+  const std::string calibration = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/calibration-h100.json";
+  if (!std::filesystem::exists(calibration)) return;
+  const ValidationReport r = validate_measurements({calibration}, std::nullopt);
+  CHECK(r.dram_read.count == 32);  // PyTorch SDPA flash: d = 64, 128; N = 512..65536; causal and not
+  CHECK(r.time.count == 32);
+  CHECK(r.rows.front().gpu == "h100-sxm");
+  CHECK(r.rows.front().blocks == Blocks{128, 128});
+  CHECK(*r.rows.front().launch.registers_per_thread == 255);
+  // The figures the README quotes; a change of the model that moves them should be seen.
+  CHECK(r.time.mean_abs < 0.10);
+  CHECK(r.dram_read.mean_abs < 0.15);
+
+  const std::string path = (std::filesystem::temp_directory_path() / "hbmlab-records.json").string();
+  std::ofstream(path) << R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": [
+      {"kernel": "flash2", "problem": {"batch": 1, "heads": 2, "seq_len": 1024, "head_dim": 64, "dtype": "fp16",
+       "causal": false}, "blocks": {"Br": 128, "Bc": 64}, "time_ms_median": 0.05, "dram_read_bytes": 786432},
+      {"kernel": "flash1", "problem": {"batch": 1, "heads": 1, "seq_len": 256, "head_dim": 64}, "blocks": {"Br": 64, "Bc": 64},
+       "time_ms_median": null, "dram_read_bytes": null}]})";
+  const ValidationReport m = validate_measurements({path}, std::nullopt);
+  REQUIRE(m.rows.size() == 1);
+  CHECK(m.skipped.size() == 1);
+  CHECK(m.rows[0].predicted_dram_read == 786432);  // Q, K, V of two heads, once each
+  std::ostringstream out, err;
+  CHECK(run_cli({"validate", "--measurements", path, "--json"}, out, err) == 0);
+  CHECK(out.str().find("\"summary\"") != std::string::npos);
+  std::ofstream(path) << R"({"records": [{"kernel": "flash3"}]})";
+  CHECK(run_cli({"validate", "--measurements", path, "--gpu", "h100-sxm"}, out, err) == 2);
   std::filesystem::remove(path);
 }

@@ -1,0 +1,268 @@
+// Predicted against measured, record by record (see validate.hpp).
+//
+// [SECTION] Reading the two file kinds
+// [SECTION] Errors and summaries
+// [SECTION] Reports
+#include "sim/measure/validate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <regex>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "sim/common/error.hpp"
+#include "sim/common/units.hpp"
+#include "sim/scenario/embedded.hpp"
+
+namespace hbmlab {
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// [SECTION] Reading the two file kinds
+
+// The preset of a measured device, from the name the driver reports.
+std::string preset_for(const Json& device, const std::string& file) {
+  const std::string name = device.value("name", "");
+  if (name.find("H100") != std::string::npos) return "h100-sxm";
+  if (name.find("H200") != std::string::npos) return "h200";
+  if (name.find("A100") != std::string::npos)
+    return name.find("80GB") != std::string::npos ? "a100-80gb" : "a100-40gb";
+  fail_input("{}: device.name: no preset for '{}' (give one with --gpu)", file, name);
+}
+
+double number_or_nan(const Json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : kNaN;
+}
+
+AttentionProblem problem_of(const Json& j, const std::string& where) {
+  try {
+    AttentionProblem p;
+    p.batch = j.at("batch").get<std::int64_t>();
+    p.heads = j.at("heads").get<std::int64_t>();
+    p.seq_len = j.at("seq_len").get<std::int64_t>();
+    p.head_dim = j.at("head_dim").get<std::int64_t>();
+    const auto dtype = parse_dtype(j.value("dtype", "fp16"));
+    if (!dtype) fail_input("{}.dtype: unknown dtype", where);
+    p.dtype = *dtype;
+    p.causal = j.value("causal", false);
+    p.validate();
+    return p;
+  } catch (const Json::exception& e) {
+    fail_input("{}: {}", where, e.what());
+  } catch (const InputError& e) {
+    fail_input("{}: {}", where, e.what());
+  }
+}
+
+// The calibration file's SDPA records: PyTorch's FlashAttention-2 forward, modelled as it was
+// launched. Its kernel name carries Flash_fwd_kernel_traits<d, Br, Bc, warps, ...>; ncu gives the
+// shared memory and registers; the kernel visits K_j, V_j from the last block down.
+void read_sdpa(const Json& file, const std::string& path, const std::string& gpu, ValidationReport& report) {
+  static const std::regex traits(R"(Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
+  const Json& records = file.at("sdpa");
+  for (std::size_t n = 0; n < records.size(); ++n) {
+    const Json& r = records[n];
+    const std::string where = fmt::format("{}: sdpa[{}]", path, n);
+    const std::string backend = r.value("backend", "");
+    if (backend == "math") {
+      report.skipped.push_back(where + ": math backend: PyTorch upcasts to fp32 and runs about a dozen kernels "
+                                       "(copies, masks, FFMA GEMMs); hbmlab's standard is three fp16 kernels");
+      continue;
+    }
+    if (backend != "flash") {
+      report.skipped.push_back(fmt::format("{}: {} backend: its fused kernel's tiles and K/V order are not recorded in "
+                                           "a form hbmlab models", where, backend));
+      continue;
+    }
+    const Json* kernel = nullptr;
+    if (r.contains("ncu_kernels"))
+      for (const Json& k : r.at("ncu_kernels"))
+        if (k.value("kernel", "").find("flash_fwd_kernel") != std::string::npos) kernel = &k;
+    std::smatch m;
+    const std::string name = kernel ? kernel->value("kernel", "") : "";
+    if (!kernel || !std::regex_search(name, m, traits)) {
+      report.skipped.push_back(where + ": no flash_fwd_kernel with its traits in ncu_kernels");
+      continue;
+    }
+    ValidationRow row;
+    row.file = path;
+    row.source = "sdpa flash";
+    row.gpu = gpu;
+    row.algo = Algo::flash2;
+    row.problem = problem_of({{"batch", r.at("B")}, {"heads", r.at("H")}, {"seq_len", r.at("N")}, {"head_dim", r.at("d")},
+                              {"dtype", r.value("dtype", "fp16")}, {"causal", r.value("causal", false)}},
+                             where);
+    row.blocks = {std::stoll(m[2]), std::stoll(m[3])};
+    row.launch.threads_per_cta = 32 * std::stoll(m[4]);
+    row.launch.kv_descending = true;
+    const double regs = number_or_nan(*kernel, "launch__registers_per_thread");
+    const double smem = number_or_nan(*kernel, "launch__shared_mem_per_block_dynamic") +
+                        number_or_nan(*kernel, "launch__shared_mem_per_block_static");
+    if (std::isfinite(regs)) row.launch.registers_per_thread = static_cast<std::int64_t>(regs);
+    if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = static_cast<std::int64_t>(smem);
+    row.measured_time_s = number_or_nan(*kernel, "gpu__time_duration.sum") * 1e-9;
+    row.measured_dram_read = number_or_nan(*kernel, "dram__bytes_read.sum");
+    row.measured_dram_write = number_or_nan(*kernel, "dram__bytes_write.sum");
+    row.measured_l2_read = number_or_nan(*kernel, "lts__t_sectors_srcunit_tex_op_read.sum") * 32;
+    report.rows.push_back(row);
+  }
+}
+
+// `hbmlab measure` files (DESIGN.md, "Measurement files"): hbmlab's own kernels, with the
+// blocks they ran with; the launch is the engine's default for the algorithm.
+void read_records(const Json& file, const std::string& path, const std::string& gpu, ValidationReport& report) {
+  const Json& records = file.at("records");
+  for (std::size_t n = 0; n < records.size(); ++n) {
+    const Json& r = records[n];
+    const std::string where = fmt::format("{}: records[{}]", path, n);
+    const auto algo = parse_algo(r.value("kernel", ""));
+    if (!algo) fail_input("{}.kernel: '{}' is not standard, flash1 or flash2", where, r.value("kernel", ""));
+    ValidationRow row;
+    row.file = path;
+    row.source = std::string(to_string(*algo));
+    row.gpu = gpu;
+    row.algo = *algo;
+    row.problem = problem_of(r.at("problem"), where + ".problem");
+    row.blocks = {r.at("blocks").at("Br").get<std::int64_t>(), r.at("blocks").at("Bc").get<std::int64_t>()};
+    row.measured_time_s = number_or_nan(r, "time_ms_median") * 1e-3;
+    row.measured_dram_read = number_or_nan(r, "dram_read_bytes");
+    row.measured_dram_write = number_or_nan(r, "dram_write_bytes");
+    row.measured_l2_read = number_or_nan(r, "l2_sm_read_bytes");
+    if (!std::isfinite(row.measured_time_s) && !std::isfinite(row.measured_dram_read)) {
+      report.skipped.push_back(where + ": neither a time nor DRAM counters were recorded");
+      continue;
+    }
+    report.rows.push_back(row);
+  }
+}
+
+// [SECTION] Errors and summaries
+
+double relative(double predicted, double measured) {
+  return std::isfinite(measured) && measured > 0 ? (predicted - measured) / measured : kNaN;
+}
+
+ValidationSummary summarise(const std::vector<double>& errors) {
+  ValidationSummary s;
+  double sum = 0;
+  for (double e : errors) {
+    if (!std::isfinite(e)) continue;
+    ++s.count;
+    sum += std::abs(e);
+    if (std::abs(e) > std::abs(s.worst)) s.worst = e;
+  }
+  s.mean_abs = s.count ? sum / double(s.count) : kNaN;
+  return s;
+}
+
+}  // namespace
+
+double ValidationRow::time_error() const { return relative(predicted_time_s, measured_time_s); }
+double ValidationRow::dram_read_error() const { return relative(predicted_dram_read, measured_dram_read); }
+
+ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu) {
+  if (files.empty()) fail_input("--measurements: give at least one measurement file");
+  ValidationReport report;
+  for (const std::string& path : files) {
+    Json file;
+    try {
+      file = Json::parse(read_text_file(path));
+    } catch (const Json::exception& e) {
+      fail_input("{}: not JSON: {}", path, e.what());
+    }
+    const std::string preset = gpu ? *gpu : preset_for(file.value("device", Json::object()), path);
+    try {
+      if (file.contains("sdpa")) read_sdpa(file, path, preset, report);
+      else if (file.contains("records")) read_records(file, path, preset, report);
+      else fail_input("{}: neither \"sdpa\" (a calibration file) nor \"records\" (a measurement file)", path);
+    } catch (const Json::exception& e) {
+      fail_input("{}: {}", path, e.what());
+    }
+  }
+  std::vector<double> time_errors, dram_errors;
+  for (ValidationRow& row : report.rows) {
+    const GpuSpec spec = load_gpu(row.gpu);
+    EngineOptions options;
+    options.launch = row.launch;
+    const EngineResult e = run_engine(row.algo, row.problem, row.blocks, spec, options);
+    row.predicted_time_s = e.predicted_s;
+    row.predicted_dram_read = double(e.dram_read_bytes());
+    row.predicted_dram_write = double(e.dram_write_bytes());
+    row.predicted_l2_read = double(e.sm_read_bytes());
+    time_errors.push_back(row.time_error());
+    dram_errors.push_back(row.dram_read_error());
+  }
+  report.time = summarise(time_errors);
+  report.dram_read = summarise(dram_errors);
+  return report;
+}
+
+// [SECTION] Reports
+
+namespace {
+
+std::string percent_text(double e) { return std::isfinite(e) ? fmt::format("{:+.1f}%", 100 * e) : "—"; }
+std::string mb_text(double b) { return std::isfinite(b) ? fmt::format("{:.1f}", b / 1e6) : "—"; }
+std::string ms_text(double s) { return std::isfinite(s) ? fmt::format("{:.3f}", s * 1e3) : "—"; }
+
+}  // namespace
+
+void print_validation(std::ostream& out, const ValidationReport& r) {
+  fmt::print(out, "Predicted (hbmlab timing engine) against measured, one row per configuration\n");
+  fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n", "source",
+             "gpu", "B", "H", "N", "d", "mask", "Br×Bc", "DRAM rd", "pred", "err", "time ms", "pred", "err");
+  for (const ValidationRow& row : r.rows) {
+    const AttentionProblem& p = row.problem;
+    fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
+               row.source, row.gpu, p.batch, p.heads, p.seq_len, p.head_dim, p.causal ? "causal" : "full",
+               fmt::format("{}×{}", row.blocks.Br, row.blocks.Bc), mb_text(row.measured_dram_read),
+               mb_text(row.predicted_dram_read), percent_text(row.dram_read_error()), ms_text(row.measured_time_s),
+               ms_text(row.predicted_time_s), percent_text(row.time_error()));
+  }
+  fmt::print(out, "  (DRAM rd in MB: measured dram__bytes_read.sum against predicted DRAM reads after the L2; time:\n"
+                  "   measured kernel duration against predicted)\n\n");
+  fmt::print(out, "DRAM read bytes: mean |error| {} over {} records, worst {}\n", percent_text(r.dram_read.mean_abs).substr(1),
+             r.dram_read.count, percent_text(r.dram_read.worst));
+  fmt::print(out, "kernel time:     mean |error| {} over {} records, worst {}\n", percent_text(r.time.mean_abs).substr(1),
+             r.time.count, percent_text(r.time.worst));
+  // Skipped records, grouped by reason (--json lists each one).
+  std::vector<std::pair<std::string, int>> reasons;
+  for (const std::string& s : r.skipped) {
+    const std::string reason = s.substr(s.find(": ", s.find("]")) + 2);
+    auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& x) { return x.first == reason; });
+    if (it == reasons.end()) reasons.push_back({reason, 1}); else ++it->second;
+  }
+  for (const auto& [reason, count] : reasons) fmt::print(out, "skipped {} records: {}\n", count, reason);
+}
+
+nlohmann::ordered_json validation_json(const ValidationReport& r) {
+  auto num = [](double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); };
+  Json rows = Json::array();
+  for (const ValidationRow& row : r.rows) {
+    const AttentionProblem& p = row.problem;
+    rows.push_back({{"file", row.file}, {"source", row.source}, {"gpu", row.gpu}, {"algorithm", to_string(row.algo)},
+                    {"problem", {{"batch", p.batch}, {"heads", p.heads}, {"seq_len", p.seq_len}, {"head_dim", p.head_dim},
+                                 {"dtype", to_string(p.dtype)}, {"causal", p.causal}}},
+                    {"blocks", {{"Br", row.blocks.Br}, {"Bc", row.blocks.Bc}}},
+                    {"measured", {{"time_s", num(row.measured_time_s)}, {"dram_read_bytes", num(row.measured_dram_read)},
+                                  {"dram_write_bytes", num(row.measured_dram_write)},
+                                  {"l2_sm_read_bytes", num(row.measured_l2_read)}}},
+                    {"predicted", {{"time_s", row.predicted_time_s}, {"dram_read_bytes", row.predicted_dram_read},
+                                   {"dram_write_bytes", row.predicted_dram_write},
+                                   {"l2_sm_read_bytes", row.predicted_l2_read}}},
+                    {"error", {{"time", num(row.time_error())}, {"dram_read", num(row.dram_read_error())}}}});
+  }
+  auto summary = [&](const ValidationSummary& s) {
+    return Json{{"count", s.count}, {"mean_abs", num(s.mean_abs)}, {"worst", num(s.worst)}};
+  };
+  return {{"rows", rows}, {"summary", {{"time", summary(r.time)}, {"dram_read", summary(r.dram_read)}}},
+          {"skipped", r.skipped}};
+}
+
+}  // namespace hbmlab
