@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/common/error.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/numerics/attention.hpp"
 
@@ -94,8 +95,15 @@ SimulationResult simulate(const SimulateRequest& request) {
   r.algo = request.algo;
   r.sram_bytes_per_sm = request.sram_bytes.value_or(request.gpu.sram_bytes_per_sm);
   r.sram_bytes_per_block = request.sram_bytes.value_or(request.gpu.sram_bytes_per_block);
-  r.blocks = choose_blocks(request.algo, request.problem, {r.sram_bytes_per_sm, r.sram_bytes_per_block},
-                           request.block_rows, request.block_cols);
+  try {
+    r.blocks = choose_blocks(request.algo, request.problem, {r.sram_bytes_per_sm, r.sram_bytes_per_block},
+                             request.block_rows, request.block_cols);
+  } catch (const InputError& e) {
+    // Without --sram-bytes the SRAM came from the preset: name the preset's key instead.
+    const std::string_view message = e.what();
+    if (request.sram_bytes || !message.starts_with("--sram-bytes: ")) throw;
+    fail_input("{}: numbers.sram_bytes_per_block: {}", request.gpu.origin, message.substr(14));
+  }
   const BlockGrid grid(request.problem.seq_len, r.blocks.blocks, request.problem.causal);
   r.Tr = grid.Tr;
   r.Tc = grid.Tc;

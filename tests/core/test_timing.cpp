@@ -229,6 +229,8 @@ TEST_CASE("bad configurations name the key and exit with code 2", "[engine][erro
       {"hbmlab-zero-bw.toml", with("{ value = 16,   unit = \"GB/s\"", "{ value = 0,   unit = \"GB/s\""), "numbers.hbm_bandwidth_gbps"},
       {"hbmlab-line.toml", with("{ value = 128,  unit = \"bytes\",       source = \"as on NVIDIA GPUs\" }",
                                 "{ value = 96,  unit = \"bytes\",       source = \"as on NVIDIA GPUs\" }"), "numbers.l2_line_bytes"},
+      {"hbmlab-sram.toml", with("sram_bytes_per_block        = { value = 256,", "sram_bytes_per_block        = { value = 8,"),
+       "numbers.sram_bytes_per_block"},
       {"hbmlab-eff.toml", with("hbm_efficiency              = { value = 1,", "hbm_efficiency              = { value = 1.5,"),
        "numbers.hbm_efficiency"},
   };
