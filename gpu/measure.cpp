@@ -2,9 +2,10 @@
 // fp64 CPU reference on fresh random inputs, then timed, and the records are written whole to a
 // measurement file in DESIGN.md's format. Run: hbmlab measure --help
 //
-// DRAM and L2 counters come from Nsight Compute in a second pass (gpu/bench/measure_counters.sh:
-// `--profile-pass` launches each record once between two hbmlab_marker kernels, and
-// gpu/bench/merge_counters.py writes the profiler's figures into the records).
+// DRAM and L2 counters come in-process from the CUPTI Range Profiler (gpu/counters.hpp), one user
+// range per record with the L2 flushed before each pass; where profiling is not permitted the file
+// holds times only and says why. gpu/bench/measure_counters.sh cross-checks them with Nsight
+// Compute (`--profile-pass` launches each record once between two hbmlab_marker kernels).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/counters.hpp"
 #include "gpu/frontend.hpp"
 #include "gpu/runner.hpp"
 #include "sim/common/files.hpp"
@@ -24,7 +26,7 @@
 namespace hbmlab::gpu {
 namespace {
 
-const char* kUsage = R"(hbmlab measure: run hbmlab's CUDA kernels, check them against the fp64 reference, time them,
+const char* kUsage = R"(hbmlab measure (options listed by `hbmlab measure --usage`): run hbmlab's CUDA kernels, check them against the fp64 reference, time them,
 and write a measurement file (DESIGN.md, "Measurement files").
 
 Options (lists are comma-separated):
@@ -39,12 +41,14 @@ Options (lists are comma-separated):
   --max-scratch-gb G   standard's S and P together stay under G GB by shrinking B*H (default 24)
   --reps R             timed repetitions, median reported (default 50; fewer for runs over 40 ms)
   --warmup W           untimed launches first (default 5)
-  --warm-l2            do not flush the L2 between repetitions (default: flush, 256 MiB memset)
+  --warm-l2            do not flush the L2 between repetitions (default: flush, read 256 MiB)
+  --counters MODE      cupti (default: DRAM and L2 traffic per record, CUPTI Range Profiler) | none
   --stress             also check each configuration on the large_logits and dominant_key inputs
   --check-only         check, do not time
   --profile-pass       launch each record once between hbmlab_marker kernels (for ncu); no file
   --seed S             input seed (default 1)
   --out FILE           measurement file to write (JSON); without it, only the table is printed
+  --usage              this text
   --list               print the compiled (algorithm, dtype, d, Br x Bc) shapes and exit
 )";
 
@@ -62,6 +66,7 @@ struct Options {
   bool warm_l2 = false, stress = false, check_only = false, profile_pass = false, list = false, debug = false;
   std::uint64_t seed = 1;
   std::string out;
+  std::string counters = "cupti";
 };
 
 struct BadOption : std::runtime_error {
@@ -152,6 +157,10 @@ Options parse(const std::vector<std::string>& args) {
       o.check_only = true;
     } else if (a == "--profile-pass") {
       o.profile_pass = true;
+    } else if (a == "--counters") {
+      const std::string v = value();
+      if (v != "cupti" && v != "none") throw BadOption("--counters: '" + v + "' (cupti, none)");
+      o.counters = v;
     } else if (a == "--debug") {
       o.debug = true;
     } else if (a == "--list") {
@@ -278,14 +287,34 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     return 0;
   }
 
+  std::unique_ptr<RangeCounters> counters;
+  std::string counters_note = "none (--counters none)";
+  if (o.counters == "cupti" && !o.check_only) {
+    std::string why;
+    counters = RangeCounters::create(&why);
+    if (counters) {
+      counters_note = "cupti-range-profiler: one user range per record around its whole launch sequence, "
+                      "L2 flushed (256 MiB read) before each replay pass; dram__bytes_read/write.sum, "
+                      "lts__t_sectors_srcunit_tex_op_read/write.sum x 32 bytes";
+    } else {
+      counters_note = "none: " + why;
+      err << "hbmlab measure: hardware counters are not available (" << why << "); recording times only\n";
+    }
+  }
+  DeviceBuffer flush(256u << 20);
+  CUDA_CHECK(cudaMemset(flush.get(), 0x5A, flush.bytes()));
+
   nlohmann::ordered_json file;
   file["device"] = {{"name", dev.name}, {"sm_count", dev.sm_count}, {"l2_bytes", dev.l2_bytes},
                     {"driver", dev.driver}, {"cuda", dev.runtime}};
   file["method"] = {
-      {"counters", "none (times only); gpu/bench/measure_counters.sh adds ncu's DRAM and L2 figures"},
+      {"counters", counters_note},
       {"timing", "cuda-events median of up to " + std::to_string(o.reps) + " after " + std::to_string(o.warmup) +
                      " warm-ups (fewer repetitions when one launch takes over 40 ms: see each record's reps)"},
       {"l2_flushed_between_reps", !o.warm_l2},
+      {"l2_flush", "a kernel reading a 256 MiB buffer (clean lines only) before each timed repetition and counter pass"},
+      {"dram_write_note", "dram_write_bytes counts write-backs that happen while the range runs; output lines still "
+                          "dirty in the 50 MB L2 when the last kernel ends are written back later and are not counted"},
       {"check", "each record checked before timing against the fp64 CPU reference (sim/numerics) on fresh "
                 "random inputs; instances 0 and B*H-1, all rows for N <= 1024, else 48 sampled rows"},
       {"flops", "4*N^2*d*B*H, halved when causal"}};
@@ -332,11 +361,23 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
       out << "  " << std::fixed << std::setprecision(3) << t.median_ms << " ms  " << std::setprecision(1) << tflops
           << " TFLOP/s" << std::defaultfloat;
     }
-    out << "\n" << std::flush;
     rec["dram_read_bytes"] = nullptr;
     rec["dram_write_bytes"] = nullptr;
     rec["l2_sm_read_bytes"] = nullptr;
     rec["l2_sm_write_bytes"] = nullptr;
+    if (counters && pass) {
+      const TrafficCounters tc = counters->measure(
+          [&] { launch(c.algo, c.problem, c.blocks, buf.tensors(), nullptr); },
+          [&] { flush_l2(flush); });
+      rec["dram_read_bytes"] = static_cast<std::int64_t>(tc.dram_read_bytes);
+      rec["dram_write_bytes"] = static_cast<std::int64_t>(tc.dram_write_bytes);
+      rec["l2_sm_read_bytes"] = static_cast<std::int64_t>(tc.l2_sm_read_bytes);
+      rec["l2_sm_write_bytes"] = static_cast<std::int64_t>(tc.l2_sm_write_bytes);
+      rec["counter_passes"] = tc.passes;
+      out << "  DRAM r/w " << std::fixed << std::setprecision(1) << tc.dram_read_bytes / 1e6 << "/"
+          << tc.dram_write_bytes / 1e6 << " MB" << std::defaultfloat;
+    }
+    out << "\n" << std::flush;
     rec["max_abs_error"] = unit.max_abs_error;
     nlohmann::ordered_json cj = nlohmann::ordered_json::array();
     for (const auto& [kind, r] : checks) {
@@ -364,7 +405,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
 
 int run_measure(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   for (const auto& a : args)
-    if (a == "--help" || a == "-h") {
+    if (a == "--help" || a == "-h" || a == "--usage") {
       out << kUsage;
       return 0;
     }

@@ -63,10 +63,15 @@ struct Timing {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int reps = 0;
 };
-// CUDA events around each launch; warm-ups first; with flush_l2 a 256 MiB memset between reps
-// (outside the timed region) evicts the 50 MB L2.
+// CUDA events around each launch; warm-ups first; with flush_l2 a 256 MiB read (flush_l2())
+// between reps, outside the timed region, evicts the 50 MB L2.
 Timing time_kernel(const AttentionProblem& problem, Blocks blocks, AttentionBuffers& buffers, int reps, int warmup,
                    bool flush_l2);
+
+// Evicts the L2 by reading `scratch` (make it several times the L2): reading leaves only clean
+// lines behind, so no write-back of the flush itself lands in the next kernel's DRAM counters
+// (a memset would leave ~L2-size of dirty lines to be written back during it).
+void flush_l2(const DeviceBuffer& scratch);
 
 // A do-nothing kernel named hbmlab_marker whose grid size tags the profiler's rows (ncu).
 void launch_marker(int grid, int block);
