@@ -1,4 +1,4 @@
-// The timing engine: launch plans of standard, flash1 and flash2, and the round-by-round replay
+// The timing engine: launch plans of standard, flash1 and flash2, and the step-by-step replay
 // of their CTAs through SMs, L2 and HBM. The model is described in timing.hpp.
 //
 // [SECTION] Tiles: sizes, sectors, phases
@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <queue>
 
 #include <fmt/format.h>
 
@@ -321,22 +322,31 @@ struct Resident {
   double start_s = 0;
 };
 
-void add_sample(Timeline& tl, const BandwidthSample& s) {
-  tl.hbm.push_back(s);
-  if (tl.hbm.size() < 2 * Timeline::kMaxSamples) return;
-  std::vector<BandwidthSample> merged;
-  merged.reserve(Timeline::kMaxSamples + 1);
-  for (std::size_t k = 0; k + 1 < tl.hbm.size(); k += 2) {
-    BandwidthSample m = tl.hbm[k];
-    const BandwidthSample& n = tl.hbm[k + 1];
-    m.end_s = n.end_s;
-    m.dram_read_bytes += n.dram_read_bytes;
-    m.dram_write_bytes += n.dram_write_bytes;
-    m.l2_bytes += n.l2_bytes;
-    merged.push_back(m);
+// Bandwidth over time in equal bins: a step's bytes go to the bin of its midpoint. When the bins
+// run past kMaxSamples, neighbours merge and the bin width doubles, so any run fits.
+void add_sample(Timeline& tl, double& bin_s, const BandwidthSample& s) {
+  const double mid = 0.5 * (s.start_s + s.end_s);
+  auto index = [&] { return static_cast<std::size_t>(mid / bin_s); };
+  while (index() >= Timeline::kMaxSamples) {
+    std::vector<BandwidthSample> merged((tl.hbm.size() + 1) / 2);
+    for (std::size_t k = 0; k < tl.hbm.size(); ++k) {
+      BandwidthSample& m = merged[k / 2];
+      m.dram_read_bytes += tl.hbm[k].dram_read_bytes;
+      m.dram_write_bytes += tl.hbm[k].dram_write_bytes;
+      m.l2_bytes += tl.hbm[k].l2_bytes;
+    }
+    bin_s *= 2;
+    for (std::size_t k = 0; k < merged.size(); ++k) merged[k].start_s = k * bin_s, merged[k].end_s = (k + 1) * bin_s;
+    tl.hbm = std::move(merged);
   }
-  if (tl.hbm.size() % 2) merged.push_back(tl.hbm.back());
-  tl.hbm = std::move(merged);
+  const std::size_t at = index();
+  while (tl.hbm.size() <= at) {
+    const double t = tl.hbm.size() * bin_s;
+    tl.hbm.push_back({t, t + bin_s, 0, 0, 0});
+  }
+  tl.hbm[at].dram_read_bytes += s.dram_read_bytes;
+  tl.hbm[at].dram_write_bytes += s.dram_write_bytes;
+  tl.hbm[at].l2_bytes += s.l2_bytes;
 }
 
 class Replay {
@@ -364,6 +374,7 @@ private:
   std::int64_t sram_per_sm_ = 0, sram_per_block_ = 0;
   std::vector<TileL2> l2_;
   double now_s_ = 0;
+  double sample_bin_s_ = 1e-9;
 };
 
 void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
@@ -381,41 +392,48 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   kt.registers_per_thread = k.registers_per_thread;
   kt.double_buffered = k.double_buffered;
   kt.start_s = now_s_;
-  now_s_ += gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
+  const double start_s = now_s_ + gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
 
   const double matmul_rate = k.library_gemm ? rates_.gemm_per_sm : rates_.matmul_per_sm;
   const std::int64_t programs = static_cast<std::int64_t>(k.programs.size());
-  const std::int64_t slots = S * occ.ctas_per_sm;
-  std::vector<Resident> resident;
-  resident.reserve(static_cast<std::size_t>(std::min(slots, kt.ctas)));
+  std::vector<std::vector<Resident>> resident(static_cast<std::size_t>(S));
   std::int64_t next = 0;
-  auto place = [&](Resident& r, std::int64_t cta) {
+  auto place = [&](Resident& r, std::int64_t cta, double at) {
     r.cta = cta;
     r.program = static_cast<std::int32_t>(cta % programs);
     r.instance = cta / programs;
     r.phase = 0;
-    r.start_s = now_s_;
+    r.start_s = at;
   };
+  const std::int64_t slots = S * occ.ctas_per_sm;
   for (std::int64_t n = 0; n < slots && next < kt.ctas; ++n) {  // breadth first: one CTA per SM, then the next
     Resident r;
     r.sm = static_cast<std::int32_t>(n % S);
     r.slot = static_cast<std::int32_t>(n / S);
-    place(r, next++);
-    resident.push_back(r);
+    place(r, next++, start_s);
+    resident[r.sm].push_back(r);
   }
+  // SMs by their own clock, earliest first (lower SM first on ties, as the grid order fills them).
+  using Entry = std::pair<double, std::int64_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
+  std::int64_t active_sms = 0;
+  for (std::int64_t s = 0; s < S; ++s)
+    if (!resident[s].empty()) {
+      ready.push({start_s, s});
+      ++active_sms;
+    }
 
-  std::vector<double> compute_sm(S), sram_sm(S), latency_bytes_sm(S), window_sm(S), serial_sm(S), serial_memory_sm(S);
   const bool l2_on = options_.l2_enabled;
-  while (!resident.empty()) {
-    std::fill(compute_sm.begin(), compute_sm.end(), 0.0);
-    std::fill(sram_sm.begin(), sram_sm.end(), 0.0);
-    std::fill(latency_bytes_sm.begin(), latency_bytes_sm.end(), 0.0);
-    std::fill(window_sm.begin(), window_sm.end(), 0.0);
-    std::fill(serial_sm.begin(), serial_sm.end(), 0.0);
-    std::fill(serial_memory_sm.begin(), serial_memory_sm.end(), 0.0);
+  double busy_dram = 0, busy_l2 = 0, busy_compute = 0, busy_latency = 0, busy_sram = 0;
+  double end_s = start_s;
+  while (!ready.empty()) {
+    const auto [t0, s] = ready.top();
+    ready.pop();
+    std::vector<Resident>& here = resident[s];
+    // One step of this SM: each resident CTA carries out one phase.
+    double compute_sm = 0, sram_sm = 0, latency_bytes_sm = 0, window_sm = 0, serial_sm = 0, serial_memory_sm = 0;
     std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
-
-    for (const Resident& r : resident) {
+    for (const Resident& r : here) {
       const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
       double latency_bytes = 0, window = 0;
       for (std::int32_t a = ph.first_access; a < ph.first_access + ph.access_count; ++a) {
@@ -454,17 +472,17 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
         }
       }
       const double compute = double(ph.matmul_flops) / matmul_rate + double(ph.non_matmul_flops) / rates_.non_matmul_per_sm;
-      compute_sm[r.sm] += compute;
-      sram_sm[r.sm] += double(ph.sram_bytes) / rates_.sram_per_sm;
-      latency_bytes_sm[r.sm] += latency_bytes;
+      compute_sm += compute;
+      sram_sm += double(ph.sram_bytes) / rates_.sram_per_sm;
+      latency_bytes_sm += latency_bytes;
       // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
       // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
-      window_sm[r.sm] += window * (k.double_buffered ? 2 : 1);
+      window_sm += window * (k.double_buffered ? 2 : 1);
       if ((!k.double_buffered || r.phase == 0) && window > 0) {
         const double memory = latency_bytes / std::min(window, rates_.in_flight_per_sm);
-        if (compute + memory > serial_sm[r.sm]) {
-          serial_sm[r.sm] = compute + memory;
-          serial_memory_sm[r.sm] = memory;
+        if (compute + memory > serial_sm) {
+          serial_sm = compute + memory;
+          serial_memory_sm = memory;
         }
       }
     }
@@ -476,52 +494,62 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
       }
     }
 
-    // The round lasts as long as its busiest resource needs.
-    const double t_dram = double(dram_read + dram_write) / rates_.dram;
-    const double t_l2 = l2_on ? double(l2_bytes) / rates_.l2 : 0.0;
-    // A CTA that cannot overlap waits for its loads, then computes: its phase is charged to
-    // latency or compute by whichever part is larger.
-    double t_compute = 0, t_latency = 0, t_sram = 0;
-    for (std::int64_t s = 0; s < S; ++s) {
-      const double in_flight = std::min(window_sm[s], rates_.in_flight_per_sm);
-      const double memory = in_flight > 0 ? latency_bytes_sm[s] / in_flight : 0.0;
-      const bool serial_waits = 2 * serial_memory_sm[s] > serial_sm[s];
-      t_compute = std::max({t_compute, compute_sm[s], serial_waits ? 0.0 : serial_sm[s]});
-      t_latency = std::max({t_latency, memory, serial_waits ? serial_sm[s] : 0.0});
-      t_sram = std::max(t_sram, sram_sm[s]);
-    }
-    const double round_s = std::max({t_dram, t_l2, t_compute, t_latency, t_sram});
-    if (round_s == t_dram) kt.bound_dram_s += round_s;
-    else if (round_s == t_compute) kt.bound_compute_s += round_s;
-    else if (round_s == t_latency) kt.bound_latency_s += round_s;
-    else if (round_s == t_l2) kt.bound_l2_s += round_s;
-    else kt.bound_sram_s += round_s;
-    if (options_.record_timeline)
-      add_sample(result_.timeline, {now_s_, now_s_ + round_s, dram_read, dram_write, l2_bytes});
-    now_s_ += round_s;
+    // The step lasts as long as its busiest resource needs. HBM and L2 bandwidth are shared by
+    // the SMs that have work: each gets its fair share. A CTA that cannot overlap waits for its
+    // loads, then computes: its phase is charged to latency or compute by the larger part.
+    const double share = double(active_sms);
+    const double t_dram = double(dram_read + dram_write) * share / rates_.dram;
+    const double t_l2 = l2_on ? double(l2_bytes) * share / rates_.l2 : 0.0;
+    const double in_flight = std::min(window_sm, rates_.in_flight_per_sm);
+    const double memory = in_flight > 0 ? latency_bytes_sm / in_flight : 0.0;
+    const bool serial_waits = 2 * serial_memory_sm > serial_sm;
+    const double t_compute = std::max(compute_sm, serial_waits ? 0.0 : serial_sm);
+    const double t_latency = std::max(memory, serial_waits ? serial_sm : 0.0);
+    const double step_s = std::max({t_dram, t_l2, t_compute, t_latency, sram_sm});
+    if (step_s == t_dram) busy_dram += step_s;
+    else if (step_s == t_compute) busy_compute += step_s;
+    else if (step_s == t_latency) busy_latency += step_s;
+    else if (step_s == t_l2) busy_l2 += step_s;
+    else busy_sram += step_s;
+    const double t1 = t0 + step_s;
+    if (options_.record_timeline) add_sample(result_.timeline, sample_bin_s_, {t0, t1, dram_read, dram_write, l2_bytes});
     kt.dram_read_bytes += dram_read;
     kt.dram_write_bytes += dram_write;
     ++kt.rounds;
 
-    // Finished CTAs leave; the next CTAs of the grid take their slots, in place, so that the
-    // order of the resident list (and of L2 accesses within a round) stays the grid order.
+    // Finished CTAs leave; the next CTA of the grid takes the slot on this SM, which is how the
+    // hardware hands out CTAs: to whichever SM frees a slot first.
     std::size_t kept = 0;
-    for (std::size_t n = 0; n < resident.size(); ++n) {
-      Resident r = resident[n];
+    for (std::size_t n = 0; n < here.size(); ++n) {
+      Resident r = here[n];
       if (++r.phase == k.programs[r.program].phase_count) {
         if (options_.record_timeline) {
           if (result_.timeline.ctas.size() < Timeline::kMaxSpans)
-            result_.timeline.ctas.push_back({kernel_index, r.sm, r.slot, r.cta, r.start_s, now_s_});
+            result_.timeline.ctas.push_back({kernel_index, r.sm, r.slot, r.cta, r.start_s, t1});
           else
             ++result_.timeline.dropped_spans;
         }
         if (next >= kt.ctas) continue;
-        place(r, next++);
+        place(r, next++, t1);
       }
-      resident[kept++] = r;
+      here[kept++] = r;
     }
-    resident.resize(kept);
+    here.resize(kept);
+    end_s = std::max(end_s, t1);
+    if (!here.empty()) ready.push({t1, s});
+    else --active_sms;
   }
+  // Per-SM busy time by limiter, scaled to the kernel's duration.
+  const double busy = busy_dram + busy_l2 + busy_compute + busy_latency + busy_sram;
+  const double span = end_s - start_s;
+  if (busy > 0) {
+    kt.bound_dram_s = span * busy_dram / busy;
+    kt.bound_l2_s = span * busy_l2 / busy;
+    kt.bound_compute_s = span * busy_compute / busy;
+    kt.bound_latency_s = span * busy_latency / busy;
+    kt.bound_sram_s = span * busy_sram / busy;
+  }
+  now_s_ = end_s;
   kt.time_s = now_s_ - kt.start_s;
   result_.kernels.push_back(kt);
 }

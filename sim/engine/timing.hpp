@@ -2,13 +2,19 @@
 // the SMs, an L2 at tile granularity and HBM shared by all SMs. simulate() calls run_engine();
 // `hbmlab simulate --timeline trace.json` writes the timeline for chrome://tracing or Perfetto.
 //
-// The model, in rounds: every resident CTA carries out one phase of its program per round (a
-// phase = the loads of one K_j, V_j or tile, the compute on it and any stores). A round lasts as
-// long as its busiest resource needs: HBM (DRAM bytes over sustained bandwidth), L2 (SM↔L2 bytes
-// over L2 bandwidth), each SM (tensor-core and non-matmul FLOPs over the SM's share of the rates,
-// SRAM bytes over SRAM bandwidth) and memory latency (Little's law: bytes × latency over the
-// bytes an SM keeps in flight). A finished CTA frees its slot and the next CTA in grid order
-// (blockIdx.x fastest) takes it. Kernels run one after another; L2 contents carry over.
+// The model, step by step: each SM keeps its own clock. In one step of an SM every CTA resident
+// on it carries out one phase of its program (a phase = the loads of one K_j, V_j or tile, the
+// compute on it and any stores). A step lasts as long as its busiest resource needs: the SM's
+// tensor-core and non-matmul FLOPs over its share of the rates, its SRAM bytes over SRAM
+// bandwidth, memory latency (Little's law: bytes × latency over the bytes the SM keeps in flight),
+// and its DRAM and SM↔L2 bytes over its fair share of HBM and L2 bandwidth (the total over the SMs
+// that have work). The SM with the earliest clock steps next, so L2 sees accesses in time order.
+// A finished CTA frees its slot and the next CTA of the grid (blockIdx.x fastest) takes it on that
+// SM. Kernels run one after another; L2 contents carry over.
+//
+// Approximated: bandwidth is split evenly among busy SMs (an SM that needs less leaves its share
+// unused); CTAs on one SM step together; L2 as in l2.hpp. Exact: every CTA of every (batch, head)
+// is replayed, but the programs are built once per kernel and shared by all B·H instances.
 #pragma once
 
 #include <cstdint>
@@ -92,9 +98,9 @@ struct KernelTiming {
   std::string occupancy_limit;  // "SRAM", "threads", "registers" or "CTA cap"
   std::int64_t smem_bytes_per_cta = 0, threads_per_cta = 0, registers_per_thread = 0;
   bool double_buffered = false;
-  std::int64_t rounds = 0;
+  std::int64_t rounds = 0;  // SM steps
   double start_s = 0, time_s = 0;
-  // Seconds of rounds limited by each resource (they add up to time_s less the launch overhead).
+  // The kernel's time (less launch overhead) split by which resource limited the SMs' steps.
   double bound_dram_s = 0, bound_l2_s = 0, bound_compute_s = 0, bound_latency_s = 0, bound_sram_s = 0;
   std::int64_t dram_read_bytes = 0, dram_write_bytes = 0;
 };
@@ -115,7 +121,7 @@ struct BandwidthSample {
 
 struct Timeline {
   std::vector<CtaSpan> ctas;          // at most kMaxSpans; `dropped_spans` says how many were left out
-  std::vector<BandwidthSample> hbm;   // at most about kMaxSamples, merged pairwise as time goes on
+  std::vector<BandwidthSample> hbm;   // equal bins from time 0, at most kMaxSamples (bins widen as needed)
   std::int64_t dropped_spans = 0;
   static constexpr std::size_t kMaxSpans = 200000, kMaxSamples = 4096;
 };
