@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "sim/common/error.hpp"
+#include "sim/engine/replay.hpp"
 
 namespace hbmlab::view {
 
@@ -37,9 +38,9 @@ std::vector<AlgoBar> compare_algorithms(const SimulateRequest& base) {
 
 std::vector<std::int64_t> explorer_axis(std::int64_t N, std::int64_t current) {
   std::int64_t hi = 1;
-  while (hi * 2 <= std::min<std::int64_t>(N, 512)) hi *= 2;
+  while (hi * 2 <= std::min<std::int64_t>(N, 2048)) hi *= 2;
   // At most 2^16 block pairs per point (v ≥ N / 256), so the whole sweep stays near a second.
-  const std::int64_t lo = std::max<std::int64_t>({1, hi / 32, N / 256});
+  const std::int64_t lo = std::max<std::int64_t>({1, hi / 64, N / 256});
   std::vector<std::int64_t> axis;
   for (std::int64_t v = lo; v <= hi; v *= 2) axis.push_back(v);
   if (current >= lo && current <= N && std::find(axis.begin(), axis.end(), current) == axis.end()) {
@@ -51,43 +52,49 @@ std::vector<std::int64_t> explorer_axis(std::int64_t N, std::int64_t current) {
 
 ExplorerView explore(const ExplorerRequest& request) {
   ExplorerView v;
+  const AttentionProblem& p = request.problem;
   v.sram_bytes = request.sram_bytes;
-  v.block_rows = explorer_axis(request.problem.seq_len, request.current.Br);
-  v.block_cols = explorer_axis(request.problem.seq_len, request.current.Bc);
-  SweepConfig config;
-  config.gpu = request.gpu;
-  config.problem = request.problem;
-  config.algos = {request.algo};
-  config.block_rows = v.block_rows;
-  config.block_cols = v.block_cols;
+  v.block_rows = explorer_axis(p.seq_len, request.current.Br);
+  v.block_cols = explorer_axis(p.seq_len, request.current.Bc);
+  // HBM accesses do not depend on M, only whether the blocks fit does: one count per (Br, Bc),
+  // then every SRAM size compares working sets. The timing engine runs later, on demand
+  // (explore_times), because it costs far more than counting.
+  for (std::int64_t Br : v.block_rows)
+    for (std::int64_t Bc : v.block_cols) {
+      SweepPoint pt;
+      pt.algo = request.algo;
+      pt.sram_bytes = request.sram_bytes;
+      pt.M_elements = request.sram_bytes / p.elem_bytes();
+      pt.blocks = {std::min(Br, p.seq_len), std::min(Bc, p.seq_len)};
+      const BlockGrid grid(p.seq_len, pt.blocks, p.causal);
+      pt.Tr = grid.Tr;
+      pt.Tc = grid.Tc;
+      pt.working_set_bytes = sram_working_set_bytes(request.algo, p, pt.blocks);
+      pt.fits = pt.working_set_bytes <= request.sram_bytes;
+      pt.total = count_problem(request.algo, p, pt.blocks);
+      pt.bound_ratio = bound_for(request.algo, p, pt.M_elements, pt.total.accesses()).ratio;
+      pt.predicted_s = std::numeric_limits<double>::quiet_NaN();
+      v.cells.push_back(pt);
+    }
   for (int e = -4; e <= 3; ++e) {
     const std::int64_t bytes = e < 0 ? request.sram_bytes >> -e : request.sram_bytes << e;
-    if (bytes >= 16) config.sram_bytes.push_back(bytes);
-    if (e == 0) v.curve_current = static_cast<std::int64_t>(config.sram_bytes.size()) - 1;
-  }
-  const std::vector<SweepPoint> points = run_sweep(config);
-  const std::size_t per_sram = v.block_rows.size() * v.block_cols.size();
-  for (std::size_t s = 0; s < config.sram_bytes.size(); ++s) {
+    if (bytes < 16) continue;
+    if (e == 0) v.curve_current = static_cast<std::int64_t>(v.curve.size());
     SramPoint sp;
-    sp.sram_bytes = config.sram_bytes[s];
-    sp.M_elements = sp.sram_bytes / request.problem.elem_bytes();
+    sp.sram_bytes = bytes;
+    sp.M_elements = bytes / p.elem_bytes();
     std::int64_t best = std::numeric_limits<std::int64_t>::max();
-    for (std::size_t k = 0; k < per_sram; ++k) {
-      const SweepPoint& pt = points[s * per_sram + k];
-      if (pt.fits && pt.total.accesses() < best) {
+    for (const SweepPoint& pt : v.cells)
+      if (pt.working_set_bytes <= bytes && pt.total.accesses() < best) {
         best = pt.total.accesses();
         sp.best = pt.blocks;
         sp.any_fits = true;
       }
-    }
     if (sp.any_fits) {
       sp.best_accesses = best;
-      sp.bound_value = bound_for(request.algo, request.problem, sp.M_elements, best).value;
+      sp.bound_value = bound_for(request.algo, p, sp.M_elements, best).value;
     }
     v.curve.push_back(sp);
-    if (static_cast<std::int64_t>(s) == v.curve_current)
-      v.cells.assign(points.begin() + static_cast<std::ptrdiff_t>(s * per_sram),
-                     points.begin() + static_cast<std::ptrdiff_t>((s + 1) * per_sram));
   }
   for (std::size_t r = 0; r < v.block_rows.size(); ++r)
     for (std::size_t c = 0; c < v.block_cols.size(); ++c)
@@ -103,6 +110,19 @@ ExplorerView explore(const ExplorerRequest& request) {
     }
   }
   return v;
+}
+
+std::vector<double> explore_times(const ExplorerRequest& request, const ExplorerView& view) {
+  SweepConfig config;
+  config.gpu = request.gpu;
+  config.problem = request.problem;
+  config.algos = {request.algo};
+  config.block_rows = view.block_rows;
+  config.block_cols = view.block_cols;
+  config.sram_bytes = {request.sram_bytes};
+  std::vector<double> times;
+  for (const SweepPoint& pt : run_sweep(config)) times.push_back(pt.predicted_s);
+  return times;
 }
 
 }  // namespace hbmlab::view

@@ -42,7 +42,8 @@ struct SramPoint {
 
 struct ExplorerView {
   std::vector<std::int64_t> block_rows, block_cols;  // axes; the current blocks are always on them
-  std::vector<SweepPoint> cells;  // block_rows.size() × block_cols.size(), row-major, at sram_bytes
+  std::vector<SweepPoint> cells;  // block_rows.size() × block_cols.size(), row-major, at sram_bytes;
+                                  // predicted_s is NaN until explore_times fills it
   std::int64_t sram_bytes = 0;
   std::int64_t current_r = -1, current_c = -1;
   std::int64_t min_accesses = 0, max_accesses = 0;  // over the cells
@@ -50,10 +51,15 @@ struct ExplorerView {
   std::int64_t curve_current = -1;  // index of sram_bytes in curve
 };
 
-// Axis values: powers of two up to min(N, 512), large enough that no point needs more than
+// Axis values: seven powers of two up to min(N, 2048), large enough that no point needs more than
 // 2^16 block pairs, plus the current value.
 std::vector<std::int64_t> explorer_axis(std::int64_t N, std::int64_t current);
 
-ExplorerView explore(const ExplorerRequest& request);  // runs run_sweep; takes up to a second
+// HBM accesses for every cell and the curve against M: counts only, well under a second.
+ExplorerView explore(const ExplorerRequest& request);
+
+// Predicted time of every cell from the timing engine (run_sweep at the request's SRAM; NaN where
+// the blocks do not fit). Seconds to minutes for large B·H: the window runs it on request.
+std::vector<double> explore_times(const ExplorerRequest& request, const ExplorerView& view);
 
 }  // namespace hbmlab::view

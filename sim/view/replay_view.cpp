@@ -49,6 +49,10 @@ void check_replayable(const ReplayRequest& request) {
     fail_input("--block-rows/--block-cols: Tr×Tc = {}×{} = {} block pairs is too many to replay step by step "
                "(at most {}); choose larger blocks or a smaller N",
                grid.Tr, grid.Tc, grid.Tr * grid.Tc, kMaxReplayPairs);
+  if (grid.Tr * grid.Tc * r.problem.instances() > kMaxEngineWork)
+    fail_input("--batch/--heads: B·H × Tr × Tc = {} × {} block pairs is more than the window times interactively "
+               "(at most {}); choose a smaller B·H (every head is alike), or run hbmlab simulate",
+               r.problem.instances(), grid.Tr * grid.Tc, kMaxEngineWork);
 }
 
 // [SECTION] SRAM residency

@@ -22,6 +22,9 @@ namespace hbmlab::view {
 // Beyond this many (i, j) block pairs a step-by-step replay would keep hundreds of MB of steps:
 // the view refuses with a message that says what to change (larger Br/Bc or smaller N).
 inline constexpr std::int64_t kMaxReplayPairs = std::int64_t{1} << 18;
+// simulate() runs the timing engine over every CTA of every (batch, head): beyond this many
+// block-pair instances (B·H × Tr × Tc) it takes seconds, too long for a slider.
+inline constexpr std::int64_t kMaxEngineWork = std::int64_t{1} << 22;
 // Functional mode needs Q, K, V of one head in fp64 on the CPU.
 inline constexpr std::int64_t kMaxNumericsElems = std::int64_t{1} << 21;  // N·d
 // Counters are checkpointed every kCheckpointSteps steps, so any step k costs at most that many

@@ -1,0 +1,76 @@
+// Binning the engine's timeline for drawing, and reading the recorded measurements.
+#include "sim/view/timeline_view.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+namespace hbmlab::view {
+
+TimelineView timeline_view(const SimulationResult& result, int max_lanes, int bins) {
+  TimelineView v;
+  const EngineResult& e = result.engine;
+  bins = std::max(bins, 1);
+  for (const KernelTiming& k : e.kernels) {
+    v.kernels.push_back(k.name);
+    v.kernel_start_s.push_back(k.start_s);
+    v.kernel_time_s.push_back(k.time_s);
+    v.end_s = std::max(v.end_s, k.start_s + k.time_s);
+  }
+  v.sm_count = result.gpu.sm_count;
+  v.peak_gbps = result.gpu.hbm_bandwidth_gbps;
+  v.dropped_spans = e.timeline.dropped_spans;
+  if (e.timeline.ctas.empty() || v.end_s <= 0) {
+    v.why_not = "the engine recorded no timeline for this run";
+    return v;
+  }
+  // Lanes: each bin holds the kernel of the CTA that covers it (−1: idle), then runs merge bins.
+  const int lanes = static_cast<int>(std::min<std::int64_t>(max_lanes, v.sm_count));
+  std::vector<std::vector<std::int32_t>> cover(static_cast<std::size_t>(lanes), std::vector<std::int32_t>(bins, -1));
+  const double per_bin = v.end_s / bins;
+  for (const CtaSpan& s : e.timeline.ctas) {
+    if (s.sm >= lanes) continue;
+    const int b0 = std::clamp(static_cast<int>(s.start_s / per_bin), 0, bins - 1);
+    const int b1 = std::clamp(static_cast<int>(std::ceil(s.end_s / per_bin)), b0 + 1, bins);
+    for (int b = b0; b < b1; ++b) cover[s.sm][b] = s.kernel;
+  }
+  v.lanes.resize(static_cast<std::size_t>(lanes));
+  for (int l = 0; l < lanes; ++l)
+    for (int b = 0; b < bins; ++b) {
+      const std::int32_t k = cover[l][b];
+      if (k < 0) continue;
+      std::vector<LaneRun>& runs = v.lanes[l];
+      if (!runs.empty() && runs.back().kernel == k && runs.back().end_s >= b * per_bin - per_bin * 0.5) {
+        runs.back().end_s = (b + 1) * per_bin;
+      } else {
+        runs.push_back({b * per_bin, (b + 1) * per_bin, k});
+      }
+    }
+  // HBM bandwidth: each sample's bytes spread over the bins it overlaps, in proportion.
+  std::vector<double> bytes(static_cast<std::size_t>(bins), 0.0);
+  for (const BandwidthSample& s : e.timeline.hbm) {
+    const double total = double(s.dram_read_bytes + s.dram_write_bytes), len = s.end_s - s.start_s;
+    if (len <= 0 || total <= 0) continue;
+    const int b0 = std::clamp(static_cast<int>(s.start_s / per_bin), 0, bins - 1);
+    const int b1 = std::clamp(static_cast<int>(std::ceil(s.end_s / per_bin)), b0 + 1, bins);
+    for (int b = b0; b < b1; ++b) {
+      const double overlap = std::min(s.end_s, (b + 1) * per_bin) - std::max(s.start_s, b * per_bin);
+      if (overlap > 0) bytes[b] += total * overlap / len;
+    }
+  }
+  for (double b : bytes) v.hbm_gbps.push_back(b / per_bin / 1e9);
+  v.available = true;
+  return v;
+}
+
+ValidationReport load_measured(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".json") files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) return {};
+  return validate_measurements(files, std::nullopt);
+}
+
+}  // namespace hbmlab::view

@@ -1,0 +1,40 @@
+// View models of the timing panels: the engine's per-SM timeline and HBM bandwidth binned to the
+// panel's width (a run of the engine may hold 200,000 CTA spans; a frame draws a few hundred
+// rectangles), and the recorded measurements set against the engine's predictions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/engine/simulate.hpp"
+#include "sim/measure/validate.hpp"
+
+namespace hbmlab::view {
+
+// A stretch of one SM's lane where CTAs of one kernel were resident.
+struct LaneRun {
+  double start_s = 0, end_s = 0;
+  std::int32_t kernel = 0;
+};
+
+struct TimelineView {
+  bool available = false;
+  std::string why_not;
+  double end_s = 0;                    // the last kernel's end
+  std::vector<std::string> kernels;    // names, by kernel index
+  std::vector<double> kernel_start_s, kernel_time_s;
+  std::int64_t sm_count = 0;
+  std::vector<std::vector<LaneRun>> lanes;  // the first lanes.size() SMs
+  std::vector<double> hbm_gbps;        // DRAM bandwidth in each of `bins` equal slices of [0, end_s]
+  double peak_gbps = 0;                // the GPU's HBM bandwidth, for scale
+  std::int64_t dropped_spans = 0;
+};
+
+// Bins the engine's timeline of `result` (simulated with record_timeline) into `bins` slices.
+TimelineView timeline_view(const SimulationResult& result, int max_lanes, int bins);
+
+// Every *.json under `dir`, validated (timing engine against measured); InputError for a bad file.
+ValidationReport load_measured(const std::string& dir);
+
+}  // namespace hbmlab::view

@@ -1,0 +1,412 @@
+// The window's main loop, shaped like Dear ImGui's example_glfw_opengl3: setup, loop, render,
+// cleanup. Plus fonts (DejaVu with the narration's Unicode), the one-screen layout, screenshots
+// (glReadPixels + stb_image_write) and a scripted mode for tests and README pictures.
+//
+// Scripted mode: HBMLAB_GUI_SCRIPT="key=value,..." with
+//   stage=K (1-based lesson stage), walk (every stage in turn over --frames), at=F (position as a
+//   fraction of the replay), play, algo=NAME, side, tab=softmax|io|explorer|timeline|measured,
+//   open=PATH (load a scenario file from the window), resize (resize and minimise the window),
+//   extremes (push every control to its limits), mouse=X:Y (pointer at fractions of the window),
+//   help (show the help overlay).
+//
+// [SECTION] Fonts and style
+// [SECTION] Layout
+// [SECTION] Script
+// [SECTION] Screenshot
+// [SECTION] Main loop
+#include "viz/app.hpp"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+#include <stb_image_write.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "viz/panels.hpp"
+#include "viz/state.hpp"
+
+#ifndef HBMLAB_SOURCE_DIR
+#define HBMLAB_SOURCE_DIR "."
+#endif
+
+namespace hbmlab::viz {
+namespace {
+
+// [SECTION] Fonts and style
+
+// Ranges the narration and captions use: Latin-1 (× · ²), Greek (Θ Ω), combining tilde (m̃ P̃),
+// phonetic superscript ᵀ, general punctuation (– — …), superscripts (⁻ ¹), letterlike ℓ,
+// arrows (← →), maths (− ∞ √ ≤ ⌈ ⌉), geometric shapes (◀ ▶).
+constexpr ImWchar kGlyphRanges[] = {
+    0x0020, 0x00FF, 0x0370, 0x03FF, 0x0300, 0x036F, 0x1D00, 0x1D7F, 0x2000, 0x206F, 0x2070, 0x209F,
+    0x2100, 0x214F, 0x2190, 0x21FF, 0x2200, 0x22FF, 0x2300, 0x23FF, 0x25A0, 0x25FF, 0,
+};
+
+constexpr const char* kFontPath = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+constexpr const char* kFontBoldPath = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf";
+
+void setup_fonts(AppState& app) {
+  ImGuiIO& io = ImGui::GetIO();
+  const float size = std::round(16.0f * app.ui_scale);
+  ImFontConfig cfg;
+  cfg.OversampleH = 2;
+  if (std::filesystem::exists(kFontPath)) {
+    io.Fonts->AddFontFromFileTTF(kFontPath, size, &cfg, kGlyphRanges);
+    app.font_large = std::filesystem::exists(kFontBoldPath)
+                         ? io.Fonts->AddFontFromFileTTF(kFontBoldPath, std::round(size * 1.3f), &cfg, kGlyphRanges)
+                         : io.Fonts->AddFontFromFileTTF(kFontPath, std::round(size * 1.3f), &cfg, kGlyphRanges);
+  } else {  // ImGui's own font: ASCII only, but readable
+    ImFontConfig fallback;
+    fallback.SizePixels = size;
+    io.Fonts->AddFontDefault(&fallback);
+    fallback.SizePixels = std::round(size * 1.3f);
+    app.font_large = io.Fonts->AddFontDefault(&fallback);
+  }
+}
+
+void setup_style(float scale) {
+  ImGui::StyleColorsDark();
+  ImGuiStyle& style = ImGui::GetStyle();
+  style.WindowRounding = 0;
+  style.ChildRounding = 4;
+  style.FrameRounding = 3;
+  style.WindowPadding = ImVec2(8, 8);
+  style.ItemSpacing = ImVec2(8, 5);
+  style.Colors[ImGuiCol_WindowBg] = ImVec4(0.09f, 0.09f, 0.11f, 1.0f);
+  // Under Mesa's software renderer every covered pixel costs: glClear paints the background once
+  // and the full-window and child windows draw none of their own (borders only).
+  style.Colors[ImGuiCol_ChildBg] = ImVec4(0, 0, 0, 0);
+  style.Colors[ImGuiCol_Text] = ImVec4(0.93f, 0.93f, 0.95f, 1.0f);
+  style.Colors[ImGuiCol_TextDisabled] = ImVec4(0.62f, 0.62f, 0.68f, 1.0f);
+  style.ScaleAllSizes(scale);
+}
+
+// [SECTION] Layout
+
+void BeginPane(const char* id, ImVec2 pos, ImVec2 size, bool highlighted) {
+  ImGui::SetCursorScreenPos(pos);
+  if (highlighted) ImGui::PushStyleColor(ImGuiCol_Border, IM_COL32(255, 215, 60, 255));
+  ImGui::BeginChild(id, size, true, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  if (highlighted) ImGui::PopStyleColor();
+}
+
+void ShowTabs(AppState& app) {
+  if (!ImGui::BeginTabBar("tabs")) return;
+  struct Item {
+    const char* name;
+    Tab tab;
+    void (*show)(AppState&);
+  };
+  const Item items[] = {{"Online softmax", Tab::softmax, ShowSoftmaxPanel},
+                        {"IO and bounds", Tab::io, ShowIoPanel},
+                        {"Block size vs SRAM", Tab::explorer, ShowExplorerPanel},
+                        {"Timeline", Tab::timeline, ShowTimelinePanel},
+                        {"Measured", Tab::measured, ShowMeasuredPanel}};
+  for (const Item& it : items) {
+    const ImGuiTabItemFlags flags = app.select_tab && app.tab == it.tab ? ImGuiTabItemFlags_SetSelected : 0;
+    if (ImGui::BeginTabItem(it.name, nullptr, flags)) {
+      if (!app.select_tab) app.tab = it.tab;
+      it.show(app);
+      ImGui::EndTabItem();
+    }
+  }
+  app.select_tab = false;
+  ImGui::EndTabBar();
+}
+
+// Controls and lesson on the left; memory hierarchy over the matrix in the middle; tabs on the
+// right. Sizes follow the window, so nothing needs arranging at 1280×720 or at 4K.
+void ShowLayout(AppState& app) {
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(vp->WorkPos);
+  ImGui::SetNextWindowSize(vp->WorkSize);
+  ImGui::Begin("hbmlab", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
+                   ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoBackground);
+  const float fs = ImGui::GetFontSize(), gap = ImGui::GetStyle().ItemSpacing.x;
+  const ImVec2 o = ImGui::GetCursorScreenPos(), all = ImGui::GetContentRegionAvail();
+  const float W = std::max(all.x, 300.0f), H = std::max(all.y, 200.0f);
+  const float left_w = std::clamp(fs * 21.0f, W * 0.2f, W * 0.3f);
+  const float right_w = std::clamp(W * 0.36f, fs * 20.0f, W * 0.45f);
+  const float mid_w = std::max(W - left_w - right_w - 2 * gap, 100.0f);
+  const float controls_h = std::min(H * 0.62f, fs * 30.0f);
+
+  BeginPane("controls", o, ImVec2(left_w, controls_h), false);
+  ShowControlsPanel(app);
+  ImGui::EndChild();
+  BeginPane("lesson", ImVec2(o.x, o.y + controls_h + gap), ImVec2(left_w, H - controls_h - gap), false);
+  if (app.font_large) ImGui::PushFont(app.font_large);
+  ShowLessonPanel(app);
+  if (app.font_large) ImGui::PopFont();
+  ImGui::EndChild();
+
+  const float mx = o.x + left_w + gap, memory_h = H * 0.6f;
+  BeginPane("memory", ImVec2(mx, o.y), ImVec2(mid_w, memory_h), app.highlight == "memory");
+  ShowMemoryPanel(app);
+  ImGui::EndChild();
+  BeginPane("matrix", ImVec2(mx, o.y + memory_h + gap), ImVec2(mid_w, H - memory_h - gap), app.highlight == "matrix");
+  ShowMatrixPanel(app);
+  ImGui::EndChild();
+
+  const bool tab_highlight = app.highlight == "softmax" || app.highlight == "io" || app.highlight == "explorer" ||
+                             app.highlight == "timeline" || app.highlight == "measured";
+  BeginPane("tabs", ImVec2(mx + mid_w + gap, o.y), ImVec2(W - left_w - mid_w - 2 * gap, H), tab_highlight);
+  ShowTabs(app);
+  ImGui::EndChild();
+  ImGui::End();
+  ShowHelpOverlay(app);
+}
+
+// [SECTION] Script
+
+struct Script {
+  int stage = -1;
+  bool walk = false, play = false, side = false, resize = false, extremes = false, help = false;
+  double at = -1;
+  std::string algo, tab, open;
+  double mouse_x = -1, mouse_y = -1;
+};
+
+Script parse_script(const char* text) {
+  Script s;
+  if (!text) return s;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "stage") s.stage = std::atoi(value.c_str()) - 1;
+    if (key == "walk") s.walk = true;
+    if (key == "play") s.play = true;
+    if (key == "side") s.side = true;
+    if (key == "resize") s.resize = true;
+    if (key == "extremes") s.extremes = true;
+    if (key == "help") s.help = true;
+    if (key == "at") s.at = std::atof(value.c_str());
+    if (key == "algo") s.algo = value;
+    if (key == "tab") s.tab = value;
+    if (key == "open") s.open = value;
+    if (key == "mouse" && value.find(':') != std::string::npos) {
+      s.mouse_x = std::atof(value.substr(0, value.find(':')).c_str());
+      s.mouse_y = std::atof(value.substr(value.find(':') + 1).c_str());
+    }
+  }
+  return s;
+}
+
+void jump_fraction(AppState& app, double f) {
+  if (app.replay[0]) jump_to(app, static_cast<std::int64_t>(f * double(app.replay[0]->step_count())));
+}
+
+// Settings at their limits, one per frame: each must give a picture or a message, never a crash.
+void apply_extreme(AppState& app, int k) {
+  Settings& s = app.settings;
+  switch (k) {
+    case 0: s.N = 65536; s.d = 256; s.auto_blocks = false; s.Br = 1; s.Bc = 1; break;  // refused: too many pairs
+    case 1: s.N = 16; s.d = 256; s.auto_blocks = true; break;
+    case 2: s.gpu_sram = false; s.sram_bytes = 64; s.N = 1024; s.d = 64; break;      // nothing fits
+    case 3: s.gpu_sram = true; s.N = 16; s.d = 4; s.auto_blocks = false; s.Br = 1024; s.Bc = 1024; break;
+    case 4: s.auto_blocks = false; s.Br = 1; s.Bc = 1; s.N = 16; s.causal = true; s.side_by_side = true; break;
+    case 5: s.batch = 4096; s.heads = 256; s.auto_blocks = true; s.N = 65536; s.d = 4; s.watch_row = 1 << 20; break;
+    case 6: s.batch = 1; s.heads = 1; s.N = 4096; s.d = 64; s.side_by_side = false; s.causal = false; break;
+    default: return;
+  }
+  std::cout << "extreme settings " << k + 1 << ": N = " << s.N << ", d = " << s.d << ", Br = " << s.Br << ", Bc = " << s.Bc
+            << ", SRAM " << (s.gpu_sram ? std::string("of the GPU") : std::to_string(s.sram_bytes) + " B") << std::endl;
+  rebuild(app);
+  std::cout << "  " << (app.replay_error.empty() ? "replayed" : "shown in the window: " + app.replay_error) << std::endl;
+  jump_fraction(app, 0.5);
+}
+
+void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, int frames) {
+  if (frame == 0) {
+    if (!s.open.empty()) load_scenario_into(app, s.open);
+    if (!s.algo.empty()) {
+      if (auto a = parse_algo(s.algo)) app.settings.algo = *a;
+    }
+    if (s.side) app.settings.side_by_side = true;
+    if (!s.algo.empty() || s.side) rebuild(app);
+    if (s.stage >= 0) apply_stage(app, s.stage);
+    if (s.at >= 0) {
+      jump_fraction(app, s.at);
+      app.play.playing = s.play;
+    }
+    if (s.play) app.play.playing = true;
+    const std::pair<const char*, Tab> tabs[] = {{"softmax", Tab::softmax}, {"io", Tab::io}, {"explorer", Tab::explorer},
+                                                {"timeline", Tab::timeline}, {"measured", Tab::measured}};
+    for (const auto& [name, tab] : tabs)
+      if (s.tab == name) {
+        app.tab = tab;
+        app.select_tab = true;
+      }
+    app.show_help = s.help;
+  }
+  if (s.walk && frames > 0 && !app.scenario.stages.empty()) {  // every stage, a slice of frames each
+    const int n = static_cast<int>(app.scenario.stages.size());
+    const int stage = std::min(n - 1, frame * n / frames);
+    if (stage != app.stage || frame == 0) {
+      apply_stage(app, stage);
+      jump_fraction(app, 0.6);
+      app.play.playing = true;
+      std::cout << "stage " << stage + 1 << " of " << n << ": " << app.scenario.stages[stage].title << "\n";
+    }
+  }
+  if (s.resize) {
+    int w = 0, h = 0;
+    glfwGetWindowSize(window, &w, &h);
+    if (frame == 3) glfwSetWindowSize(window, 640, 400);
+    if (frame == 6) glfwSetWindowSize(window, 320, 240);
+    if (frame == 9) glfwIconifyWindow(window);
+    if (frame == 12) glfwRestoreWindow(window);
+    if (frame == 15) glfwSetWindowSize(window, 3000, 1800);
+    if (frame == 18) glfwSetWindowSize(window, app.options.width, app.options.height);
+  }
+  if (s.extremes && frame % 3 == 1) apply_extreme(app, frame / 3);
+  if (s.mouse_x >= 0) {
+    int w = 0, h = 0;
+    glfwGetWindowSize(window, &w, &h);
+    glfwSetCursorPos(window, s.mouse_x * w, s.mouse_y * h);
+  }
+}
+
+// [SECTION] Screenshot
+
+bool save_screenshot(const std::string& path, int w, int h) {
+  std::vector<unsigned char> pixels(static_cast<std::size_t>(w) * h * 3);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadBuffer(GL_BACK);
+  glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
+  stbi_flip_vertically_on_write(1);
+  // Written whole or not at all: a temporary file, then a rename.
+  const std::string tmp = path + ".tmp";
+  if (!stbi_write_png(tmp.c_str(), w, h, 3, pixels.data(), w * 3)) return false;
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+std::string glfw_error;
+void on_glfw_error(int, const char* text) { glfw_error = text; }
+
+constexpr const char* kHowToGetWindow =
+    "run it on a desktop, or headless: xvfb-run -a -s \"-screen 0 1600x1000x24\" hbmlab gui --screenshot out.png --frames 60";
+
+}  // namespace
+
+// [SECTION] Main loop
+
+int run_gui(const hbmlab::GuiOptions& options) {
+  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY")) {
+    std::cerr << "hbmlab gui: no display ($DISPLAY is not set); " << kHowToGetWindow << "\n";
+    return 2;
+  }
+  glfwSetErrorCallback(on_glfw_error);
+  if (!glfwInit()) {
+    std::cerr << "hbmlab gui: cannot open the display (" << glfw_error << "); " << kHowToGetWindow << "\n";
+    return 2;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  GLFWwindow* window = glfwCreateWindow(options.width, options.height, "hbmlab: GPU memory hierarchy and attention", nullptr, nullptr);
+  if (!window) {
+    std::cerr << "hbmlab gui: cannot create an OpenGL 3.3 window (" << glfw_error << "); " << kHowToGetWindow << "\n";
+    glfwTerminate();
+    return 2;
+  }
+  glfwMakeContextCurrent(window);
+  const bool headless = options.frames > 0;
+  glfwSwapInterval(headless ? 0 : 1);  // a benchmark or screenshot run does not wait for vsync
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;  // the layout is fixed; nothing to remember
+
+  AppState app;
+  float scale = static_cast<float>(options.ui_scale);
+  if (scale <= 0) {  // from the monitor: content scale, or 2 on a 4K-sized window
+    float sx = 1, sy = 1;
+    glfwGetWindowContentScale(window, &sx, &sy);
+    scale = std::max(1.0f, sx);
+    if (options.height >= 1800) scale = std::max(scale, 2.0f);
+  }
+  app.ui_scale = scale;
+  app.measurements_dir = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements";
+  setup_style(scale);
+  setup_fonts(app);
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 330");
+
+  init_state(app, options);
+  const Script script = parse_script(std::getenv("HBMLAB_GUI_SCRIPT"));
+  if (!app.scenario_error.empty()) std::cout << "scenario error shown in the window: " << app.scenario_error << "\n";
+
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  int frame = 0;
+  bool saved = options.screenshot.empty();
+  while (!glfwWindowShouldClose(window)) {
+    glfwPollEvents();
+    run_script(app, script, window, frame, options.frames);
+    if (frame == 0 && !script.open.empty() && !app.scenario_error.empty())
+      std::cout << "scenario error shown in the window: " << app.scenario_error << "\n";
+    const bool last = headless && frame + 1 >= options.frames;
+    poll_jobs(app, last && !options.screenshot.empty());  // the picture shows the explorer finished
+
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    HandleShortcuts(app);
+    advance(app, ImGui::GetIO().DeltaTime);
+    if (!std::getenv("HBMLAB_GUI_BLANK")) ShowLayout(app);
+    ImGui::Render();
+
+    int w = 0, h = 0;
+    glfwGetFramebufferSize(window, &w, &h);
+    if (w > 0 && h > 0) {  // zero while minimised
+      glViewport(0, 0, w, h);
+      glClearColor(0.09f, 0.09f, 0.11f, 1.0f);
+      glClear(GL_COLOR_BUFFER_BIT);
+      ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+      if (last && !saved) {
+        saved = save_screenshot(options.screenshot, w, h);
+        if (!saved) std::cerr << "hbmlab gui: --screenshot: cannot write " << options.screenshot << "\n";
+      }
+      glfwSwapBuffers(window);
+    }
+    ++frame;
+    if (last) break;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (options.report_fps && frame > 0) {
+    int w = 0, h = 0;
+    glfwGetFramebufferSize(window, &w, &h);
+    const char* renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
+    std::cout << fmt::format("hbmlab gui: {} frames in {:.2f} s: {:.1f} fps at {}×{} ({}; {} steps, N = {}, d = {}, {})\n", frame,
+                             seconds, frame / seconds, w, h, renderer ? renderer : "unknown renderer",
+                             app.replay[0] ? app.replay[0]->step_count() : 0, app.settings.N, app.settings.d,
+                             to_string(app.settings.algo));
+  }
+  if (!options.screenshot.empty() && saved) std::cout << "saved " << options.screenshot << "\n";
+
+  // Background jobs still running own their state (viz/state.hpp: Job) and are left to finish.
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return saved ? 0 : 1;
+}
+
+}  // namespace hbmlab::viz

@@ -1,0 +1,744 @@
+// Panels drawn with ImDrawList on InvisibleButton canvases: the memory hierarchy (HBM tensors as
+// tile grids, one SM's SRAM, the moving tile), the attention-matrix blocks, and the block size ×
+// SRAM explorer. Every number drawn comes from sim/view; the drawing never counts.
+//
+// [SECTION] Drawing helpers
+// [SECTION] Memory hierarchy
+// [SECTION] Attention matrix
+// [SECTION] Block size vs SRAM explorer
+// [SECTION] Timeline (the timing engine)
+// [SECTION] Measured against predicted
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "sim/common/units.hpp"
+#include "viz/panels.hpp"
+
+namespace hbmlab::viz {
+namespace {
+
+// [SECTION] Drawing helpers
+
+constexpr ImU32 kPending = IM_COL32(52, 54, 64, 255);
+constexpr ImU32 kSkipped = IM_COL32(28, 28, 32, 255);
+constexpr ImU32 kCurrent = IM_COL32(255, 215, 60, 255);
+constexpr ImU32 kFrame = IM_COL32(150, 150, 165, 255);
+constexpr ImU32 kText = IM_COL32(235, 235, 240, 255);
+constexpr ImU32 kDim = IM_COL32(160, 160, 175, 255);
+
+ImU32 mix(ImU32 a, ImU32 b, float t) {
+  const ImVec4 x = ImGui::ColorConvertU32ToFloat4(a), y = ImGui::ColorConvertU32ToFloat4(b);
+  return ImGui::ColorConvertFloat4ToU32(ImVec4(x.x + (y.x - x.x) * t, x.y + (y.y - x.y) * t, x.z + (y.z - x.z) * t, 1.0f));
+}
+
+void Text(ImDrawList* dl, ImVec2 p, ImU32 col, const std::string& s) { dl->AddText(p, col, s.c_str()); }
+
+void TextCentred(ImDrawList* dl, ImVec2 centre, ImU32 col, const std::string& s) {
+  const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
+  dl->AddText(ImVec2(centre.x - sz.x / 2, centre.y - sz.y / 2), col, s.c_str());
+}
+
+void Hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float spacing) {
+  dl->PushClipRect(a, b, true);
+  const float w = b.x - a.x, h = b.y - a.y;
+  for (float o = -h; o < w; o += spacing) dl->AddLine(ImVec2(a.x + o, b.y), ImVec2(a.x + o + h, a.y), col, 1.0f);
+  dl->PopClipRect();
+}
+
+std::string tile_name(const view::Tile& t) {
+  const std::string sym(tensor_symbol(t.tensor));
+  if (t.tensor == Tensor::K || t.tensor == Tensor::V) return fmt::format("{}_{}", sym, t.j + 1);
+  if ((t.tensor == Tensor::S || t.tensor == Tensor::P) && t.j >= 0) return fmt::format("{}_{},{}", sym, t.i + 1, t.j + 1);
+  if (t.i >= 0) return fmt::format("{}_{}", sym, t.i + 1);
+  return sym;
+}
+
+// The canvas: an InvisibleButton that claims the rectangle so hovering works, as imgui_demo does.
+struct Canvas {
+  ImVec2 p0, p1;
+  ImDrawList* dl;
+  bool hovered;
+};
+
+Canvas BeginCanvas(const char* id, ImVec2 size) {
+  size.x = std::max(size.x, 50.0f);
+  size.y = std::max(size.y, 50.0f);
+  Canvas c;
+  c.p0 = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton(id, size);
+  c.p1 = ImVec2(c.p0.x + size.x, c.p0.y + size.y);
+  c.hovered = ImGui::IsItemHovered();
+  c.dl = ImGui::GetWindowDrawList();
+  c.dl->PushClipRect(c.p0, c.p1, true);
+  return c;
+}
+
+void EndCanvas(Canvas& c) { c.dl->PopClipRect(); }
+
+// [SECTION] Memory hierarchy
+
+struct HbmLayout {
+  view::HbmTensor tensor;
+  ImVec2 a, b;  // the tensor's rectangle
+};
+
+// Where a step's tile lies inside its tensor's rectangle.
+std::pair<ImVec2, ImVec2> tile_rect(const HbmLayout& h, std::int64_t row0, std::int64_t rows, std::int64_t col0,
+                                    std::int64_t cols) {
+  const float H = h.b.y - h.a.y, W = h.b.x - h.a.x;
+  const float y0 = h.a.y + H * float(row0) / float(h.tensor.rows), y1 = h.a.y + H * float(row0 + rows) / float(h.tensor.rows);
+  float x0 = h.a.x, x1 = h.b.x;
+  if (h.tensor.cols > 1 && cols < h.tensor.cols) {
+    x0 = h.a.x + W * float(col0) / float(h.tensor.cols);
+    x1 = h.a.x + W * float(col0 + cols) / float(h.tensor.cols);
+  }
+  return {ImVec2(x0, y0), ImVec2(x1, std::max(y1, y0 + 2.0f))};
+}
+
+void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t pos, const Canvas& c, ImVec2 a, ImVec2 b) {
+  ImDrawList* dl = c.dl;
+  const float fs = ImGui::GetFontSize(), pad = fs * 0.5f;
+  const SimulationResult& res = r.result();
+  const Counts now = r.counts_before(pos);
+  const std::int64_t n = r.step_count();
+  const Step* last = pos > 0 ? &r.steps()[static_cast<std::size_t>(pos - 1)] : nullptr;
+
+  // Narration of the step just run, in the paper's words.
+  const std::string head = fmt::format("{}  ·  step {} of {}", paper_name(r.algo()), pos, n);
+  Text(dl, a, algo_colour(r.algo()), head);
+  const std::string said = pos == 0 ? "ready: Q, K and V are in HBM; nothing has moved yet" : r.narration(pos - 1);
+  ImFont* big = app.font_large ? app.font_large : ImGui::GetFont();
+  const float big_size = app.font_large ? app.font_large->FontSize : fs;
+  dl->AddText(big, big_size, ImVec2(a.x, a.y + fs * 1.3f), kCurrent, said.c_str(), nullptr, b.x - a.x);
+  const float top = a.y + fs * 1.4f + big_size * 2.6f;
+
+  // HBM on the left, the SMs on the right.
+  const float split = a.x + (b.x - a.x) * 0.56f;
+  const ImVec2 hbm_a(a.x, top), hbm_b(split - pad * 2, b.y);
+  dl->AddRect(hbm_a, hbm_b, kFrame, 6.0f, 0, 1.5f);
+  Text(dl, ImVec2(hbm_a.x + pad, hbm_a.y + pad * 0.5f), kText,
+       fmt::format("HBM  ({} of {} per head, ×{} heads)", format_bytes(double(res.per_instance.hbm_bytes())),
+                   "traffic", res.problem.instances()));
+  const std::vector<view::HbmTensor> tensors = r.hbm_tensors();
+  // Widths: N×d tensors a column each, S and P squares, statistics a thin strip.
+  float units = 0;
+  for (const view::HbmTensor& t : tensors) units += is_stat(t.tensor) ? 0.45f : (t.cols == t.rows ? 2.2f : 1.0f);
+  const float inner_w = hbm_b.x - hbm_a.x - pad * 2, gap = pad;
+  const float unit = (inner_w - gap * float(tensors.size() - 1)) / units;
+  // Running counters sit in a grid under the tensors, two to a row.
+  const int counter_rows = static_cast<int>((tensors.size() + 1) / 2);
+  const float col_top = hbm_a.y + fs * 2.7f, col_bottom = hbm_b.y - fs * 1.25f * float(counter_rows) - pad * 2;
+  std::vector<HbmLayout> layout;
+  float x = hbm_a.x + pad;
+  view::MatrixView mv;
+  const bool standard = r.algo() == Algo::standard;
+  if (standard) mv = r.matrix(pos, 48);
+  for (const view::HbmTensor& t : tensors) {
+    const float w = unit * (is_stat(t.tensor) ? 0.45f : (t.cols == t.rows ? 2.2f : 1.0f));
+    HbmLayout h{t, ImVec2(x, col_top), ImVec2(x + w, col_bottom)};
+    if (t.cols == t.rows) h.b.y = std::min(col_bottom, col_top + w);  // S and P are square
+    layout.push_back(h);
+    const ImU32 col = tensor_colour(t.tensor);
+    dl->AddRectFilled(h.a, h.b, tensor_colour(t.tensor, 0.28f), 3.0f);
+    if (standard && (t.tensor == Tensor::S || t.tensor == Tensor::P)) {  // S and P fill HBM, block by block
+      const float cw = (h.b.x - h.a.x) / float(mv.cols), ch = (h.b.y - h.a.y) / float(mv.rows);
+      for (std::int64_t rr = 0; rr < mv.rows; ++rr)
+        for (std::int64_t cc = 0; cc < mv.cols; ++cc) {
+          const view::MatrixCell& cell = mv.cells[static_cast<std::size_t>(rr * mv.cols + cc)];
+          const float f = t.tensor == Tensor::S ? cell.s_in_hbm : cell.p_in_hbm;
+          if (f <= 0) continue;
+          const ImVec2 ca(h.a.x + cw * float(cc), h.a.y + ch * float(rr));
+          dl->AddRectFilled(ca, ImVec2(ca.x + cw, ca.y + ch), mix(tensor_colour(t.tensor, 0.28f), col, f));
+        }
+    }
+    // Tile boundaries, when they are far enough apart to see.
+    const float th = (h.b.y - h.a.y) / float(t.row_tiles);
+    if (th >= 4)
+      for (std::int64_t k = 1; k < t.row_tiles; ++k)
+        dl->AddLine(ImVec2(h.a.x, h.a.y + th * float(k)), ImVec2(h.b.x, h.a.y + th * float(k)), IM_COL32(20, 20, 25, 200));
+    const float tw = (h.b.x - h.a.x) / float(t.col_tiles);
+    if (t.col_tiles > 1 && tw >= 4)
+      for (std::int64_t k = 1; k < t.col_tiles; ++k)
+        dl->AddLine(ImVec2(h.a.x + tw * float(k), h.a.y), ImVec2(h.a.x + tw * float(k), h.b.y), IM_COL32(20, 20, 25, 200));
+    dl->AddRect(h.a, h.b, col, 3.0f, 0, 2.0f);
+    TextCentred(dl, ImVec2((h.a.x + h.b.x) / 2, col_top - fs * 0.7f), col, std::string(tensor_symbol(t.tensor)));
+    if (c.hovered && ImGui::IsMouseHoveringRect(h.a, h.b)) {
+      ImGui::BeginTooltip();
+      ImGui::TextColored(tensor_colour_v(t.tensor), "%s: %lld × %lld, %s per head", tensor_symbol(t.tensor).data(),
+                         static_cast<long long>(t.rows), static_cast<long long>(t.cols), format_bytes(double(t.bytes)).c_str());
+      ImGui::Text("read so far %s of %s", format_bytes(double(now[t.tensor].read_bytes)).c_str(),
+                  format_bytes(double(res.per_instance[t.tensor].read_bytes)).c_str());
+      ImGui::Text("written so far %s of %s", format_bytes(double(now[t.tensor].write_bytes)).c_str(),
+                  format_bytes(double(res.per_instance[t.tensor].write_bytes)).c_str());
+      ImGui::EndTooltip();
+    }
+    x += w + gap;
+  }
+
+  for (std::size_t k = 0; k < layout.size(); ++k) {
+    const Tensor t = layout[k].tensor.tensor;
+    const float cx = hbm_a.x + pad + (k % 2) * (hbm_b.x - hbm_a.x - pad * 2) / 2;
+    const float cy = col_bottom + pad + fs * 1.25f * float(k / 2);
+    dl->AddRectFilled(ImVec2(cx, cy + fs * 0.15f), ImVec2(cx + fs * 0.8f, cy + fs * 0.95f), tensor_colour(t), 2.0f);
+    Text(dl, ImVec2(cx + fs * 1.1f, cy), kText,
+         fmt::format("{}  R {}  W {}", tensor_symbol(t), format_bytes(double(now[t].read_bytes)),
+                     format_bytes(double(now[t].write_bytes))));
+  }
+
+  // The SMs: the one running this step in detail, all of them as a strip.
+  const ImVec2 sm_a(split + pad, top), sm_b(b.x, b.y);
+  const std::int64_t sm_count = res.gpu.sm_count, sm = last ? r.sm_of(pos - 1) : 0;
+  const std::int64_t sram_cap = res.sram_bytes_per_block;
+  const view::Sram sram = r.sram_after(pos);
+  Text(dl, ImVec2(sm_a.x, sm_a.y + pad * 0.5f), kText,
+       fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, last ? r.cta_of(pos - 1) : 0, r.cta_count()));
+  const float box_top = sm_a.y + fs * 2.0f, strip_h = std::min(fs * 3.2f, (sm_b.y - sm_a.y) * 0.2f);
+  const ImVec2 box_a(sm_a.x, box_top), box_b(sm_b.x - pad, sm_b.y - strip_h - fs * 4.6f);
+  dl->AddRectFilled(box_a, box_b, IM_COL32(36, 38, 46, 255), 6.0f);
+  dl->AddRect(box_a, box_b, kFrame, 6.0f, 0, 1.5f);
+  // Fill level against the SRAM one CTA may use (M = that / element size).
+  const float bar_w = fs * 1.1f, box_h = box_b.y - box_a.y - pad * 2;
+  const ImVec2 bar_a(box_b.x - pad - bar_w, box_a.y + pad), bar_b(box_b.x - pad, box_b.y - pad);
+  dl->AddRectFilled(bar_a, bar_b, kPending, 3.0f);
+  float fy = bar_b.y;
+  std::vector<std::pair<view::Tile, std::pair<ImVec2, ImVec2>>> slots;
+  const float slot_x0 = box_a.x + pad, slot_x1 = bar_a.x - pad;
+  float sy = box_a.y + pad;
+  const float min_slot = fs * 1.35f;
+  for (const view::Tile& t : sram.tiles) {
+    const float share = sram_cap > 0 ? float(t.bytes) / float(sram_cap) : 0;
+    const float fh = box_h * share;
+    dl->AddRectFilled(ImVec2(bar_a.x, fy - fh), ImVec2(bar_b.x, fy), tensor_colour(t.tensor));
+    fy -= fh;
+    const float h = std::max(min_slot, box_h * share * 0.9f);
+    const ImVec2 s0(slot_x0, sy), s1(slot_x1, std::min(sy + h, box_b.y - pad));
+    slots.push_back({t, {s0, s1}});
+    const bool moved = last && (last->kind == StepKind::load || last->kind == StepKind::store) && last->tensor == t.tensor;
+    dl->AddRectFilled(s0, s1, tensor_colour(t.tensor, moved ? 0.95f : 0.6f), 4.0f);
+    if (moved) dl->AddRect(s0, s1, kCurrent, 4.0f, 0, 2.5f);
+    Text(dl, ImVec2(s0.x + pad * 0.5f, s0.y + (std::min(s1.y - s0.y, min_slot) - fs) / 2), IM_COL32(12, 12, 16, 255),
+         fmt::format("{}  {}×{}  {}", tile_name(t), t.rows, t.cols, format_bytes(double(t.bytes))));
+    sy = s1.y + pad * 0.4f;
+  }
+  const double fill = sram_cap > 0 ? double(sram.bytes()) / double(sram_cap) : 0;
+  const std::string fill_text = fmt::format("{} of {} in use ({:.0f}%), working set {}", format_bytes(double(sram.bytes())),
+                                            format_bytes(double(sram_cap)), fill * 100,
+                                            format_bytes(double(r.working_set_bytes())));
+  const char* regs = r.algo() == Algo::standard ? "S_ij, P_ij and O_i are staged in SRAM; S and P go back to HBM."
+                                                : "S_ij and P̃_ij stay in registers: never written to HBM.";
+  dl->AddText(nullptr, 0, ImVec2(box_a.x, box_b.y + pad * 0.4f), kDim, (fill_text + ". " + regs).c_str(), nullptr,
+              box_b.x - box_a.x);
+  // All SMs as small squares: the one shown is outlined; the rest run other heads alike.
+  const float sq = std::clamp((sm_b.x - sm_a.x - pad) / 34.0f, 4.0f, fs * 0.9f);
+  const int per_row = std::max(1, static_cast<int>((sm_b.x - sm_a.x - pad) / (sq + 2)));
+  const std::int64_t busy = std::min<std::int64_t>(sm_count, res.time.ctas);
+  for (std::int64_t s = 0; s < sm_count; ++s) {
+    const float qx = sm_a.x + float(s % per_row) * (sq + 2), qy = sm_b.y - strip_h + float(s / per_row) * (sq + 2);
+    if (qy + sq > sm_b.y) break;
+    dl->AddRectFilled(ImVec2(qx, qy), ImVec2(qx + sq, qy + sq), s < busy ? IM_COL32(110, 120, 150, 255) : kPending);
+    if (s == sm) dl->AddRect(ImVec2(qx - 1, qy - 1), ImVec2(qx + sq + 1, qy + sq + 1), kCurrent, 0, 0, 2.0f);
+  }
+
+  // The tile that just moved, with its byte count. While playing slowly it travels along the arrow.
+  if (last && (last->kind == StepKind::load || last->kind == StepKind::store)) {
+    const auto hl = std::find_if(layout.begin(), layout.end(), [&](const HbmLayout& h) { return h.tensor.tensor == last->tensor; });
+    const auto sl = std::find_if(slots.begin(), slots.end(), [&](const auto& s) { return s.first.tensor == last->tensor; });
+    if (hl != layout.end() && sl != slots.end()) {
+      const auto [ta, tb] = tile_rect(*hl, last->row0, last->rows, last->col0, last->cols);
+      dl->AddRectFilled(ta, tb, tensor_colour(last->tensor));
+      dl->AddRect(ImVec2(ta.x - 1, ta.y - 1), ImVec2(tb.x + 1, tb.y + 1), kCurrent, 0, 0, 2.5f);
+      const ImVec2 hbm_pt(tb.x + 2, (ta.y + tb.y) / 2), sram_pt(sl->second.first.x - 2, (sl->second.first.y + sl->second.second.y) / 2);
+      const bool load = last->kind == StepKind::load;
+      const ImVec2 from = load ? hbm_pt : sram_pt, to = load ? sram_pt : hbm_pt;
+      dl->AddLine(from, to, kCurrent, 2.5f);
+      const float ang = std::atan2(to.y - from.y, to.x - from.x), ah = fs * 0.6f;
+      dl->AddTriangleFilled(to, ImVec2(to.x - ah * std::cos(ang - 0.4f), to.y - ah * std::sin(ang - 0.4f)),
+                            ImVec2(to.x - ah * std::cos(ang + 0.4f), to.y - ah * std::sin(ang + 0.4f)), kCurrent);
+      const bool animate = app.play.playing && app.play.speed <= 12;
+      const float t = animate ? std::min(1.0f, static_cast<float>(app.play.phase) * 1.6f) : 1.0f;
+      const ImVec2 at(from.x + (to.x - from.x) * t, from.y + (to.y - from.y) * t);
+      const float bw = fs * 1.6f, bh = fs * 0.9f;
+      if (animate) dl->AddRectFilled(ImVec2(at.x - bw / 2, at.y - bh / 2), ImVec2(at.x + bw / 2, at.y + bh / 2), tensor_colour(last->tensor), 3);
+      const std::string label = fmt::format("{} {}  {}", load ? "load" : "store", format_bytes(double(last->bytes)),
+                                            load ? "HBM → SRAM" : "SRAM → HBM");
+      const ImVec2 mid((from.x + to.x) / 2, (from.y + to.y) / 2 - fs * 1.1f);
+      const ImVec2 sz = ImGui::CalcTextSize(label.c_str());
+      dl->AddRectFilled(ImVec2(mid.x - sz.x / 2 - 4, mid.y - 2), ImVec2(mid.x + sz.x / 2 + 4, mid.y + sz.y + 2), IM_COL32(20, 20, 24, 230), 4);
+      Text(dl, ImVec2(mid.x - sz.x / 2, mid.y), kCurrent, label);
+    }
+  }
+}
+
+}  // namespace
+
+void ShowMemoryPanel(AppState& app) {
+  PanelTitle("Memory hierarchy: tiles between HBM and SRAM", app.highlight == "memory");
+  if (!app.replay[0]) {
+    TextWrappedColoured(IM_COL32(255, 110, 100, 255), app.replay_error.c_str());
+    ImGui::TextWrapped("Change the settings on the left; nothing else has changed.");
+    return;
+  }
+  Canvas c = BeginCanvas("memory", ImGui::GetContentRegionAvail());
+  const float gap = ImGui::GetFontSize();
+  if (app.replay[1]) {
+    const float mid = (c.p0.x + c.p1.x) / 2;
+    DrawMemoryView(app, *app.replay[0], app.play.pos, c, c.p0, ImVec2(mid - gap / 2, c.p1.y));
+    c.dl->AddLine(ImVec2(mid, c.p0.y), ImVec2(mid, c.p1.y), kFrame, 1.0f);
+    DrawMemoryView(app, *app.replay[1], pos_b(app), c, ImVec2(mid + gap / 2, c.p0.y), c.p1);
+  } else {
+    DrawMemoryView(app, *app.replay[0], app.play.pos, c, c.p0, c.p1);
+  }
+  EndCanvas(c);
+}
+
+// [SECTION] Attention matrix
+
+namespace {
+
+void DrawMatrixGrid(const view::MatrixView& m, Algo algo, Tensor fill_tensor, int which, const Canvas& c, ImVec2 a, ImVec2 b,
+                    const char* title, float aspect) {
+  ImDrawList* dl = c.dl;
+  const float fs = ImGui::GetFontSize();
+  Text(dl, a, kText, title);
+  const float top = a.y + fs * 1.4f, left = a.x + fs * 2.2f;
+  const float side_w = b.x - left, side_h = b.y - top - fs * 0.2f;
+  // S is N × N: the grid is square overall and each cell a Br × Bc rectangle (aspect = Bc/Br
+  // times the cells' share of blocks), drawn as large as the pane allows.
+  const float grid_w = float(m.cols) * aspect, grid_h = float(m.rows);
+  const float k = std::min(side_w / grid_w, side_h / grid_h);
+  const float cw = k * aspect, ch = k;
+  const ImVec2 g0(left, top);
+  Text(dl, ImVec2(a.x, top), kDim, "i↓");
+  const bool numbers = cw > fs * 1.6f && ch > fs * 1.1f;
+  for (std::int64_t r = 0; r < m.rows; ++r)
+    for (std::int64_t col = 0; col < m.cols; ++col) {
+      const view::MatrixCell& cell = m.cells[static_cast<std::size_t>(r * m.cols + col)];
+      const ImVec2 p(g0.x + cw * float(col), g0.y + ch * float(r)), q(p.x + cw - 1, p.y + ch - 1);
+      float f = cell.done;
+      if (which == 1) f = cell.s_in_hbm;
+      if (which == 2) f = cell.p_in_hbm;
+      ImU32 col_fill = mix(kPending, tensor_colour(fill_tensor), f * 0.85f);
+      if (cell.skipped >= 1.0f) col_fill = kSkipped;
+      dl->AddRectFilled(p, q, col_fill);
+      if (cell.skipped > 0 && cw >= 6) Hatch(dl, p, q, IM_COL32(90, 90, 100, 255), std::max(4.0f, cw / 4));
+      if (numbers && cell.visit > 0 && cell.skipped < 1.0f)
+        TextCentred(dl, ImVec2((p.x + q.x) / 2, (p.y + q.y) / 2), f > 0.5f ? IM_COL32(15, 15, 20, 255) : kDim,
+                    std::to_string(cell.visit));
+    }
+  for (std::int64_t r = 0; r < m.rows; ++r)
+    for (std::int64_t col = 0; col < m.cols; ++col)
+      if (m.cells[static_cast<std::size_t>(r * m.cols + col)].current) {
+        const ImVec2 p(g0.x + cw * float(col), g0.y + ch * float(r));
+        dl->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(p.x + cw, p.y + ch), kCurrent, 0, 0, 3.0f);
+      }
+  // Loop order: flash1 walks down a column (K/V outer), flash2 along a row (Q outer).
+  const ImVec2 g1(g0.x + cw * float(m.cols), g0.y + ch * float(m.rows));
+  const char* order = algo == Algo::flash1   ? "visit order: down each column (K_j, V_j outer; Q_i inner)"
+                      : algo == Algo::flash2 ? "visit order: along each row (Q_i outer; K_j, V_j inner)"
+                                             : nullptr;
+  if (order && which == 0) {
+    if (g1.x + fs * 12 < b.x) {
+      dl->AddText(nullptr, 0, ImVec2(g1.x + fs, g0.y), kDim, order, nullptr, b.x - g1.x - fs);
+    }
+  }
+  if (c.hovered && ImGui::IsMouseHoveringRect(g0, g1)) {
+    const ImVec2 mp = ImGui::GetIO().MousePos;
+    const auto col = static_cast<std::int64_t>((mp.x - g0.x) / cw), r = static_cast<std::int64_t>((mp.y - g0.y) / ch);
+    if (r >= 0 && r < m.rows && col >= 0 && col < m.cols) {
+      const view::MatrixCell& cell = m.cells[static_cast<std::size_t>(r * m.cols + col)];
+      ImGui::BeginTooltip();
+      if (cell.i1 - cell.i0 == 1 && cell.j1 - cell.j0 == 1) {
+        ImGui::Text("S_%lld,%lld = Q_%lld K_%lldᵀ", static_cast<long long>(cell.i0 + 1), static_cast<long long>(cell.j0 + 1),
+                    static_cast<long long>(cell.i0 + 1), static_cast<long long>(cell.j0 + 1));
+        if (cell.visit > 0) ImGui::Text("visited %lld-th", static_cast<long long>(cell.visit));
+      } else {
+        ImGui::Text("blocks i = %lld..%lld, j = %lld..%lld", static_cast<long long>(cell.i0 + 1), static_cast<long long>(cell.i1),
+                    static_cast<long long>(cell.j0 + 1), static_cast<long long>(cell.j1));
+      }
+      ImGui::Text("%.0f%% done, %.0f%% skipped (causal)", cell.done * 100, cell.skipped * 100);
+      ImGui::EndTooltip();
+    }
+  }
+}
+
+void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c, ImVec2 a, ImVec2 b) {
+  ImDrawList* dl = c.dl;
+  const float fs = ImGui::GetFontSize();
+  const view::MatrixView m = r.matrix(pos, 64);
+  const SimulationResult& res = r.result();
+  std::string head = fmt::format("S = QKᵀ in Tr × Tc = {} × {} blocks of Br × Bc = {} × {}", m.Tr, m.Tc, r.blocks().Br, r.blocks().Bc);
+  if (m.rows < m.Tr || m.cols < m.Tc) head += fmt::format(" (shown as {} × {} cells)", m.rows, m.cols);
+  Text(dl, a, algo_colour(r.algo()), head);
+  // Legend
+  float lx = a.x;
+  const float ly = a.y + fs * 1.3f;
+  const std::pair<ImU32, const char*> legend[] = {{mix(kPending, tensor_colour(Tensor::S), 0.85f), "done"},
+                                                  {kCurrent, "current"},
+                                                  {kPending, "pending"},
+                                                  {kSkipped, "skipped (causal)"}};
+  for (const auto& [col, name] : legend) {
+    dl->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs * 0.9f, ly + fs * 0.9f + 2), col);
+    Text(dl, ImVec2(lx + fs * 1.2f, ly), kDim, name);
+    lx += fs * 1.6f + ImGui::CalcTextSize(name).x;
+  }
+  const ImVec2 ga(a.x, a.y + fs * 2.8f);
+  // Cell aspect: a cell spans (Tc/cols)·Bc columns of S and (Tr/rows)·Br rows.
+  const float aspect = float(double(m.Tc) / double(m.cols) * double(r.blocks().Bc)) /
+                       float(double(m.Tr) / double(m.rows) * double(r.blocks().Br));
+  if (r.algo() == Algo::standard) {
+    const float mid = (a.x + b.x) / 2;
+    const std::int64_t N = res.problem.seq_len;
+    DrawMatrixGrid(m, r.algo(), Tensor::S, 1, c, ga, ImVec2(mid - fs, b.y - fs * 1.4f), "S in HBM (line 1 writes it)", aspect);
+    DrawMatrixGrid(m, r.algo(), Tensor::P, 2, c, ImVec2(mid + fs, ga.y), ImVec2(b.x, b.y - fs * 1.4f), "P in HBM (line 2 writes it)", aspect);
+    Text(dl, ImVec2(a.x, b.y - fs * 1.25f), tensor_colour(Tensor::S),
+         fmt::format("S and P are N × N = {} values each: {} per head, written to HBM and read back.", format_count(double(N * N)),
+                     format_bytes(double(N * N * res.problem.elem_bytes()))));
+  } else {
+    DrawMatrixGrid(m, r.algo(), Tensor::S, 0, c, ga, b, "columns: K_j, V_j  →", aspect);
+  }
+}
+
+}  // namespace
+
+void ShowMatrixPanel(AppState& app) {
+  PanelTitle("Attention matrix: which blocks of S are done", app.highlight == "matrix");
+  if (!app.replay[0]) return;
+  Canvas c = BeginCanvas("matrix", ImGui::GetContentRegionAvail());
+  if (app.replay[1]) {
+    const float mid = (c.p0.x + c.p1.x) / 2, gap = ImGui::GetFontSize();
+    DrawMatrixView(*app.replay[0], app.play.pos, c, c.p0, ImVec2(mid - gap / 2, c.p1.y));
+    c.dl->AddLine(ImVec2(mid, c.p0.y), ImVec2(mid, c.p1.y), kFrame, 1.0f);
+    DrawMatrixView(*app.replay[1], pos_b(app), c, ImVec2(mid + gap / 2, c.p0.y), c.p1);
+  } else {
+    DrawMatrixView(*app.replay[0], app.play.pos, c, c.p0, c.p1);
+  }
+  EndCanvas(c);
+}
+
+// [SECTION] Block size vs SRAM explorer
+
+namespace {
+
+// Dark blue (many accesses) to yellow (few), readable on a projector.
+ImU32 ramp(float t) {
+  t = std::clamp(t, 0.0f, 1.0f);
+  const ImVec4 stops[] = {{0.15f, 0.12f, 0.35f, 1}, {0.13f, 0.45f, 0.56f, 1}, {0.20f, 0.70f, 0.45f, 1}, {0.99f, 0.90f, 0.15f, 1}};
+  const float x = t * 3;
+  const int k = std::min(2, static_cast<int>(x));
+  const float f = x - float(k);
+  const ImVec4 &p = stops[k], &q = stops[k + 1];
+  return ImGui::ColorConvertFloat4ToU32(ImVec4(p.x + (q.x - p.x) * f, p.y + (q.y - p.y) * f, p.z + (q.z - p.z) * f, 1));
+}
+
+std::string compact(double v) { return format_si(v, ""); }
+
+}  // namespace
+
+void ShowExplorerPanel(AppState& app) {
+  PanelTitle("Block size against SRAM", app.highlight == "explorer");
+  if (!app.replay[0]) return;
+  if (!app.explorer) {
+    if (!app.explorer_error.empty()) {
+      TextWrappedColoured(IM_COL32(255, 110, 100, 255), app.explorer_error.c_str());
+    } else {
+      ImGui::TextDisabled("sweeping the (Br, Bc) grid over eight SRAM sizes…");
+    }
+    return;
+  }
+  const view::ExplorerView& x = *app.explorer;
+  const view::ReplayView& r = *app.replay[0];
+  ImGui::TextWrapped("%s, N = %lld, d = %lld: HBM accesses of the whole problem for each (Br, Bc), SRAM per CTA %s. "
+                     "Hatched cells do not fit; the framed cell is the current choice.",
+                     to_string(r.algo()).data(), static_cast<long long>(r.result().problem.seq_len),
+                     static_cast<long long>(r.result().problem.head_dim), format_bytes(double(x.sram_bytes)).c_str());
+  ImGui::RadioButton("colour: HBM accesses", &app.explorer_colour, 0);
+  ImGui::SameLine();
+  ImGui::RadioButton("predicted time (timing engine)", &app.explorer_colour, 1);
+  const bool by_time = app.explorer_colour == 1 && app.times_ready;
+  if (app.explorer_colour == 1 && !app.times_ready) {
+    request_times(app);
+    ImGui::SameLine();
+    if (!app.times_error.empty()) {
+      ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%s", app.times_error.c_str());
+    } else {
+      ImGui::TextDisabled("timing engine running over the grid…");
+    }
+  }
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  Canvas c = BeginCanvas("explorer", avail);
+  ImDrawList* dl = c.dl;
+  const float fs = ImGui::GetFontSize();
+  const std::size_t R = x.block_rows.size(), C = x.block_cols.size();
+  // Heat map: upper 55%.
+  const float hm_h = (c.p1.y - c.p0.y) * 0.55f;
+  const float left = c.p0.x + fs * 4.0f, top = c.p0.y + fs * 1.4f;
+  const float cw = (c.p1.x - left - fs * 0.5f) / float(C), ch = (hm_h - fs * 2.8f) / float(R);
+  Text(dl, ImVec2(left, c.p0.y), kDim, "Bc (keys per K/V block) →");
+  double lo = 0, hi = 0;
+  auto value = [&](const SweepPoint& pt) {
+    return !by_time ? std::log(double(std::max<std::int64_t>(pt.total.accesses(), 1)))
+                    : std::log(std::isfinite(pt.predicted_s) ? std::max(pt.predicted_s, 1e-12) : 1e3);
+  };
+  bool first = true;
+  for (const SweepPoint& pt : x.cells) {
+    if (by_time && !std::isfinite(pt.predicted_s)) continue;
+    const double v = value(pt);
+    lo = first ? v : std::min(lo, v);
+    hi = first ? v : std::max(hi, v);
+    first = false;
+  }
+  for (std::size_t i = 0; i < R; ++i) {
+    Text(dl, ImVec2(c.p0.x, top + ch * float(i) + (ch - fs) / 2), kDim, fmt::format("Br {}", x.block_rows[i]));
+    for (std::size_t j = 0; j < C; ++j) {
+      const SweepPoint& pt = x.cells[i * C + j];
+      const ImVec2 p(left + cw * float(j), top + ch * float(i)), q(p.x + cw - 2, p.y + ch - 2);
+      const float t = hi > lo ? static_cast<float>(1.0 - (value(pt) - lo) / (hi - lo)) : 1.0f;
+      dl->AddRectFilled(p, q, pt.fits ? ramp(t) : mix(ramp(t), IM_COL32(20, 20, 24, 255), 0.75f), 3.0f);
+      if (!pt.fits) Hatch(dl, p, q, IM_COL32(120, 60, 60, 255), fs * 0.6f);
+      const std::string label = !by_time ? compact(double(pt.total.accesses()))
+                                : std::isfinite(pt.predicted_s) ? format_seconds(pt.predicted_s) : "—";
+      if (ImGui::CalcTextSize(label.c_str()).x < cw - 4)
+        TextCentred(dl, ImVec2((p.x + q.x) / 2, (p.y + q.y) / 2), pt.fits && t > 0.55f ? IM_COL32(15, 15, 20, 255) : kText, label);
+      if (static_cast<std::int64_t>(i) == x.current_r && static_cast<std::int64_t>(j) == x.current_c)
+        dl->AddRect(ImVec2(p.x - 2, p.y - 2), ImVec2(q.x + 2, q.y + 2), IM_COL32_WHITE, 3.0f, 0, 3.5f);
+      if (c.hovered && ImGui::IsMouseHoveringRect(p, q)) {
+        ImGui::BeginTooltip();
+        ImGui::Text("Br = %lld, Bc = %lld: Tr × Tc = %lld × %lld", static_cast<long long>(pt.blocks.Br),
+                    static_cast<long long>(pt.blocks.Bc), static_cast<long long>(pt.Tr), static_cast<long long>(pt.Tc));
+        ImGui::Text("HBM accesses %s (%.2f× the bound)", format_count(double(pt.total.accesses())).c_str(), pt.bound_ratio);
+        if (std::isfinite(pt.predicted_s)) ImGui::Text("predicted by the timing engine: %s", format_seconds(pt.predicted_s).c_str());
+        if (pt.fits) {
+          ImGui::Text("working set %s fits in %s", format_bytes(double(pt.working_set_bytes)).c_str(),
+                      format_bytes(double(pt.sram_bytes)).c_str());
+        } else {
+          ImGui::TextColored(ImVec4(1, 0.5f, 0.45f, 1), "does not fit: Q_i, O_i (Br×d), K_j, V_j (Bc×d), ℓ_i, m_i need %s,",
+                             format_bytes(double(pt.working_set_bytes)).c_str());
+          ImGui::TextColored(ImVec4(1, 0.5f, 0.45f, 1), "one CTA may use %s: %s too much",
+                             format_bytes(double(pt.sram_bytes)).c_str(),
+                             format_bytes(double(pt.working_set_bytes - pt.sram_bytes)).c_str());
+        }
+        ImGui::EndTooltip();
+      }
+    }
+  }
+  for (std::size_t j = 0; j < C; ++j)
+    TextCentred(dl, ImVec2(left + cw * (float(j) + 0.5f), top + ch * float(R) + fs * 0.6f), kDim, std::to_string(x.block_cols[j]));
+
+  // HBM accesses against SRAM size, as in Figure 2 (middle) of the paper: lower 45%.
+  const float py0 = c.p0.y + hm_h + fs * 1.2f, py1 = c.p1.y - fs * 2.6f, px0 = left, px1 = c.p1.x - fs;
+  Text(dl, ImVec2(c.p0.x, py0 - fs * 1.2f), kText, "HBM accesses at the best fitting blocks against SRAM size M");
+  dl->AddRect(ImVec2(px0, py0), ImVec2(px1, py1), kFrame);
+  double ylo = 1e300, yhi = 0;
+  for (const view::SramPoint& s : x.curve)
+    if (s.any_fits) {
+      ylo = std::min({ylo, double(s.best_accesses), s.bound_value});
+      yhi = std::max({yhi, double(s.best_accesses), s.bound_value});
+    }
+  if (yhi <= 0) {
+    EndCanvas(c);
+    return;
+  }
+  ylo = std::log10(std::max(ylo, 1.0)) - 0.1;
+  yhi = std::log10(yhi) + 0.1;
+  const std::size_t P = x.curve.size();
+  auto px = [&](std::size_t k) { return px0 + (px1 - px0) * (float(k) + 0.5f) / float(P); };
+  auto py = [&](double v) { return py1 - (py1 - py0) * static_cast<float>((std::log10(std::max(v, 1.0)) - ylo) / (yhi - ylo)); };
+  Text(dl, ImVec2(c.p0.x, py0), kDim, compact(std::pow(10.0, yhi)));
+  Text(dl, ImVec2(c.p0.x, py1 - fs), kDim, compact(std::pow(10.0, ylo)));
+  ImVec2 prev_a, prev_b;
+  bool have_prev = false;
+  for (std::size_t k = 0; k < P; ++k) {
+    const view::SramPoint& s = x.curve[k];
+    TextCentred(dl, ImVec2(px(k), py1 + fs * 0.7f), static_cast<std::int64_t>(k) == x.curve_current ? kCurrent : kDim,
+                format_bytes(double(s.sram_bytes)));
+    if (static_cast<std::int64_t>(k) == x.curve_current)
+      dl->AddLine(ImVec2(px(k), py0), ImVec2(px(k), py1), IM_COL32(255, 215, 60, 120), 2.0f);
+    if (!s.any_fits) {
+      TextCentred(dl, ImVec2(px(k), py1 - fs), kDim, "none fit");
+      have_prev = false;
+      continue;
+    }
+    const ImVec2 a(px(k), py(double(s.best_accesses))), b(px(k), py(s.bound_value));
+    if (have_prev) {
+      dl->AddLine(prev_a, a, algo_colour(r.algo()), 3.0f);
+      dl->AddLine(prev_b, b, IM_COL32(200, 200, 210, 160), 1.5f);
+    }
+    dl->AddCircleFilled(a, fs * 0.3f, algo_colour(r.algo()));
+    dl->AddCircle(b, fs * 0.22f, IM_COL32(200, 200, 210, 200));
+    if (c.hovered && ImGui::IsMouseHoveringRect(ImVec2(a.x - fs, py0), ImVec2(a.x + fs, py1))) {
+      ImGui::BeginTooltip();
+      ImGui::Text("SRAM %s (M = %lld elements)", format_bytes(double(s.sram_bytes)).c_str(), static_cast<long long>(s.M_elements));
+      ImGui::Text("best fitting Br = %lld, Bc = %lld: %s accesses", static_cast<long long>(s.best.Br),
+                  static_cast<long long>(s.best.Bc), format_count(double(s.best_accesses)).c_str());
+      ImGui::Text("bound expression: %s", format_count(s.bound_value).c_str());
+      ImGui::EndTooltip();
+    }
+    prev_a = a;
+    prev_b = b;
+    have_prev = true;
+  }
+  const float ly = c.p1.y - fs * 1.2f;
+  dl->AddCircleFilled(ImVec2(px0 + fs * 0.4f, ly + fs * 0.5f), fs * 0.3f, algo_colour(r.algo()));
+  Text(dl, ImVec2(px0 + fs, ly), kDim, "counted (best fitting blocks)");
+  const float l2 = px0 + fs * 2 + ImGui::CalcTextSize("counted (best fitting blocks)").x;
+  dl->AddCircle(ImVec2(l2, ly + fs * 0.5f), fs * 0.22f, IM_COL32(200, 200, 210, 200));
+  Text(dl, ImVec2(l2 + fs * 0.6f, ly), kDim, fmt::format("bound {}", r.result().bound.expression));
+  EndCanvas(c);
+}
+
+// [SECTION] Timeline (the timing engine)
+
+namespace {
+
+ImU32 kernel_colour(std::int32_t k) {
+  constexpr ImU32 palette[] = {IM_COL32(90, 170, 250, 255), IM_COL32(240, 120, 90, 255), IM_COL32(120, 220, 130, 255),
+                               IM_COL32(230, 190, 80, 255), IM_COL32(190, 130, 230, 255)};
+  return palette[static_cast<std::size_t>(k) % 5];
+}
+
+}  // namespace
+
+void ShowTimelinePanel(AppState& app) {
+  PanelTitle("Timeline: CTAs on the SMs and HBM bandwidth (timing engine)", app.highlight == "timeline");
+  if (!app.replay[0] || !app.timeline) return;
+  const view::TimelineView& t = *app.timeline;
+  const SimulationResult& res = app.replay[0]->result();
+  ImGui::TextWrapped("%s: predicted %s for all B·H = %lld heads (HBM busy %s, compute %s)", to_string(res.algo).data(),
+              format_seconds(res.time.predicted_s).c_str(), static_cast<long long>(res.problem.instances()),
+              format_seconds(res.time.hbm_s).c_str(), format_seconds(res.time.compute_s).c_str());
+  if (!t.available) {
+    ImGui::TextDisabled("%s", t.why_not.c_str());
+    return;
+  }
+  for (std::size_t k = 0; k < res.engine.kernels.size(); ++k) {
+    const KernelTiming& kt = res.engine.kernels[k];
+    ImGui::PushStyleColor(ImGuiCol_Text, kernel_colour(static_cast<std::int32_t>(k)));
+    ImGui::Bullet();
+    ImGui::PopStyleColor();
+    ImGui::SameLine();
+    ImGui::TextWrapped("%s: %s, %lld CTAs, %lld per SM (limit: %s), %lld waves", kt.name.c_str(), format_seconds(kt.time_s).c_str(),
+                       static_cast<long long>(kt.ctas), static_cast<long long>(kt.ctas_per_sm), kt.occupancy_limit.c_str(),
+                       static_cast<long long>(kt.waves));
+  }
+  Canvas c = BeginCanvas("timeline", ImGui::GetContentRegionAvail());
+  ImDrawList* dl = c.dl;
+  const float fs = ImGui::GetFontSize();
+  const float left = c.p0.x + fs * 3.2f, right = c.p1.x - fs * 0.5f;
+  const float lanes_h = (c.p1.y - c.p0.y) * 0.55f, lane_h = std::min(fs * 1.2f, (lanes_h - fs * 1.5f) / float(std::max<std::size_t>(t.lanes.size(), 1)));
+  auto tx = [&](double s) { return left + (right - left) * static_cast<float>(s / t.end_s); };
+  Text(dl, c.p0, kDim, fmt::format("first {} of {} SMs", t.lanes.size(), t.sm_count));
+  for (std::size_t l = 0; l < t.lanes.size(); ++l) {
+    const float y = c.p0.y + fs * 1.4f + lane_h * float(l);
+    if (lane_h >= fs * 0.9f) Text(dl, ImVec2(c.p0.x, y), kDim, fmt::format("SM {}", l));
+    dl->AddRectFilled(ImVec2(left, y), ImVec2(right, y + lane_h - 2), kPending);
+    for (const view::LaneRun& r : t.lanes[l])
+      dl->AddRectFilled(ImVec2(tx(r.start_s), y), ImVec2(std::max(tx(r.end_s), tx(r.start_s) + 1), y + lane_h - 2), kernel_colour(r.kernel));
+  }
+  // HBM bandwidth against the GPU's peak.
+  const float by0 = c.p0.y + lanes_h + fs * 1.6f, by1 = c.p1.y - fs * 1.4f;
+  double most = t.peak_gbps;
+  for (double g : t.hbm_gbps) most = std::max(most, g);
+  Text(dl, ImVec2(c.p0.x, by0 - fs * 1.3f), kText, "HBM bandwidth in use");
+  dl->AddRect(ImVec2(left, by0), ImVec2(right, by1), kFrame);
+  const float bw = (right - left) / float(std::max<std::size_t>(t.hbm_gbps.size(), 1));
+  for (std::size_t b = 0; b < t.hbm_gbps.size(); ++b) {
+    const float h = (by1 - by0) * static_cast<float>(t.hbm_gbps[b] / most);
+    if (h > 0.5f) dl->AddRectFilled(ImVec2(left + bw * float(b), by1 - h), ImVec2(left + bw * float(b + 1), by1), IM_COL32(230, 90, 80, 220));
+  }
+  const float peak_y = by1 - (by1 - by0) * static_cast<float>(t.peak_gbps / most);
+  dl->AddLine(ImVec2(left, peak_y), ImVec2(right, peak_y), kCurrent, 1.5f);
+  Text(dl, ImVec2(left + 4, peak_y - fs * 1.1f), kCurrent, fmt::format("peak {:.0f} GB/s", t.peak_gbps));
+  Text(dl, ImVec2(left, by1 + fs * 0.2f), kDim, "0");
+  const std::string end = format_seconds(t.end_s);
+  Text(dl, ImVec2(right - ImGui::CalcTextSize(end.c_str()).x, by1 + fs * 0.2f), kDim, end);
+  EndCanvas(c);
+}
+
+// [SECTION] Measured against predicted
+
+void ShowMeasuredPanel(AppState& app) {
+  PanelTitle("Measured on a GPU against predicted by the timing engine", app.highlight == "measured");
+  request_measured(app);
+  if (!app.measured) {
+    if (!app.measured_error.empty()) {
+      TextWrappedColoured(IM_COL32(255, 110, 100, 255), app.measured_error.c_str());
+    } else {
+      ImGui::TextWrapped("Reading %s/*.json and running the timing engine on every recorded configuration "
+                         "(the same as hbmlab validate; it takes a while)…", app.measurements_dir.c_str());
+    }
+    return;
+  }
+  const ValidationReport& rep = *app.measured;
+  if (rep.rows.empty()) {
+    ImGui::TextDisabled("No measurement files in %s yet: record some with hbmlab measure on a GPU.", app.measurements_dir.c_str());
+    return;
+  }
+  ImGui::TextWrapped("%zu records from recorded files. Kernel time: mean |error| %.0f%%, worst %+.0f%%. "
+                     "DRAM read bytes: mean |error| %.0f%%, worst %+.0f%%. Points on the diagonal are exact; "
+                     "ringed points are this problem (same N, d and algorithm).",
+                     rep.rows.size(), rep.time.mean_abs * 100, rep.time.worst * 100, rep.dram_read.mean_abs * 100,
+                     rep.dram_read.worst * 100);
+  const AttentionProblem& p = app.replay[0] ? app.replay[0]->result().problem : AttentionProblem{};
+  const Algo algo = app.settings.algo;
+  Canvas c = BeginCanvas("measured", ImGui::GetContentRegionAvail());
+  ImDrawList* dl = c.dl;
+  const float fs = ImGui::GetFontSize();
+  // Log-log scatter of time: measured across, predicted up.
+  double lo = 1e300, hi = 0;
+  for (const ValidationRow& r : rep.rows)
+    if (r.measured_time_s > 0 && r.predicted_time_s > 0) {
+      lo = std::min({lo, r.measured_time_s, r.predicted_time_s});
+      hi = std::max({hi, r.measured_time_s, r.predicted_time_s});
+    }
+  if (hi <= 0) {
+    EndCanvas(c);
+    return;
+  }
+  const double l0 = std::log10(lo) - 0.1, l1 = std::log10(hi) + 0.1;
+  const float side = std::min(c.p1.x - c.p0.x - fs * 4, c.p1.y - c.p0.y - fs * 3);
+  const ImVec2 a(c.p0.x + fs * 3.5f, c.p0.y + fs * 0.5f), b(a.x + side, a.y + side);
+  auto px = [&](double s) { return a.x + side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };
+  auto py = [&](double s) { return b.y - side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };
+  dl->AddRect(a, b, kFrame);
+  dl->AddLine(ImVec2(a.x, b.y), ImVec2(b.x, a.y), IM_COL32(200, 200, 210, 140), 1.5f);
+  const ValidationRow* hovered = nullptr;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const ValidationRow& r : rep.rows) {
+      if (!(r.measured_time_s > 0 && r.predicted_time_s > 0)) continue;
+      const bool mine = r.problem.seq_len == p.seq_len && r.problem.head_dim == p.head_dim && r.algo == algo;
+      if (mine != (pass == 1)) continue;
+      const ImVec2 q(px(r.measured_time_s), py(r.predicted_time_s));
+      dl->AddCircleFilled(q, fs * (mine ? 0.32f : 0.22f), algo_colour(r.algo));
+      if (mine) dl->AddCircle(q, fs * 0.5f, kCurrent, 0, 2.0f);
+      if (c.hovered && std::abs(ImGui::GetIO().MousePos.x - q.x) < fs * 0.3f && std::abs(ImGui::GetIO().MousePos.y - q.y) < fs * 0.3f)
+        hovered = &r;
+    }
+  Text(dl, ImVec2(a.x, b.y + fs * 0.3f), kDim, format_seconds(std::pow(10.0, l0)));
+  const std::string top = format_seconds(std::pow(10.0, l1));
+  Text(dl, ImVec2(b.x - ImGui::CalcTextSize(top.c_str()).x, b.y + fs * 0.3f), kDim, top);
+  TextCentred(dl, ImVec2((a.x + b.x) / 2, b.y + fs * 0.9f), kText, "measured kernel time →");
+  Text(dl, ImVec2(c.p0.x, a.y), kDim, "pred.");
+  Text(dl, ImVec2(c.p0.x, a.y + fs * 1.1f), kDim, "↑");
+  float ly = a.y + fs * 0.3f;  // legend inside the plot's upper left, where points are rare
+  for (Algo al : kAllAlgos) {
+    dl->AddCircleFilled(ImVec2(a.x + fs * 0.8f, ly + fs * 0.55f), fs * 0.25f, algo_colour(al));
+    Text(dl, ImVec2(a.x + fs * 1.3f, ly), kDim, std::string(to_string(al)));
+    ly += fs * 1.2f;
+  }
+  if (hovered) {
+    ImGui::BeginTooltip();
+    ImGui::Text("%s (%s): N = %lld, d = %lld, B·H = %lld, Br × Bc = %lld × %lld", hovered->source.c_str(), to_string(hovered->algo).data(),
+                static_cast<long long>(hovered->problem.seq_len), static_cast<long long>(hovered->problem.head_dim),
+                static_cast<long long>(hovered->problem.instances()), static_cast<long long>(hovered->blocks.Br),
+                static_cast<long long>(hovered->blocks.Bc));
+    ImGui::Text("measured %s, predicted %s (%+.0f%%)", format_seconds(hovered->measured_time_s).c_str(),
+                format_seconds(hovered->predicted_time_s).c_str(), hovered->time_error() * 100);
+    ImGui::Text("from %s on %s", hovered->file.c_str(), hovered->gpu.c_str());
+    ImGui::EndTooltip();
+  }
+  EndCanvas(c);
+}
+
+}  // namespace hbmlab::viz

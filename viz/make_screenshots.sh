@@ -1,0 +1,26 @@
+#!/bin/sh
+# Makes the README's screenshots (assets/screenshots/*.png) with the program itself, headless.
+# Run from the repository root after building: viz/make_screenshots.sh [build/hbmlab]
+set -e
+hbmlab=${1:-build/hbmlab}
+out=assets/screenshots
+mkdir -p "$out"
+shot() {  # name, HBMLAB_GUI_SCRIPT, then hbmlab gui options
+  name=$1 script=$2
+  shift 2
+  HBMLAB_GUI_SCRIPT=$script xvfb-run -a -s "-screen 0 1600x1000x24" "$hbmlab" gui --screenshot "$out/$name.png" --frames 8 "$@"
+}
+L1=lessons/01-why-standard-attention-is-memory-bound
+L2=lessons/02-tiling-and-online-softmax
+L3=lessons/03-block-size-against-sram
+shot lesson1-standard-fills-hbm "stage=2,at=0.35,tab=io" --scenario $L1
+shot lesson1-count-the-bytes "stage=5,at=0.6,tab=io" --scenario $L1
+shot lesson2-tiles-in-sram "stage=1,at=0.33" --scenario $L2
+shot lesson2-visit-order "stage=2,at=0.55" --scenario $L2
+shot lesson2-online-softmax "stage=3,at=1" --scenario $L2
+shot lesson2-flash1-vs-flash2 "stage=4,side,at=0.5,tab=io" --scenario $L2
+shot lesson3-block-size-explorer "stage=2,at=0.5,mouse=0.93:0.52" --scenario $L3
+shot timeline "stage=5,at=0.5,tab=timeline" --scenario $L1
+shot measured-vs-predicted "at=0.5,tab=measured" --scenario $L3
+shot help-at-1280x720 "stage=3,at=0.7,help" --scenario $L2 --width 1280 --height 720
+ls -l "$out"

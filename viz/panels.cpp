@@ -1,0 +1,538 @@
+// Panels made of widgets: controls, lesson, online softmax, IO and bounds, help overlay and
+// keyboard shortcuts. Custom drawings (memory, matrix, explorer, timeline, measured) are in canvas.cpp.
+//
+// [SECTION] Colours and helpers
+// [SECTION] Controls
+// [SECTION] Lesson
+// [SECTION] Online softmax
+// [SECTION] IO and bounds
+// [SECTION] Help and shortcuts
+#include "viz/panels.hpp"
+
+#include <GLFW/glfw3.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "sim/common/units.hpp"
+
+namespace hbmlab::viz {
+
+// [SECTION] Colours and helpers
+
+ImVec4 tensor_colour_v(Tensor t) {
+  constexpr float c[kTensorCount][3] = {
+      {0.27f, 0.53f, 0.96f},  // Q
+      {0.24f, 0.72f, 0.36f},  // K
+      {0.67f, 0.42f, 0.85f},  // V
+      {0.96f, 0.58f, 0.12f},  // O
+      {0.90f, 0.30f, 0.26f},  // S
+      {0.93f, 0.35f, 0.62f},  // P
+      {0.15f, 0.78f, 0.85f},  // ℓ
+      {0.80f, 0.62f, 0.45f},  // m
+      {0.60f, 0.68f, 0.78f},  // L
+  };
+  const float* v = c[static_cast<int>(t)];
+  return {v[0], v[1], v[2], 1.0f};
+}
+
+ImU32 tensor_colour(Tensor t, float alpha) {
+  ImVec4 v = tensor_colour_v(t);
+  v.w = alpha;
+  return ImGui::ColorConvertFloat4ToU32(v);
+}
+
+ImU32 algo_colour(Algo a) {
+  switch (a) {
+    case Algo::standard: return IM_COL32(230, 90, 80, 255);
+    case Algo::flash1: return IM_COL32(90, 170, 250, 255);
+    case Algo::flash2: return IM_COL32(120, 220, 130, 255);
+  }
+  return IM_COL32_WHITE;
+}
+
+void TextWrappedColoured(ImU32 colour, const char* text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, colour);
+  ImGui::TextWrapped("%s", text);
+  ImGui::PopStyleColor();
+}
+
+void PanelTitle(const char* title, bool highlighted) {
+  if (highlighted) {
+    ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.3f, 1.0f), "%s", title);
+  } else {
+    ImGui::TextUnformatted(title);
+  }
+  ImGui::Separator();
+}
+
+namespace {
+
+int log2_of(std::int64_t v) {
+  int e = 0;
+  while ((std::int64_t{1} << (e + 1)) <= v) ++e;
+  return e;
+}
+
+// A slider over powers of two; returns true when a drag ends with a new value.
+bool Pow2Slider(const char* label, std::int64_t& value, int lo, int hi, const char* shown) {
+  int e = std::clamp(log2_of(value), lo, hi);
+  // The value itself is shown: a scenario or the paper's rule may have chosen one between powers.
+  const std::string text = fmt::format(fmt::runtime(shown), value);
+  const bool moved = ImGui::SliderInt(label, &e, lo, hi, text.c_str(), ImGuiSliderFlags_AlwaysClamp);
+  if (moved) value = std::int64_t{1} << e;
+  return ImGui::IsItemDeactivatedAfterEdit();
+}
+
+const char* algo_label(Algo a) {
+  switch (a) {
+    case Algo::standard: return "standard (Alg. 0)";
+    case Algo::flash1: return "flash1 (Alg. 1)";
+    case Algo::flash2: return "flash2 (FA-2)";
+  }
+  return "";
+}
+
+}  // namespace
+
+// [SECTION] Controls
+
+void ShowControlsPanel(AppState& app) {
+  Settings& s = app.settings;
+  bool changed = false;
+  const float w = ImGui::GetContentRegionAvail().x;
+  ImGui::PushItemWidth(-1);  // widgets span the pane; their text says what they are
+
+  // Scenario picker: embedded lessons and workloads, or a file.
+  const std::string current = app.scenario.title.empty() ? std::string("(none)") : app.scenario.title;
+  if (ImGui::BeginCombo("##scenario", current.c_str())) {
+    for (const std::string& name : app.scenario_names)
+      if (ImGui::Selectable(name.c_str(), false)) load_scenario_into(app, name);
+    ImGui::EndCombo();
+  }
+  ImGui::SetNextItemWidth(w - ImGui::CalcTextSize("Open").x - ImGui::GetStyle().FramePadding.x * 2 -
+                          ImGui::GetStyle().ItemSpacing.x);
+  char path[512];
+  std::snprintf(path, sizeof path, "%s", app.open_path.c_str());
+  if (ImGui::InputTextWithHint("##open", "path/to/scenario.toml", path, sizeof path, ImGuiInputTextFlags_EnterReturnsTrue)) {
+    app.open_path = path;
+    load_scenario_into(app, app.open_path);
+  } else {
+    app.open_path = path;
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Open")) load_scenario_into(app, app.open_path);
+  if (!app.scenario_error.empty()) TextWrappedColoured(IM_COL32(255, 110, 100, 255), app.scenario_error.c_str());
+
+  ImGui::Spacing();
+  if (ImGui::BeginCombo("##gpu", current_gpu(app).display_name.c_str())) {
+    for (std::size_t g = 0; g < app.gpus.size(); ++g)
+      if (ImGui::Selectable(app.gpus[g].display_name.c_str(), static_cast<int>(g) == s.gpu)) {
+        s.gpu = static_cast<int>(g);
+        changed = true;
+      }
+    ImGui::EndCombo();
+  }
+  if (ImGui::BeginCombo("##algorithm", algo_label(s.algo))) {
+    for (Algo a : kAllAlgos)
+      if (ImGui::Selectable(algo_label(a), a == s.algo)) {
+        s.algo = a;
+        changed = true;
+      }
+    ImGui::EndCombo();
+  }
+  changed |= ImGui::Checkbox("side by side with", &s.side_by_side);
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::BeginCombo("##algo_b", to_string(s.algo_b).data())) {
+    for (Algo a : kAllAlgos)
+      if (ImGui::Selectable(algo_label(a), a == s.algo_b)) {
+        s.algo_b = a;
+        changed = s.side_by_side;
+      }
+    ImGui::EndCombo();
+  }
+
+  ImGui::Spacing();
+  ImGui::TextDisabled("problem (one head: N × d)");
+  changed |= Pow2Slider("##N", s.N, 4, 16, "N = {}");
+  changed |= Pow2Slider("##d", s.d, 2, 8, "d = {}");
+  int bh[2] = {static_cast<int>(s.batch), static_cast<int>(s.heads)};
+  ImGui::TextUnformatted("B, H");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::InputInt2("##BH", bh)) {
+    s.batch = std::clamp(bh[0], 1, 4096);
+    s.heads = std::clamp(bh[1], 1, 256);
+  }
+  changed |= ImGui::IsItemDeactivatedAfterEdit();
+  changed |= ImGui::Checkbox("causal mask", &s.causal);
+
+  ImGui::Spacing();
+  ImGui::TextDisabled("blocks and SRAM");
+  changed |= ImGui::Checkbox("paper's rule for Br, Bc", &s.auto_blocks);
+  ImGui::BeginDisabled(s.auto_blocks);
+  changed |= Pow2Slider("##Br", s.Br, 0, 10, "Br = {}");
+  changed |= Pow2Slider("##Bc", s.Bc, 0, 10, "Bc = {}");
+  ImGui::EndDisabled();
+  changed |= ImGui::Checkbox("GPU's SRAM per SM", &s.gpu_sram);
+  ImGui::BeginDisabled(s.gpu_sram);
+  {
+    int e = std::clamp(log2_of(s.sram_bytes), 6, 20);
+    const std::string text = "SRAM " + format_bytes(double(s.sram_bytes));
+    if (ImGui::SliderInt("##SRAM", &e, 6, 20, text.c_str(), ImGuiSliderFlags_AlwaysClamp)) s.sram_bytes = std::int64_t{1} << e;
+    changed |= ImGui::IsItemDeactivatedAfterEdit();
+  }
+  ImGui::EndDisabled();
+  int row = s.watch_row;
+  if (ImGui::SliderInt("##watched row", &row, 0, static_cast<int>(std::min<std::int64_t>(s.N - 1, 1 << 20)), "watched query row %d",
+                       ImGuiSliderFlags_AlwaysClamp))
+    s.watch_row = row;
+  changed |= ImGui::IsItemDeactivatedAfterEdit();
+  ImGui::PopItemWidth();
+  if (changed) rebuild(app);
+
+  // Playback
+  ImGui::Spacing();
+  ImGui::Separator();
+  const std::int64_t n = app.replay[0] ? app.replay[0]->step_count() : 0;
+  const float bw = (w - 4 * ImGui::GetStyle().ItemSpacing.x) / 5;
+  if (ImGui::Button("|◀", ImVec2(bw, 0))) step_by(app, -n);
+  ImGui::SameLine();
+  if (ImGui::Button("◀", ImVec2(bw, 0))) step_by(app, -1);
+  ImGui::SameLine();
+  if (ImGui::Button(app.play.playing ? "Pause" : "Play", ImVec2(bw, 0))) {
+    if (!app.play.playing && app.play.pos >= n) jump_to(app, 0);
+    app.play.playing = !app.play.playing;
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("▶", ImVec2(bw, 0))) step_by(app, 1);
+  ImGui::SameLine();
+  if (ImGui::Button("▶|", ImVec2(bw, 0))) step_by(app, n);
+  ImGui::SetNextItemWidth(-1);
+  ImGui::SliderFloat("##speed", &app.play.speed, 0.5f, 1e6f, "speed %.1f steps/s", ImGuiSliderFlags_Logarithmic);
+  long long pos = app.play.pos;
+  ImGui::SetNextItemWidth(-1);
+  const std::string pos_text = fmt::format("step {} of {}", pos, n);
+  const long long pos_min = 0, pos_max = n;
+  if (ImGui::SliderScalar("##position", ImGuiDataType_S64, &pos, &pos_min, &pos_max, pos_text.c_str()))
+    jump_to(app, pos);
+  ImGui::TextDisabled("H: help and keyboard shortcuts");
+}
+
+// [SECTION] Lesson
+
+void ShowLessonPanel(AppState& app) {
+  const Scenario& sc = app.scenario;
+  const std::string title = sc.kind == "lesson" ? fmt::format("Lesson {}: {}", sc.number, sc.title) : sc.title;
+  TextWrappedColoured(IM_COL32(255, 217, 77, 255), title.c_str());
+  ImGui::Separator();
+  if (sc.stages.empty()) {
+    ImGui::TextWrapped("%s", sc.summary.c_str());
+    return;
+  }
+  const LessonStage& st = sc.stages[static_cast<std::size_t>(app.stage)];
+  const float bw = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) / 2;
+  ImGui::BeginDisabled(app.stage == 0);
+  if (ImGui::Button("◀ Back", ImVec2(bw, 0))) apply_stage(app, app.stage - 1);
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  ImGui::BeginDisabled(app.stage + 1 >= static_cast<int>(sc.stages.size()));
+  if (ImGui::Button("Next ▶", ImVec2(bw, 0))) apply_stage(app, app.stage + 1);
+  ImGui::EndDisabled();
+  ImGui::TextDisabled("Stage %d of %zu", app.stage + 1, sc.stages.size());
+  TextWrappedColoured(IM_COL32(255, 255, 255, 255), st.title.c_str());
+  ImGui::Spacing();
+  if (app.font_large) ImGui::PopFont();  // the caption in the regular face: long text reads better
+  ImGui::TextWrapped("%s", st.caption.c_str());
+  if (app.font_large) ImGui::PushFont(app.font_large);
+}
+
+// [SECTION] Online softmax
+
+void ShowSoftmaxPanel(AppState& app) {
+  PanelTitle("Online softmax of one query row", app.highlight == "softmax");
+  if (!app.replay[0]) return;
+  const view::ReplayView& r = *app.replay[0];
+  const view::SoftmaxView& sm = r.softmax();
+  if (!sm.available) {
+    ImGui::TextWrapped("Not available: %s.", sm.why_not.c_str());
+    return;
+  }
+  ImGui::TextWrapped("Query row %lld (in block Q_%lld), random inputs, fp32 as a kernel computes it; "
+                     "the exact answer in fp64 beside it.",
+                     static_cast<long long>(sm.row), static_cast<long long>(sm.row_block + 1));
+  const std::int64_t pos = app.play.pos;
+  if (r.algo() == Algo::standard) {
+    ImGui::Spacing();
+    ImGui::TextWrapped("Standard attention does not keep a running max: line 2 reads the whole row of S back "
+                       "from HBM and takes its softmax at once.");
+    if (sm.exact_step >= 0 && pos > sm.exact_step) {
+      ImGui::Text("m = %.5f   ℓ = %.5f   (computed at line 2)", sm.m_exact, sm.l_exact);
+    } else {
+      ImGui::TextDisabled("waiting for line 2 to reach row block Q_%lld", static_cast<long long>(sm.row_block + 1));
+    }
+    return;
+  }
+  const std::size_t shown = sm.events_before(pos);
+  const std::int64_t dims = std::min<std::int64_t>(static_cast<std::int64_t>(sm.O_exact.size()), 2);
+  ImGui::Spacing();
+  if (ImGui::BeginTable("softmax", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
+    ImGui::TableSetupColumn("block");
+    ImGui::TableSetupColumn("m (running max)");
+    ImGui::TableSetupColumn("e^(m_old − m_new)");
+    ImGui::TableSetupColumn("ℓ (running sum)");
+    ImGui::TableSetupColumn("O[0], O[1]");
+    ImGui::TableHeadersRow();
+    for (std::size_t e = 0; e < sm.events.size(); ++e) {
+      const SoftmaxEvent& ev = sm.events[e];
+      const bool done = e < shown;
+      const bool latest = done && e + 1 == shown;
+      ImGui::TableNextRow();
+      if (latest) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(90, 80, 20, 255));
+      ImGui::TableNextColumn();
+      ImGui::TextColored(tensor_colour_v(Tensor::K), "K_%lld", static_cast<long long>(ev.j + 1));
+      if (!done) {
+        for (int c = 0; c < 4; ++c) {
+          ImGui::TableNextColumn();
+          ImGui::TextDisabled("·");
+        }
+        continue;
+      }
+      ImGui::TableNextColumn();
+      ImGui::Text("%.4f", ev.m_new);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("m_old = %.6f, m_new = %.6f", ev.m_old, ev.m_new);
+      ImGui::TableNextColumn();
+      if (ev.rescale < 1) {
+        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "× %.4f", ev.rescale);
+      } else {
+        ImGui::Text("× %.4f", ev.rescale);
+      }
+      ImGui::TableNextColumn();
+      ImGui::Text("%.4f", ev.l_new);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("ℓ_new = e^(m_old − m_new)·ℓ_old + (this block's sum) = %.6f·%.6f + …", ev.rescale, ev.l_old);
+      ImGui::TableNextColumn();
+      std::string o;
+      for (std::int64_t x = 0; x < dims && x < static_cast<std::int64_t>(ev.O_partial.size()); ++x)
+        o += fmt::format("{}{:+.3f}", x ? "  " : "", ev.O_partial[static_cast<std::size_t>(x)]);
+      ImGui::TextUnformatted(o.c_str());
+    }
+    ImGui::EndTable();
+  }
+  ImGui::Spacing();
+  ImGui::TextWrapped("When a block raises the max, everything summed so far was scaled by e^(m_old) instead of "
+                     "e^(m_new): multiplying ℓ and O by e^(m_old − m_new) fixes it without reading old blocks again.");
+  ImGui::Spacing();
+  ImGui::Separator();
+  if (shown == sm.events.size() && shown > 0) {
+    const SoftmaxEvent& last = sm.events.back();
+    ImGui::Text("Final: m = %.6f, ℓ = %.6f", last.m_new, last.l_new);
+    ImGui::Text("Exact: m = %.6f, ℓ = %.6f", sm.m_exact, sm.l_exact);
+    if (ImGui::BeginTable("exact", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame)) {
+      ImGui::TableSetupColumn("dim");
+      ImGui::TableSetupColumn("online (fp32)");
+      ImGui::TableSetupColumn("exact (fp64)");
+      ImGui::TableSetupColumn("difference");
+      ImGui::TableHeadersRow();
+      for (std::int64_t x = 0; x < std::min<std::int64_t>(static_cast<std::int64_t>(sm.O_exact.size()), 8); ++x) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::Text("O[%lld]", static_cast<long long>(x));
+        ImGui::TableNextColumn();
+        ImGui::Text("%+.6f", sm.O_final[static_cast<std::size_t>(x)]);
+        ImGui::TableNextColumn();
+        ImGui::Text("%+.6f", sm.O_exact[static_cast<std::size_t>(x)]);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.1e", std::abs(sm.O_final[static_cast<std::size_t>(x)] - sm.O_exact[static_cast<std::size_t>(x)]));
+      }
+      ImGui::EndTable();
+    }
+    ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1.0f), "max |online − exact| over all %zu dims = %.1e: the same softmax.",
+                       sm.O_exact.size(), sm.max_abs_diff);
+  } else {
+    ImGui::TextDisabled("The exact softmax appears here when every K/V block has been seen.");
+  }
+}
+
+// [SECTION] IO and bounds
+
+namespace {
+
+void StackedBar(const Counts& c, double scale, float width, float height) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  float x = p.x;
+  for (Tensor t : kAllTensors) {
+    const double elems = double(c[t].read_elems + c[t].write_elems);
+    const float w = static_cast<float>(elems * scale) * width;
+    if (w <= 0) continue;
+    dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + w, p.y + height), tensor_colour(t));
+    if (w > ImGui::CalcTextSize("ℓ").x + 4)
+      dl->AddText(ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(10, 10, 10, 255),
+                  tensor_symbol(t).data());
+    x += w;
+  }
+  ImGui::Dummy(ImVec2(width, height));
+}
+
+}  // namespace
+
+void ShowIoPanel(AppState& app) {
+  PanelTitle("HBM traffic and the IO bounds", app.highlight == "io");
+  if (!app.replay[0]) return;
+  const view::ReplayView& r = *app.replay[0];
+  const SimulationResult& res = r.result();
+  const Counts now = r.counts_before(app.play.pos);
+  const Counts& total = res.per_instance;
+  ImGui::Text("%s, one (batch, head), after step %lld of %lld", to_string(r.algo()).data(),
+              static_cast<long long>(app.play.pos), static_cast<long long>(r.step_count()));
+  if (ImGui::BeginTable("io", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
+    ImGui::TableSetupColumn("tensor");
+    ImGui::TableSetupColumn("read so far / in all");
+    ImGui::TableSetupColumn("written so far / in all");
+    ImGui::TableSetupColumn("progress");
+    ImGui::TableHeadersRow();
+    for (Tensor t : kAllTensors) {
+      if (!total.touches(t)) continue;
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextColored(tensor_colour_v(t), "%s", tensor_symbol(t).data());
+      ImGui::TableNextColumn();
+      ImGui::Text("%s / %s", format_bytes(double(now[t].read_bytes)).c_str(), format_bytes(double(total[t].read_bytes)).c_str());
+      ImGui::TableNextColumn();
+      ImGui::Text("%s / %s", format_bytes(double(now[t].write_bytes)).c_str(),
+                  format_bytes(double(total[t].write_bytes)).c_str());
+      ImGui::TableNextColumn();
+      const double all = double(total[t].read_bytes + total[t].write_bytes);
+      const float frac = all > 0 ? static_cast<float>(double(now[t].read_bytes + now[t].write_bytes) / all) : 0.0f;
+      ImGui::PushStyleColor(ImGuiCol_PlotHistogram, tensor_colour(t));
+      ImGui::ProgressBar(frac, ImVec2(-1, 0), "");
+      ImGui::PopStyleColor();
+    }
+    ImGui::EndTable();
+  }
+  ImGui::Text("All B·H = %lld heads: %s read, %s written, %s accesses (elements)",
+              static_cast<long long>(res.problem.instances()), format_bytes(double(res.total.hbm_read_bytes())).c_str(),
+              format_bytes(double(res.total.hbm_write_bytes())).c_str(), format_count(double(res.total.accesses())).c_str());
+  ImGui::Spacing();
+  ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.3f, 1.0f), "Bound: %s(%s)", res.bound.kind.c_str(), res.bound.expression.c_str());
+  ImGui::TextWrapped("%s = %s with N = %lld, d = %lld, M = %lld elements, × B·H. Counted accesses are %.2f× that.",
+                     res.bound.expression.c_str(), format_count(res.bound.value).c_str(),
+                     static_cast<long long>(res.problem.seq_len), static_cast<long long>(res.problem.head_dim),
+                     static_cast<long long>(res.blocks.M_elements), res.bound.ratio);
+
+  ImGui::Spacing();
+  ImGui::Separator();
+  ImGui::Text("HBM accesses of the whole problem, by tensor");
+  double most = 0;
+  for (const view::AlgoBar& b : app.bars)
+    if (b.ok) most = std::max(most, double(b.result.total.accesses()));
+  const double standard = !app.bars.empty() && app.bars[0].ok ? double(app.bars[0].result.total.accesses()) : 0;
+  const float label_w = ImGui::CalcTextSize("standard  ").x;
+  for (const view::AlgoBar& b : app.bars) {
+    ImGui::PushStyleColor(ImGuiCol_Text, algo_colour(b.algo));
+    ImGui::TextUnformatted(to_string(b.algo).data());
+    ImGui::PopStyleColor();
+    ImGui::SameLine(label_w);
+    if (!b.ok) {
+      TextWrappedColoured(IM_COL32(255, 110, 100, 255), b.error.c_str());
+      continue;
+    }
+    const double acc = double(b.result.total.accesses());
+    StackedBar(b.result.total, most > 0 ? 1.0 / most : 0, ImGui::GetContentRegionAvail().x, ImGui::GetFrameHeight());
+    std::string note = fmt::format("{} accesses, Br={} Bc={}, {}({})", format_count(acc), b.result.blocks.blocks.Br,
+                                   b.result.blocks.blocks.Bc, b.result.bound.kind, b.result.bound.expression);
+    if (b.algo != Algo::standard && standard > 0 && acc > 0) note += fmt::format(": {:.1f}× fewer than standard", standard / acc);
+    ImGui::SetCursorPosX(ImGui::GetCursorPosX() + label_w);
+    ImGui::TextDisabled("%s", note.c_str());
+    if (!b.result.blocks.note.empty()) {
+      ImGui::SetCursorPosX(ImGui::GetCursorPosX() + label_w);
+      ImGui::TextDisabled("(%s)", b.result.blocks.note.c_str());
+    }
+  }
+}
+
+// [SECTION] Help and shortcuts
+
+namespace {
+
+struct Shortcut {
+  const char* keys;
+  const char* what;
+};
+constexpr Shortcut kShortcuts[] = {
+    {"Space", "play / pause"},
+    {"→  /  ←", "one step forward / back"},
+    {"Shift + → / ←", "one block pair forward / back (10 steps)"},
+    {"Home  /  End", "back to the start / jump to the end"},
+    {"+  /  −", "play faster / slower"},
+    {"Page Down / Page Up", "next / previous lesson stage"},
+    {"B", "side by side with a second algorithm"},
+    {"1 … 5", "softmax, IO, explorer, timeline, measured tab"},
+    {"H or F1", "this help; Esc closes it"},
+};
+
+bool pressed(int glfw_key) { return ImGui::IsKeyPressed(glfw_key); }
+
+}  // namespace
+
+void ShowHelpOverlay(AppState& app) {
+  if (!app.show_help) return;
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(ImVec2(vp->Pos.x + vp->Size.x / 2, vp->Pos.y + vp->Size.y / 2), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowBgAlpha(0.95f);
+  if (ImGui::Begin("Keyboard shortcuts", &app.show_help,
+                   ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings)) {
+    if (ImGui::BeginTable("keys", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
+      for (const Shortcut& s : kShortcuts) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.3f, 1.0f), "%s", s.keys);
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(s.what);
+      }
+      ImGui::EndTable();
+    }
+    ImGui::Spacing();
+    ImGui::TextDisabled("One colour per tensor in every panel:");
+    for (Tensor t : kAllTensors) {
+      ImGui::SameLine();
+      ImGui::TextColored(tensor_colour_v(t), "%s", tensor_symbol(t).data());
+    }
+  }
+  ImGui::End();
+}
+
+void HandleShortcuts(AppState& app) {
+  const ImGuiIO& io = ImGui::GetIO();
+  if (io.WantTextInput) return;
+  const std::int64_t n = app.replay[0] ? app.replay[0]->step_count() : 0;
+  if (pressed(GLFW_KEY_SPACE)) {
+    if (!app.play.playing && app.play.pos >= n) jump_to(app, 0);
+    app.play.playing = !app.play.playing;
+  }
+  if (pressed(GLFW_KEY_RIGHT)) step_by(app, io.KeyShift ? 10 : 1);
+  if (pressed(GLFW_KEY_LEFT)) step_by(app, io.KeyShift ? -10 : -1);
+  if (pressed(GLFW_KEY_HOME)) step_by(app, -n);
+  if (pressed(GLFW_KEY_END)) step_by(app, n);
+  if (pressed(GLFW_KEY_EQUAL) || pressed(GLFW_KEY_KP_ADD)) app.play.speed = std::min(app.play.speed * 2, 1e6f);
+  if (pressed(GLFW_KEY_MINUS) || pressed(GLFW_KEY_KP_SUBTRACT)) app.play.speed = std::max(app.play.speed / 2, 0.5f);
+  if (pressed(GLFW_KEY_PAGE_DOWN)) apply_stage(app, app.stage + 1);
+  if (pressed(GLFW_KEY_PAGE_UP)) apply_stage(app, app.stage - 1);
+  if (pressed(GLFW_KEY_B)) {
+    app.settings.side_by_side = !app.settings.side_by_side;
+    rebuild(app);
+  }
+  const Tab tabs[] = {Tab::softmax, Tab::io, Tab::explorer, Tab::timeline, Tab::measured};
+  for (int k = 0; k < 5; ++k)
+    if (pressed(GLFW_KEY_1 + k)) {
+      app.tab = tabs[k];
+      app.select_tab = true;
+    }
+  if (pressed(GLFW_KEY_H) || pressed(GLFW_KEY_F1)) app.show_help = !app.show_help;
+  if (pressed(GLFW_KEY_ESCAPE)) app.show_help = false;
+}
+
+}  // namespace hbmlab::viz

@@ -1,0 +1,34 @@
+// The panels of the window, one function each, and the colours they share: one colour per tensor
+// in every panel (HBM grid, SRAM tiles, matrix, bars), so Q is the same blue everywhere.
+#pragma once
+
+#include <imgui.h>
+
+#include "viz/state.hpp"
+
+namespace hbmlab::viz {
+
+// Q blue, K green, V purple, O orange, S red, P pink, ℓ cyan, m brown, L grey-blue.
+ImU32 tensor_colour(Tensor t, float alpha = 1.0f);
+ImVec4 tensor_colour_v(Tensor t);
+ImU32 algo_colour(Algo a);
+
+// Layout: controls on the left; memory hierarchy over the attention matrix in the middle; the
+// tabbed panels (softmax, IO and bounds, explorer, timeline, measured) on the right.
+void ShowControlsPanel(AppState& app);
+void ShowLessonPanel(AppState& app);
+void ShowMemoryPanel(AppState& app);
+void ShowMatrixPanel(AppState& app);
+void ShowSoftmaxPanel(AppState& app);
+void ShowIoPanel(AppState& app);
+void ShowExplorerPanel(AppState& app);
+void ShowTimelinePanel(AppState& app);
+void ShowMeasuredPanel(AppState& app);
+void ShowHelpOverlay(AppState& app);
+void HandleShortcuts(AppState& app);
+
+// Text helpers shared by the panels.
+void TextWrappedColoured(ImU32 colour, const char* text);
+void PanelTitle(const char* title, bool highlighted);
+
+}  // namespace hbmlab::viz

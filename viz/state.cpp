@@ -1,0 +1,224 @@
+// The window's actions: load a scenario or lesson stage, rebuild the replays from the settings
+// (sim/view does the work), run the explorer's sweep in the background, and play.
+#include "viz/state.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "sim/common/error.hpp"
+
+namespace hbmlab::viz {
+
+const GpuSpec& current_gpu(const AppState& app) { return app.gpus[static_cast<std::size_t>(app.settings.gpu)]; }
+
+view::ReplayRequest replay_request(const AppState& app, Algo algo) {
+  const Settings& s = app.settings;
+  view::ReplayRequest r;
+  r.sim.gpu = current_gpu(app);
+  r.sim.problem = {s.batch, s.heads, s.N, s.d, s.dtype, s.causal};
+  r.sim.algo = algo;
+  if (!s.auto_blocks) {
+    r.sim.block_rows = s.Br;
+    r.sim.block_cols = s.Bc;
+  }
+  if (!s.gpu_sram) r.sim.sram_bytes = s.sram_bytes;
+  // The CPU check of the whole output is the CLI's job; the window only needs the watched row.
+  r.sim.numerics = NumericsMode::off;
+  r.sim.record_timeline = true;  // for the timeline panel
+  r.watch_row = s.watch_row;
+  return r;
+}
+
+void init_state(AppState& app, const GuiOptions& options) {
+  app.options = options;
+  app.gpus = gpu_presets();
+  app.scenario_names = scenario_names();
+  load_scenario_into(app, options.scenario.empty() ? std::string(kDefaultLesson) : options.scenario);
+}
+
+void load_scenario_into(AppState& app, const std::string& name_or_path) {
+  Scenario sc;
+  try {
+    sc = load_scenario(name_or_path);
+    const auto gpu = std::find_if(app.gpus.begin(), app.gpus.end(), [&](const GpuSpec& g) { return g.name == sc.gpu; });
+    if (gpu == app.gpus.end()) fail_input("{}: gpu: no preset named '{}'", sc.origin, sc.gpu);
+    app.settings.gpu = static_cast<int>(gpu - app.gpus.begin());
+  } catch (const InputError& e) {
+    app.scenario_error = e.what();  // keep what was on screen; the error is shown above it
+    return;
+  }
+  app.scenario_error.clear();
+  app.scenario = sc;
+  Settings& s = app.settings;
+  s.algo = sc.algorithms.empty() ? Algo::flash1 : sc.algorithms.front();
+  s.algo_b = sc.algorithms.size() > 1 ? sc.algorithms[1] : (s.algo == Algo::flash2 ? Algo::flash1 : Algo::flash2);
+  s.N = sc.problem.seq_len;
+  s.d = sc.problem.head_dim;
+  s.batch = sc.problem.batch;
+  s.heads = sc.problem.heads;
+  s.dtype = sc.problem.dtype;
+  s.causal = sc.problem.causal;
+  s.auto_blocks = !sc.block_rows && !sc.block_cols;
+  if (sc.block_rows) s.Br = *sc.block_rows;
+  if (sc.block_cols) s.Bc = *sc.block_cols;
+  s.gpu_sram = !sc.sram_bytes;
+  if (sc.sram_bytes) s.sram_bytes = *sc.sram_bytes;
+  s.watch_row = static_cast<int>(std::min<std::int64_t>(s.N - 1, s.N / 2 + 1));
+  app.stage = 0;
+  if (!sc.stages.empty()) {
+    apply_stage(app, 0);
+  } else {
+    app.highlight.clear();
+    rebuild(app);
+  }
+}
+
+void apply_stage(AppState& app, int stage) {
+  if (app.scenario.stages.empty()) return;
+  app.stage = std::clamp(stage, 0, static_cast<int>(app.scenario.stages.size()) - 1);
+  const LessonStage& st = app.scenario.stages[static_cast<std::size_t>(app.stage)];
+  const bool new_algo = st.algorithm && *st.algorithm != app.settings.algo;
+  if (st.algorithm) app.settings.algo = *st.algorithm;
+  app.highlight = st.panel;
+  const std::pair<const char*, Tab> tabs[] = {{"softmax", Tab::softmax}, {"io", Tab::io}, {"explorer", Tab::explorer},
+                                              {"timeline", Tab::timeline}, {"measured", Tab::measured}};
+  for (const auto& [name, tab] : tabs)
+    if (st.panel == name) {
+      app.tab = tab;
+      app.select_tab = true;
+    }
+  if (new_algo || !app.replay[0]) {
+    app.play.pos = 0;
+    rebuild(app);
+  }
+  app.play.playing = true;
+}
+
+void rebuild(AppState& app) {
+  Settings& s = app.settings;
+  const double fraction = app.replay[0] && app.replay[0]->step_count() > 0
+                              ? double(app.play.pos) / double(app.replay[0]->step_count())
+                              : 0.0;
+  app.replay[0].reset();
+  app.replay[1].reset();
+  app.replay_error.clear();
+  s.watch_row = static_cast<int>(std::clamp<std::int64_t>(s.watch_row, 0, s.N - 1));
+  try {
+    app.replay[0] = std::make_unique<view::ReplayView>(replay_request(app, s.algo));
+    if (s.side_by_side) app.replay[1] = std::make_unique<view::ReplayView>(replay_request(app, s.algo_b));
+  } catch (const InputError& e) {
+    app.replay_error = e.what();
+    app.replay[0].reset();
+    app.replay[1].reset();
+  }
+  app.bars.clear();
+  app.explorer.reset();
+  app.explorer_error.clear();
+  app.explorer_job.cancel();
+  app.times_job.cancel();
+  app.times_ready = false;
+  app.times_error.clear();
+  app.timeline.reset();
+  if (!app.replay[0]) {
+    app.play.pos = 0;
+    app.play.playing = false;
+    return;
+  }
+  const view::ReplayView& r = *app.replay[0];
+  if (s.auto_blocks) {  // show the blocks the paper's rule chose, ready for manual changes
+    s.Br = r.blocks().Br;
+    s.Bc = r.blocks().Bc;
+  }
+  if (s.gpu_sram) s.sram_bytes = r.result().sram_bytes_per_sm;
+  app.play.pos = std::clamp<std::int64_t>(std::llround(fraction * double(r.step_count())), 0, r.step_count());
+  app.play.phase = 0;
+  // About half a minute for a whole replay, never slower than two steps a second.
+  app.play.speed = static_cast<float>(std::clamp(double(r.step_count()) / 30.0, 2.0, 1e6));
+  view::ReplayRequest bars_request = replay_request(app, s.algo);
+  bars_request.sim.record_timeline = false;
+  app.bars = view::compare_algorithms(bars_request.sim);
+  app.timeline = view::timeline_view(r.result(), 16, 480);
+  view::ExplorerRequest req{current_gpu(app), r.result().problem, s.algo, r.result().sram_bytes_per_block, r.blocks()};
+  app.explorer_request = req;
+  app.explorer_job.start([req] { return view::explore(req); });
+}
+
+void request_times(AppState& app) {
+  if (!app.explorer || app.times_ready || app.times_job.started()) return;
+  const view::ExplorerRequest req = app.explorer_request;
+  const view::ExplorerView grid = *app.explorer;
+  app.times_job.start([req, grid] { return view::explore_times(req, grid); });
+}
+
+void request_measured(AppState& app) {
+  if (app.measured || !app.measured_error.empty() || app.measured_job.started()) return;
+  const std::string dir = app.measurements_dir;
+  app.measured_job.start([dir] { return view::load_measured(dir); });
+}
+
+void poll_jobs(AppState& app, bool wait) {
+  if (wait) {  // a screenshot shows finished panels: wait for what the visible tab needs
+    app.explorer_job.wait(120);
+  }
+  std::string error;
+  std::optional<view::ExplorerView> explorer;
+  if (app.explorer_job.take(explorer, error)) {
+    app.explorer = std::move(explorer);
+    app.explorer_error = error;
+  }
+  if (wait && app.tab == Tab::explorer && app.explorer_colour == 1) {
+    request_times(app);
+    app.times_job.wait(240);
+  }
+  std::optional<std::vector<double>> times;
+  if (app.times_job.take(times, error)) {
+    app.times_error = error;
+    if (times && app.explorer && times->size() == app.explorer->cells.size()) {
+      for (std::size_t k = 0; k < times->size(); ++k) app.explorer->cells[k].predicted_s = (*times)[k];
+      app.times_ready = true;
+    }
+  }
+  if (wait && app.tab == Tab::measured) {
+    request_measured(app);
+    app.measured_job.wait(240);
+  }
+  std::optional<ValidationReport> measured;
+  if (app.measured_job.take(measured, error)) {
+    app.measured = std::move(measured);
+    app.measured_error = error;
+  }
+}
+
+std::int64_t pos_b(const AppState& app) {
+  if (!app.replay[0] || !app.replay[1]) return 0;
+  const std::int64_t na = app.replay[0]->step_count(), nb = app.replay[1]->step_count();
+  if (na == 0) return 0;
+  return std::llround(double(app.play.pos) / double(na) * double(nb));
+}
+
+void jump_to(AppState& app, std::int64_t pos) {
+  if (!app.replay[0]) return;
+  app.play.pos = std::clamp<std::int64_t>(pos, 0, app.replay[0]->step_count());
+  app.play.phase = 0;
+}
+
+void step_by(AppState& app, std::int64_t delta) {
+  app.play.playing = false;
+  jump_to(app, app.play.pos + delta);
+}
+
+void advance(AppState& app, double dt) {
+  if (!app.play.playing || !app.replay[0]) return;
+  app.play.phase += dt * app.play.speed;
+  const double whole = std::floor(app.play.phase);
+  app.play.phase -= whole;
+  app.play.pos += static_cast<std::int64_t>(whole);
+  if (app.play.pos >= app.replay[0]->step_count()) {
+    app.play.pos = app.replay[0]->step_count();
+    app.play.playing = false;
+    app.play.phase = 0;
+  }
+}
+
+}  // namespace hbmlab::viz

@@ -1,0 +1,166 @@
+// AppState: everything the window remembers between frames (settings, the replays built from
+// sim/view, playback, the lesson stage), and the actions that change it. Panels read it and draw.
+// Nothing here counts: every figure comes from sim/view (which takes it from sim/).
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim/cli/cli.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/spec/gpu_spec.hpp"
+#include "sim/view/compare.hpp"
+#include "sim/view/replay_view.hpp"
+#include "sim/view/timeline_view.hpp"
+
+struct ImFont;  // Dear ImGui's, declared here so that this header needs no ImGui
+
+namespace hbmlab::viz {
+
+// Work that takes seconds (the explorer's sweep, the timing engine over the grid, reading and
+// validating measurements) runs on a detached thread, so that the window never waits for it and a
+// newer request simply replaces an older one.
+template <class T>
+class Job {
+public:
+  template <class F>
+  void start(F work) {
+    auto shared = std::make_shared<Shared>();
+    shared_ = shared;
+    std::thread([shared, work] {
+      std::optional<T> value;
+      std::string error;
+      try {
+        value = work();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      const std::lock_guard<std::mutex> lock(shared->mutex);
+      shared->value = std::move(value);
+      shared->error = std::move(error);
+      shared->done = true;
+    }).detach();
+  }
+  bool started() const { return shared_ != nullptr; }
+  bool running() const {
+    if (!shared_) return false;
+    const std::lock_guard<std::mutex> lock(shared_->mutex);
+    return !shared_->done;
+  }
+  // Moves a finished result out (once); false while running or when nothing was started.
+  bool take(std::optional<T>& value, std::string& error) {
+    if (!shared_) return false;
+    const std::lock_guard<std::mutex> lock(shared_->mutex);
+    if (!shared_->done) return false;
+    value = std::move(shared_->value);
+    error = shared_->error;
+    shared_.reset();
+    return true;
+  }
+  void wait(double seconds) const {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (running() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  void cancel() { shared_.reset(); }  // the thread finishes on its own; its result is dropped
+
+private:
+  struct Shared {
+    std::mutex mutex;
+    std::optional<T> value;
+    std::string error;
+    bool done = false;
+  };
+  std::shared_ptr<Shared> shared_;
+};
+
+// The tabs of the right-hand pane, which lesson stages bring forward by their `panel` key.
+enum class Tab { softmax, io, explorer, timeline, measured };
+
+// What the user chose in the controls; a change rebuilds the replays.
+struct Settings {
+  int gpu = 0;                  // index into AppState::gpus
+  Algo algo = Algo::flash1;
+  bool side_by_side = false;
+  Algo algo_b = Algo::flash2;   // the right-hand algorithm when side by side
+  std::int64_t N = 1024, d = 64;  // sliders move them by powers of two
+  std::int64_t batch = 1, heads = 1;  // B and H
+  Dtype dtype = Dtype::fp16;
+  bool auto_blocks = true;            // the paper's rule, else Br and Bc below
+  std::int64_t Br = 64, Bc = 128;
+  bool gpu_sram = true;               // the GPU preset's SRAM, else sram_bytes
+  std::int64_t sram_bytes = 131072;
+  bool causal = false;
+  int watch_row = 0;
+};
+
+struct Playback {
+  std::int64_t pos = 0;   // steps done in the left replay
+  bool playing = false;
+  float speed = 4;        // steps per second
+  double phase = 0;       // fraction of the next step already shown (animation)
+};
+
+struct AppState {
+  // Inputs
+  GuiOptions options;
+  std::vector<GpuSpec> gpus;
+  std::vector<std::string> scenario_names;
+  std::string open_path;  // the "open file" box
+
+  // The scenario and lesson
+  Scenario scenario;
+  std::string scenario_error;  // a scenario that failed to load: shown in the window
+  int stage = 0;
+
+  Settings settings;
+  Playback play;
+
+  // Built from settings (sim/view)
+  std::unique_ptr<view::ReplayView> replay[2];  // [1] only when side by side
+  std::string replay_error;                     // why no replay could be built
+  std::vector<view::AlgoBar> bars;
+  std::optional<view::ExplorerView> explorer;
+  Job<view::ExplorerView> explorer_job;
+  std::string explorer_error;
+  view::ExplorerRequest explorer_request;
+  int explorer_colour = 0;  // 0: HBM accesses, 1: predicted time (timing engine)
+  Job<std::vector<double>> times_job;  // the engine over the explorer's grid, on request
+  bool times_ready = false;
+  std::string times_error;
+  std::optional<view::TimelineView> timeline;
+  Job<ValidationReport> measured_job;  // started when the Measured tab is first shown
+  std::optional<ValidationReport> measured;
+  std::string measured_error;
+
+  // Window
+  Tab tab = Tab::io;
+  bool select_tab = true;   // bring `tab` forward on the next frame
+  std::string highlight;    // panel a lesson stage points at: memory, matrix, softmax, ...
+  bool show_help = false;
+  float ui_scale = 1;
+  ImFont* font_large = nullptr;  // lesson titles and the narration
+  std::string measurements_dir;
+};
+
+// [actions]
+void init_state(AppState& app, const GuiOptions& options);
+void load_scenario_into(AppState& app, const std::string& name_or_path);  // errors go to scenario_error
+void apply_stage(AppState& app, int stage);
+void rebuild(AppState& app);  // after a change of settings
+void poll_jobs(AppState& app, bool wait);  // wait: for the jobs the visible tab needs (screenshots)
+void request_times(AppState& app);
+void request_measured(AppState& app);
+void advance(AppState& app, double dt_seconds);  // playback
+void step_by(AppState& app, std::int64_t delta);
+void jump_to(AppState& app, std::int64_t pos);
+std::int64_t pos_b(const AppState& app);  // the right replay's position, in step with the left
+const GpuSpec& current_gpu(const AppState& app);
+view::ReplayRequest replay_request(const AppState& app, Algo algo);
+
+}  // namespace hbmlab::viz
