@@ -115,7 +115,8 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
 }
 
 // `hbmlab measure` files (DESIGN.md, "Measurement files"): hbmlab's own kernels, with the
-// blocks they ran with; the launch is the engine's default for the algorithm.
+// blocks they ran with. A record may add "launch": {"threads_per_cta", "registers_per_thread",
+// "smem_bytes_per_cta", "kv_descending"}; without it the launch is the engine's default.
 void read_records(const Json& file, const std::string& path, const std::string& gpu, ValidationReport& report) {
   const Json& records = file.at("records");
   for (std::size_t n = 0; n < records.size(); ++n) {
@@ -130,6 +131,13 @@ void read_records(const Json& file, const std::string& path, const std::string& 
     row.algo = *algo;
     row.problem = problem_of(r.at("problem"), where + ".problem");
     row.blocks = {r.at("blocks").at("Br").get<std::int64_t>(), r.at("blocks").at("Bc").get<std::int64_t>()};
+    if (r.contains("launch")) {  // optional: how the kernel was launched, when the file records it
+      const Json& l = r.at("launch");
+      if (l.contains("threads_per_cta")) row.launch.threads_per_cta = l.at("threads_per_cta").get<std::int64_t>();
+      if (l.contains("registers_per_thread")) row.launch.registers_per_thread = l.at("registers_per_thread").get<std::int64_t>();
+      if (l.contains("smem_bytes_per_cta")) row.launch.smem_bytes_per_cta = l.at("smem_bytes_per_cta").get<std::int64_t>();
+      row.launch.kv_descending = l.value("kv_descending", false);
+    }
     row.measured_time_s = number_or_nan(r, "time_ms_median") * 1e-3;
     row.measured_dram_read = number_or_nan(r, "dram_read_bytes");
     row.measured_dram_write = number_or_nan(r, "dram_write_bytes");
