@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cctype>
 #include <cstdio>
+#include <sstream>
 #include <cstring>
 #include <vector>
 
@@ -40,11 +42,14 @@ DeviceInfo device_info() {
     char line[512] = {};
     if (std::fgets(line, sizeof line, f)) {
       const std::string text = line;
-      const auto k = text.find("Kernel Module");
-      if (k != std::string::npos) {
-        std::size_t b = text.find_first_of("0123456789", k);
-        std::size_t e = text.find_first_of(" \t\n", b);
-        if (b != std::string::npos) info.driver = text.substr(b, e - b) + " (" + info.driver + ")";
+      // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...":
+      // the first word after "Kernel Module" that starts with a digit and holds a dot.
+      std::istringstream words(text.substr(std::min(text.size(), text.find("Kernel Module"))));
+      for (std::string w; words >> w;) {
+        if (std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos) {
+          info.driver = w + " (" + info.driver + ")";
+          break;
+        }
       }
     }
     std::fclose(f);
