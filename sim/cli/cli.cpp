@@ -126,7 +126,7 @@ struct SimulateFlags {
   std::int64_t block_rows = 0, block_cols = 0, sram_bytes = 0;
   std::string numerics = "auto";
   std::uint64_t seed = 1;
-  bool json = false, csv = false, steps = false, no_l2 = false, kv_descending = false;
+  bool json = false, csv = false, steps = false, counts_only = false, no_l2 = false, kv_descending = false;
   std::int64_t steps_limit = 200;
   std::string timeline;
   std::int64_t launch_threads = 0, launch_registers = 0, launch_smem = 0;
@@ -143,6 +143,7 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   cmd->add_option("--seed", f.seed, "seed of the random Q, K, V [1]");
   cmd->add_flag("--json", f.json, "print JSON (one object; an array for several algorithms)");
   cmd->add_flag("--csv", f.csv, "print CSV, one row per algorithm");
+  cmd->add_flag("--counts-only", f.counts_only, "only the paper's counts and bound: no numerics, no timing engine");
   cmd->add_flag("--steps", f.steps, "also narrate the steps of one (batch, head), in the paper's words");
   cmd->add_option("--steps-limit", f.steps_limit, "narrate at most this many steps [200]");
   cmd->add_flag("--no-l2", f.no_l2, "turn the L2 off: the paper's model, every counted access reaches HBM");
@@ -188,6 +189,8 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     }
     request.seed = flags->seed;
     request.l2_enabled = !flags->no_l2;
+    request.counts_only = flags->counts_only;
+    if (flags->counts_only && !flags->timeline.empty()) fail_input("--timeline: needs the timing engine, not --counts-only");
     request.record_timeline = !flags->timeline.empty();
     auto positive = [](std::int64_t v, std::string_view option) {
       if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);

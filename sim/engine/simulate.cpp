@@ -71,6 +71,19 @@ TimeEstimate estimate_roofline(const GpuSpec& gpu, Algo algo, const AttentionPro
   return t;
 }
 
+EngineResult paper_model(const Counts& total) {
+  EngineResult e;
+  e.l2_enabled = false;
+  for (Tensor t : kAllTensors) {
+    TensorMemory& m = e.memory[static_cast<int>(t)];
+    m.sm_read_bytes = m.dram_read_bytes = total[t].read_bytes;
+    m.sm_write_bytes = m.dram_write_bytes = total[t].write_bytes;
+  }
+  e.matmul_flops = total.matmul_flops;
+  e.non_matmul_flops = total.non_matmul_flops;
+  return e;
+}
+
 TimeEstimate time_estimate(const EngineResult& e) {
   TimeEstimate t;
   t.model = "engine";
@@ -110,6 +123,14 @@ SimulationResult simulate(const SimulateRequest& request) {
   r.per_instance = count_instance(request.algo, request.problem, r.blocks.blocks);
   r.total = r.per_instance.scaled(request.problem.instances());
   r.bound = bound_for(request.algo, request.problem, r.blocks.M_elements, r.total.accesses());
+  if (request.counts_only) {
+    r.numerics.mode = "off";
+    r.numerics.reason = "counts only (--counts-only)";
+    r.engine = paper_model(r.total);
+    r.time = estimate_roofline(request.gpu, request.algo, request.problem, grid, r.blocks.working_set_bytes,
+                               r.sram_bytes_per_sm, r.total);
+    return r;
+  }
   r.numerics = check(request, r.blocks.blocks);
   EngineOptions options;
   options.l2_enabled = request.l2_enabled;

@@ -25,6 +25,9 @@ struct SimulateRequest {
   bool l2_enabled = true;        // off: the paper's model, DRAM traffic = the algorithmic count
   bool record_timeline = false;  // keep the per-SM timeline and HBM bandwidth over time
   LaunchOverride launch;         // a real kernel's launch configuration, when modelling one
+  // Only the paper's counts: no numerics, no timing engine. Time is then a roofline estimate
+  // (model "roofline"), the L2 is reported off and DRAM traffic equals the count.
+  bool counts_only = false;
 };
 
 struct NumericsResult {
@@ -65,6 +68,8 @@ SimulationResult simulate(const SimulateRequest& request);
 
 // The contract's time figures from an engine run.
 TimeEstimate time_estimate(const EngineResult& engine);
+// The paper's model as an engine result: L2 off, every counted byte reaches DRAM, no kernels.
+EngineResult paper_model(const Counts& total);
 
 TimeEstimate estimate_roofline(const GpuSpec& gpu, Algo algo, const AttentionProblem& problem, const BlockGrid& grid,
                                std::int64_t working_set_bytes, std::int64_t sram_bytes_per_sm, const Counts& total);

@@ -92,7 +92,7 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
   fmt::print(out, "  GPU       {} ({}): SRAM {} per SM, {} per CTA → M = {} {} elements\n", r.gpu.display_name,
              r.gpu.name, format_bytes(double(r.sram_bytes_per_sm)), format_bytes(double(r.sram_bytes_per_block)),
              format_count(double(r.blocks.M_elements)), to_string(p.dtype));
-  fmt::print(out, "  problem   {} ({} (batch, head) pairs, all alike)\n", problem_line(p), format_count(double(p.instances())));
+  fmt::print(out, "  problem   {}: {} (batch, head) pairs, all alike\n", problem_line(p), format_count(double(p.instances())));
   fmt::print(out, "  blocks    Br={} Bc={} ({}) → Tr={} Tc={}; SRAM working set {} of {}\n", r.blocks.blocks.Br,
              r.blocks.blocks.Bc, r.blocks.origin, r.Tr, r.Tc, format_bytes(double(r.blocks.working_set_bytes)),
              format_bytes(double(r.sram_bytes_per_block)));
@@ -127,6 +127,12 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
   else
     fmt::print(out, "  numerics  not checked: {}\n", r.numerics.reason);
   const EngineResult& e = r.engine;
+  if (r.time.model == "roofline") {
+    fmt::print(out, "\n  time      {} roofline estimate, the larger of HBM time {} and compute time {} (--counts-only:\n"
+                    "            the timing engine was not run)\n",
+               format_seconds(r.time.predicted_s), format_seconds(r.time.hbm_s), format_seconds(r.time.compute_s));
+    return;
+  }
   fmt::print(out, "\n  time      {} predicted by the timing engine (HBM busy {}, compute {})\n", format_seconds(r.time.predicted_s),
              format_seconds(r.time.hbm_s), format_seconds(r.time.compute_s));
   for (const KernelTiming& k : e.kernels)
@@ -161,8 +167,10 @@ void print_comparison(std::ostream& out, std::span<const SimulationResult> resul
                format_bytes(double(r.engine.dram_read_bytes() + r.engine.dram_write_bytes())));
   }
   fmt::print(out, "  (vs first: how many times less HBM traffic than the first row; /bound: counted accesses over the\n"
-                  "   bound's expression; *time and DRAM bytes after the L2: predicted by the timing engine, L2 {})\n",
-             first.engine.l2_enabled ? "on" : "off (--no-l2)");
+                  "   bound's expression; *time and DRAM bytes after the L2: {})\n",
+             first.time.model == "roofline" ? "--counts-only, so a roofline time and the paper's count"
+             : first.engine.l2_enabled      ? "predicted by the timing engine, L2 on"
+                                            : "predicted by the timing engine, L2 off (--no-l2)");
 }
 
 Json simulation_json(const SimulationResult& r) {

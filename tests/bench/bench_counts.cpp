@@ -1,9 +1,11 @@
-// Counts-only simulate speed. Run: ./build/tests/bench/bench_counts
-// Prints, for each case, the wall time of choosing blocks and counting every step (best of 5).
+// Counts-only speed. Run: ./build/tests/bench/bench_counts
+// Prints, for each case, the wall time of counting every step (best of 5), then of the whole
+// `simulate --counts-only` pipeline (blocks, counts, bound, roofline) as the CLI runs it.
 #include <chrono>
 #include <cstdio>
 
 #include "sim/engine/replay.hpp"
+#include "sim/engine/simulate.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
 using namespace hbmlab;
@@ -43,6 +45,28 @@ int main() {
       const double s = best_seconds(algo, c.problem, b, counts);
       std::printf("%-40s %-9s %12lld %14lld %10.4f\n", c.name, std::string(to_string(algo)).c_str(),
                   static_cast<long long>(counts.steps / c.problem.instances()), static_cast<long long>(counts.hbm_bytes()), s);
+    }
+
+  std::printf("\n%-40s %-9s %10s\n", "simulate --counts-only", "algo", "seconds");
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  for (const Case& c : cases)
+    for (Algo algo : kAllAlgos) {
+      SimulateRequest request;
+      request.gpu = c.blocks ? h100 : a100;
+      request.problem = c.problem;
+      request.algo = algo;
+      if (c.blocks) {
+        request.block_rows = c.blocks->Br;
+        request.block_cols = c.blocks->Bc;
+      }
+      request.counts_only = true;
+      double best = 1e9;
+      for (int rep = 0; rep < 5; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        (void)simulate(request);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::printf("%-40s %-9s %10.4f\n", c.name, std::string(to_string(algo)).c_str(), best);
     }
   return 0;
 }

@@ -71,6 +71,21 @@ TEST_CASE("simulate --steps narrates the replay", "[cli]") {
   CHECK_THAT(r.out, Catch::Contains("112 in all"));
 }
 
+TEST_CASE("simulate --counts-only: the paper's counts with a roofline time", "[cli]") {
+  const Run full = run({"simulate", "--scenario", "gpt2-medium", "--algo", "flash1", "--json"});
+  const Run counts = run({"simulate", "--scenario", "gpt2-medium", "--algo", "flash1", "--json", "--counts-only"});
+  REQUIRE(full.code == 0);
+  REQUIRE(counts.code == 0);
+  const auto f = nlohmann::json::parse(full.out), c = nlohmann::json::parse(counts.out);
+  CHECK(c["hbm"] == f["hbm"]);
+  CHECK(c["time"]["model"] == "roofline");
+  CHECK(f["time"]["model"] == "engine");
+  CHECK(c["l2"]["enabled"] == false);
+  CHECK(c["dram"]["read_bytes"] == c["hbm"]["read_bytes"]);
+  CHECK(c["numerics"]["checked"] == false);
+  CHECK(run({"simulate", "--counts-only", "--timeline", "t.json"}).code == 2);
+}
+
 TEST_CASE("flags override a scenario", "[cli]") {
   const Run r = run({"simulate", "--scenario", "gpt2-medium", "--algo", "flash2", "--batch", "1", "--heads", "1", "--json"});
   REQUIRE(r.code == 0);
