@@ -94,10 +94,11 @@ void setup_style(float scale) {
 
 // [SECTION] Layout
 
-void BeginPane(const char* id, ImVec2 pos, ImVec2 size, bool highlighted) {
+// Panes of drawings fill their space exactly; panes of widgets scroll when the window is short.
+void BeginPane(const char* id, ImVec2 pos, ImVec2 size, bool highlighted, bool scrolls = false) {
   ImGui::SetCursorScreenPos(pos);
   if (highlighted) ImGui::PushStyleColor(ImGuiCol_Border, IM_COL32(255, 215, 60, 255));
-  ImGui::BeginChild(id, size, true, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  ImGui::BeginChild(id, size, true, scrolls ? 0 : ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
   if (highlighted) ImGui::PopStyleColor();
 }
 
@@ -140,12 +141,12 @@ void ShowLayout(AppState& app) {
   const float left_w = std::clamp(fs * 21.0f, W * 0.2f, W * 0.3f);
   const float right_w = std::clamp(W * 0.36f, fs * 20.0f, W * 0.45f);
   const float mid_w = std::max(W - left_w - right_w - 2 * gap, 100.0f);
-  const float controls_h = std::min(H * 0.62f, fs * 30.0f);
+  const float controls_h = std::min(H * 0.66f, fs * 38.5f);
 
-  BeginPane("controls", o, ImVec2(left_w, controls_h), false);
+  BeginPane("controls", o, ImVec2(left_w, controls_h), false, true);
   ShowControlsPanel(app);
   ImGui::EndChild();
-  BeginPane("lesson", ImVec2(o.x, o.y + controls_h + gap), ImVec2(left_w, H - controls_h - gap), false);
+  BeginPane("lesson", ImVec2(o.x, o.y + controls_h + gap), ImVec2(left_w, H - controls_h - gap), false, true);
   if (app.font_large) ImGui::PushFont(app.font_large);
   ShowLessonPanel(app);
   if (app.font_large) ImGui::PopFont();
@@ -176,11 +177,13 @@ struct Script {
   double at = -1;
   std::string algo, tab, open;
   double mouse_x = -1, mouse_y = -1;
+  bool scripted = false;
 };
 
 Script parse_script(const char* text) {
   Script s;
   if (!text) return s;
+  s.scripted = true;
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -273,10 +276,10 @@ void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, i
     if (frame == 18) glfwSetWindowSize(window, app.options.width, app.options.height);
   }
   if (s.extremes && frame % 3 == 1) apply_extreme(app, frame / 3);
-  if (s.mouse_x >= 0) {
+  if (s.scripted) {  // the pointer where the script says, else out of the way of the pictures
     int w = 0, h = 0;
     glfwGetWindowSize(window, &w, &h);
-    glfwSetCursorPos(window, s.mouse_x * w, s.mouse_y * h);
+    glfwSetCursorPos(window, (s.mouse_x >= 0 ? s.mouse_x : 0.999) * w, (s.mouse_x >= 0 ? s.mouse_y : 0.999) * h);
   }
 }
 

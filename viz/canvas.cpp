@@ -99,6 +99,11 @@ std::pair<ImVec2, ImVec2> tile_rect(const HbmLayout& h, std::int64_t row0, std::
 
 void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t pos, const Canvas& c, ImVec2 a, ImVec2 b) {
   ImDrawList* dl = c.dl;
+  dl->PushClipRect(a, b, true);
+  struct PopClip {
+    ImDrawList* dl;
+    ~PopClip() { dl->PopClipRect(); }
+  } pop{dl};
   const float fs = ImGui::GetFontSize(), pad = fs * 0.5f;
   const SimulationResult& res = r.result();
   const Counts now = r.counts_before(pos);
@@ -119,8 +124,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const ImVec2 hbm_a(a.x, top), hbm_b(split - pad * 2, b.y);
   dl->AddRect(hbm_a, hbm_b, kFrame, 6.0f, 0, 1.5f);
   Text(dl, ImVec2(hbm_a.x + pad, hbm_a.y + pad * 0.5f), kText,
-       fmt::format("HBM  ({} of {} per head, ×{} heads)", format_bytes(double(res.per_instance.hbm_bytes())),
-                   "traffic", res.problem.instances()));
+       fmt::format("HBM · {} moved per head", format_bytes(double(res.per_instance.hbm_bytes()))));
   const std::vector<view::HbmTensor> tensors = r.hbm_tensors();
   // Widths: N×d tensors a column each, S and P squares, statistics a thin strip.
   float units = 0;
@@ -128,7 +132,8 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const float inner_w = hbm_b.x - hbm_a.x - pad * 2, gap = pad;
   const float unit = (inner_w - gap * float(tensors.size() - 1)) / units;
   // Running counters sit in a grid under the tensors, two to a row.
-  const int counter_rows = static_cast<int>((tensors.size() + 1) / 2);
+  const int counter_cols = hbm_b.x - hbm_a.x >= fs * 26 ? 2 : 1;
+  const int counter_rows = static_cast<int>((tensors.size() + counter_cols - 1) / counter_cols);
   const float col_top = hbm_a.y + fs * 2.7f, col_bottom = hbm_b.y - fs * 1.25f * float(counter_rows) - pad * 2;
   std::vector<HbmLayout> layout;
   float x = hbm_a.x + pad;
@@ -179,8 +184,8 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
 
   for (std::size_t k = 0; k < layout.size(); ++k) {
     const Tensor t = layout[k].tensor.tensor;
-    const float cx = hbm_a.x + pad + (k % 2) * (hbm_b.x - hbm_a.x - pad * 2) / 2;
-    const float cy = col_bottom + pad + fs * 1.25f * float(k / 2);
+    const float cx = hbm_a.x + pad + float(k % counter_cols) * (hbm_b.x - hbm_a.x - pad * 2) / float(counter_cols);
+    const float cy = col_bottom + pad + fs * 1.25f * float(k / counter_cols);
     dl->AddRectFilled(ImVec2(cx, cy + fs * 0.15f), ImVec2(cx + fs * 0.8f, cy + fs * 0.95f), tensor_colour(t), 2.0f);
     Text(dl, ImVec2(cx + fs * 1.1f, cy), kText,
          fmt::format("{}  R {}  W {}", tensor_symbol(t), format_bytes(double(now[t].read_bytes)),
@@ -194,8 +199,10 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const view::Sram sram = r.sram_after(pos);
   Text(dl, ImVec2(sm_a.x, sm_a.y + pad * 0.5f), kText,
        fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, last ? r.cta_of(pos - 1) : 0, r.cta_count()));
-  const float box_top = sm_a.y + fs * 2.0f, strip_h = std::min(fs * 3.2f, (sm_b.y - sm_a.y) * 0.2f);
-  const ImVec2 box_a(sm_a.x, box_top), box_b(sm_b.x - pad, sm_b.y - strip_h - fs * 4.6f);
+  // Compact (side by side, or a short window): no SM strip and one line of text under the box.
+  const bool compact = sm_b.y - sm_a.y < fs * 18;
+  const float box_top = sm_a.y + fs * 2.0f, strip_h = compact ? 0.0f : std::min(fs * 3.2f, (sm_b.y - sm_a.y) * 0.2f);
+  const ImVec2 box_a(sm_a.x, box_top), box_b(sm_b.x - pad, sm_b.y - (compact ? fs * 1.4f : strip_h + fs * 4.6f));
   dl->AddRectFilled(box_a, box_b, IM_COL32(36, 38, 46, 255), 6.0f);
   dl->AddRect(box_a, box_b, kFrame, 6.0f, 0, 1.5f);
   // Fill level against the SRAM one CTA may use (M = that / element size).
@@ -206,7 +213,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   std::vector<std::pair<view::Tile, std::pair<ImVec2, ImVec2>>> slots;
   const float slot_x0 = box_a.x + pad, slot_x1 = bar_a.x - pad;
   float sy = box_a.y + pad;
-  const float min_slot = fs * 1.35f;
+  const float min_slot = std::min(fs * 1.35f, box_h / float(std::max<std::size_t>(sram.tiles.size(), 1)) - pad * 0.4f);
   for (const view::Tile& t : sram.tiles) {
     const float share = sram_cap > 0 ? float(t.bytes) / float(sram_cap) : 0;
     const float fh = box_h * share;
@@ -228,13 +235,13 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
                                             format_bytes(double(r.working_set_bytes())));
   const char* regs = r.algo() == Algo::standard ? "S_ij, P_ij and O_i are staged in SRAM; S and P go back to HBM."
                                                 : "S_ij and P̃_ij stay in registers: never written to HBM.";
-  dl->AddText(nullptr, 0, ImVec2(box_a.x, box_b.y + pad * 0.4f), kDim, (fill_text + ". " + regs).c_str(), nullptr,
-              box_b.x - box_a.x);
+  dl->AddText(nullptr, 0, ImVec2(box_a.x, box_b.y + pad * 0.4f), kDim, (compact ? fill_text : fill_text + ". " + regs).c_str(),
+              nullptr, box_b.x - box_a.x);
   // All SMs as small squares: the one shown is outlined; the rest run other heads alike.
   const float sq = std::clamp((sm_b.x - sm_a.x - pad) / 34.0f, 4.0f, fs * 0.9f);
   const int per_row = std::max(1, static_cast<int>((sm_b.x - sm_a.x - pad) / (sq + 2)));
   const std::int64_t busy = std::min<std::int64_t>(sm_count, res.time.ctas);
-  for (std::int64_t s = 0; s < sm_count; ++s) {
+  for (std::int64_t s = 0; s < (compact ? 0 : sm_count); ++s) {
     const float qx = sm_a.x + float(s % per_row) * (sq + 2), qy = sm_b.y - strip_h + float(s / per_row) * (sq + 2);
     if (qy + sq > sm_b.y) break;
     dl->AddRectFilled(ImVec2(qx, qy), ImVec2(qx + sq, qy + sq), s < busy ? IM_COL32(110, 120, 150, 255) : kPending);
@@ -282,11 +289,11 @@ void ShowMemoryPanel(AppState& app) {
   }
   Canvas c = BeginCanvas("memory", ImGui::GetContentRegionAvail());
   const float gap = ImGui::GetFontSize();
-  if (app.replay[1]) {
-    const float mid = (c.p0.x + c.p1.x) / 2;
-    DrawMemoryView(app, *app.replay[0], app.play.pos, c, c.p0, ImVec2(mid - gap / 2, c.p1.y));
-    c.dl->AddLine(ImVec2(mid, c.p0.y), ImVec2(mid, c.p1.y), kFrame, 1.0f);
-    DrawMemoryView(app, *app.replay[1], pos_b(app), c, ImVec2(mid + gap / 2, c.p0.y), c.p1);
+  if (app.replay[1]) {  // one above the other: each keeps the pane's full width for its labels
+    const float mid = (c.p0.y + c.p1.y) / 2;
+    DrawMemoryView(app, *app.replay[0], app.play.pos, c, c.p0, ImVec2(c.p1.x, mid - gap / 2));
+    c.dl->AddLine(ImVec2(c.p0.x, mid), ImVec2(c.p1.x, mid), kFrame, 1.0f);
+    DrawMemoryView(app, *app.replay[1], pos_b(app), c, ImVec2(c.p0.x, mid + gap / 2), c.p1);
   } else {
     DrawMemoryView(app, *app.replay[0], app.play.pos, c, c.p0, c.p1);
   }
@@ -365,10 +372,16 @@ void DrawMatrixGrid(const view::MatrixView& m, Algo algo, Tensor fill_tensor, in
 
 void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c, ImVec2 a, ImVec2 b) {
   ImDrawList* dl = c.dl;
+  dl->PushClipRect(a, b, true);
+  struct PopClip {
+    ImDrawList* dl;
+    ~PopClip() { dl->PopClipRect(); }
+  } pop{dl};
   const float fs = ImGui::GetFontSize();
   const view::MatrixView m = r.matrix(pos, 64);
   const SimulationResult& res = r.result();
-  std::string head = fmt::format("S = QKᵀ in Tr × Tc = {} × {} blocks of Br × Bc = {} × {}", m.Tr, m.Tc, r.blocks().Br, r.blocks().Bc);
+  std::string head = fmt::format("{}: S = QKᵀ in Tr × Tc = {} × {} blocks of Br × Bc = {} × {}", to_string(r.algo()), m.Tr, m.Tc,
+                                 r.blocks().Br, r.blocks().Bc);
   if (m.rows < m.Tr || m.cols < m.Tc) head += fmt::format(" (shown as {} × {} cells)", m.rows, m.cols);
   Text(dl, a, algo_colour(r.algo()), head);
   // Legend

@@ -13,7 +13,7 @@ shot() {  # name, HBMLAB_GUI_SCRIPT, then hbmlab gui options
 L1=lessons/01-why-standard-attention-is-memory-bound
 L2=lessons/02-tiling-and-online-softmax
 L3=lessons/03-block-size-against-sram
-shot lesson1-standard-fills-hbm "stage=2,at=0.35,tab=io" --scenario $L1
+shot lesson1-standard-fills-hbm "stage=2,at=0.2,tab=io" --scenario $L1
 shot lesson1-count-the-bytes "stage=5,at=0.6,tab=io" --scenario $L1
 shot lesson2-tiles-in-sram "stage=1,at=0.33" --scenario $L2
 shot lesson2-visit-order "stage=2,at=0.55" --scenario $L2

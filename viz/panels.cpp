@@ -186,7 +186,7 @@ void ShowControlsPanel(AppState& app) {
     changed |= ImGui::IsItemDeactivatedAfterEdit();
   }
   ImGui::EndDisabled();
-  int row = s.watch_row;
+  int row = s.watch_row >= 0 || !app.replay[0] ? std::max(s.watch_row, 0) : static_cast<int>(app.replay[0]->softmax().row);
   if (ImGui::SliderInt("##watched row", &row, 0, static_cast<int>(std::min<std::int64_t>(s.N - 1, 1 << 20)), "watched query row %d",
                        ImGuiSliderFlags_AlwaysClamp))
     s.watch_row = row;
@@ -305,7 +305,9 @@ void ShowSoftmaxPanel(AppState& app) {
       ImGui::Text("%.4f", ev.m_new);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("m_old = %.6f, m_new = %.6f", ev.m_old, ev.m_new);
       ImGui::TableNextColumn();
-      if (ev.rescale < 1) {
+      if (std::isinf(ev.m_old)) {
+        ImGui::TextDisabled("first block");
+      } else if (ev.rescale < 1) {
         ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "× %.4f", ev.rescale);
       } else {
         ImGui::Text("× %.4f", ev.rescale);
@@ -413,7 +415,7 @@ void ShowIoPanel(AppState& app) {
     }
     ImGui::EndTable();
   }
-  ImGui::Text("All B·H = %lld heads: %s read, %s written, %s accesses (elements)",
+  ImGui::TextWrapped("All B·H = %lld heads: %s read, %s written, %s accesses (elements)",
               static_cast<long long>(res.problem.instances()), format_bytes(double(res.total.hbm_read_bytes())).c_str(),
               format_bytes(double(res.total.hbm_write_bytes())).c_str(), format_count(double(res.total.accesses())).c_str());
   ImGui::Spacing();
@@ -430,7 +432,7 @@ void ShowIoPanel(AppState& app) {
   for (const view::AlgoBar& b : app.bars)
     if (b.ok) most = std::max(most, double(b.result.total.accesses()));
   const double standard = !app.bars.empty() && app.bars[0].ok ? double(app.bars[0].result.total.accesses()) : 0;
-  const float label_w = ImGui::CalcTextSize("standard  ").x;
+  const float label_w = ImGui::CalcTextSize("standard").x + ImGui::GetStyle().WindowPadding.x + ImGui::GetStyle().ItemSpacing.x * 2;
   for (const view::AlgoBar& b : app.bars) {
     ImGui::PushStyleColor(ImGuiCol_Text, algo_colour(b.algo));
     ImGui::TextUnformatted(to_string(b.algo).data());
@@ -445,11 +447,15 @@ void ShowIoPanel(AppState& app) {
     std::string note = fmt::format("{} accesses, Br={} Bc={}, {}({})", format_count(acc), b.result.blocks.blocks.Br,
                                    b.result.blocks.blocks.Bc, b.result.bound.kind, b.result.bound.expression);
     if (b.algo != Algo::standard && standard > 0 && acc > 0) note += fmt::format(": {:.1f}× fewer than standard", standard / acc);
-    ImGui::SetCursorPosX(ImGui::GetCursorPosX() + label_w);
-    ImGui::TextDisabled("%s", note.c_str());
+    ImGui::SetCursorPosX(label_w);
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("%s", note.c_str());
+    ImGui::PopStyleColor();
     if (!b.result.blocks.note.empty()) {
-      ImGui::SetCursorPosX(ImGui::GetCursorPosX() + label_w);
-      ImGui::TextDisabled("(%s)", b.result.blocks.note.c_str());
+      ImGui::SetCursorPosX(label_w);
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::TextWrapped("(%s)", b.result.blocks.note.c_str());
+      ImGui::PopStyleColor();
     }
   }
 }

@@ -64,7 +64,7 @@ void load_scenario_into(AppState& app, const std::string& name_or_path) {
   if (sc.block_cols) s.Bc = *sc.block_cols;
   s.gpu_sram = !sc.sram_bytes;
   if (sc.sram_bytes) s.sram_bytes = *sc.sram_bytes;
-  s.watch_row = static_cast<int>(std::min<std::int64_t>(s.N - 1, s.N / 2 + 1));
+  s.watch_row = -1;  // a row that shows a rescale (sim/view picks it)
   app.stage = 0;
   if (!sc.stages.empty()) {
     apply_stage(app, 0);
@@ -103,9 +103,10 @@ void rebuild(AppState& app) {
   app.replay[0].reset();
   app.replay[1].reset();
   app.replay_error.clear();
-  s.watch_row = static_cast<int>(std::clamp<std::int64_t>(s.watch_row, 0, s.N - 1));
+  if (s.watch_row >= s.N) s.watch_row = static_cast<int>(s.N - 1);
   try {
     app.replay[0] = std::make_unique<view::ReplayView>(replay_request(app, s.algo));
+    if (s.side_by_side && s.algo_b == s.algo) s.algo_b = s.algo == Algo::flash1 ? Algo::flash2 : Algo::flash1;
     if (s.side_by_side) app.replay[1] = std::make_unique<view::ReplayView>(replay_request(app, s.algo_b));
   } catch (const InputError& e) {
     app.replay_error = e.what();

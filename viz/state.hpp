@@ -96,7 +96,7 @@ struct Settings {
   bool gpu_sram = true;               // the GPU preset's SRAM, else sram_bytes
   std::int64_t sram_bytes = 131072;
   bool causal = false;
-  int watch_row = 0;
+  int watch_row = -1;  // −1: let sim/view pick a row whose max grows mid-way
 };
 
 struct Playback {

@@ -310,18 +310,38 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
   SoftmaxView& v = softmax_;
   const AttentionProblem& p = result_.problem;
   const std::int64_t N = p.seq_len, d = p.head_dim;
-  v.row = std::clamp<std::int64_t>(request.watch_row, 0, N - 1);
-  v.row_block = v.row / result_.blocks.blocks.Br;
+  v.row = std::clamp<std::int64_t>(request.watch_row < 0 ? N / 2 + 1 : request.watch_row, 0, N - 1);
   if (N * d > kMaxNumericsElems) {
+    v.row_block = v.row / result_.blocks.blocks.Br;
     v.why_not = fmt::format("N·d = {} is more than the {} values the CPU numerics hold; choose a smaller N or d",
                             N * d, kMaxNumericsElems);
     return;
   }
   const Inputs in = make_inputs(N, d, InputKind::unit, request.sim.seed);
-  TiledOptions options;
-  options.rows = {v.row};
-  options.watch_row = v.row;
-  const TiledResult tiled = run_tiled(algo(), Precision::fp32, in, blocks(), p.causal, options);
+  auto watch = [&](std::int64_t row) {
+    TiledOptions options;
+    options.rows = {row};
+    options.watch_row = row;
+    return run_tiled(algo(), Precision::fp32, in, blocks(), p.causal, options);
+  };
+  TiledResult tiled = watch(v.row);
+  if (request.watch_row < 0 && algo() != Algo::standard) {
+    // Look through a few rows for one whose max grows after the first block (a rescale < 1).
+    auto rescales = [](const TiledResult& t) {
+      for (std::size_t e = 1; e < t.watch.size(); ++e)
+        if (t.watch[e].rescale < 0.999) return true;
+      return false;
+    };
+    for (std::int64_t k = 1; k <= 16 && !rescales(tiled); ++k) {
+      const std::int64_t row = (v.row + k * 7919) % N;  // a spread of rows, not a neighbourhood
+      TiledResult candidate = watch(row);
+      if (rescales(candidate)) {
+        v.row = row;
+        tiled = std::move(candidate);
+      }
+    }
+  }
+  v.row_block = v.row / result_.blocks.blocks.Br;
   v.events = tiled.watch;
   const std::int64_t rows[] = {v.row};
   const Matrix ref = reference_attention(in, p.causal, rows);

@@ -33,7 +33,9 @@ inline constexpr std::int64_t kCheckpointSteps = 256;
 
 struct ReplayRequest {
   SimulateRequest sim;
-  std::int64_t watch_row = 0;  // query row shown in the online-softmax panel (clamped to N − 1)
+  // Query row shown in the online-softmax panel (clamped to N − 1). Negative: a row where a
+  // later K/V block raises the running max, so that the class sees a rescale happen.
+  std::int64_t watch_row = -1;
 };
 
 // Throws InputError (one line) when the problem is invalid, the blocks do not fit, or the replay
