@@ -13,9 +13,9 @@ extern const int kFlash1Shapes[][3];
 extern const int kFlash1ShapeCount;
 extern const int kFlash2Shapes[][3];
 extern const int kFlash2ShapeCount;
-bool launch_standard(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s);
-bool launch_flash1(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s);
-bool launch_flash2(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s);
+bool launch_standard(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info);
+bool launch_flash1(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info);
+bool launch_flash2(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info);
 
 std::vector<KernelShape> compiled_shapes() {
   std::vector<KernelShape> shapes;
@@ -58,15 +58,27 @@ void launch(Algo algo, const AttentionProblem& p, Blocks b, const DeviceTensors&
     throw std::invalid_argument("launch: Q, K, V and O must be device buffers");
   bool launched = false;
   switch (algo) {
-    case Algo::standard: launched = t.S && t.P && launch_standard(p, b, t, s); break;
-    case Algo::flash1: launched = t.l && t.m && launch_flash1(p, b, t, s); break;
-    case Algo::flash2: launched = launch_flash2(p, b, t, s); break;
+    case Algo::standard: launched = t.S && t.P && launch_standard(p, b, t, s, nullptr); break;
+    case Algo::flash1: launched = t.l && t.m && launch_flash1(p, b, t, s, nullptr); break;
+    case Algo::flash2: launched = launch_flash2(p, b, t, s, nullptr); break;
   }
   if (!launched)
     throw std::invalid_argument(std::string(to_string(algo)) + " has no compiled kernel for " +
                                 std::string(to_string(p.dtype)) + ", d = " + std::to_string(p.head_dim) +
                                 ", Br x Bc = " + std::to_string(b.Br) + "x" + std::to_string(b.Bc) +
                                 " (or its scratch tensors are missing); see `hbmlab measure --list`");
+}
+
+LaunchInfo launch_info(Algo algo, const AttentionProblem& p, Blocks b) {
+  LaunchInfo info;
+  bool found = false;
+  switch (algo) {
+    case Algo::standard: found = launch_standard(p, b, DeviceTensors{}, nullptr, &info); break;
+    case Algo::flash1: found = launch_flash1(p, b, DeviceTensors{}, nullptr, &info); break;
+    case Algo::flash2: found = launch_flash2(p, b, DeviceTensors{}, nullptr, &info); break;
+  }
+  if (!found) throw std::invalid_argument(std::string(to_string(algo)) + ": no compiled kernel for this shape");
+  return info;
 }
 
 const char* kernel_name_pattern(Algo algo) {

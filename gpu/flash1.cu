@@ -123,10 +123,20 @@ flash1_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
 }
 
 template <typename T, int kD, int kBr, int kBc>
-void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
   constexpr int kSmem = (kBc * (kD + 1) + kBc * kD + 2 * kBr * kD + kBr * kBc + 4 * kBr) * 4;
   auto kernel = flash1_kernel<T, kD, kBr, kBc>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  if (info != nullptr) {
+    cudaFuncAttributes attr{};
+    CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    info->threads_per_cta = kFlash1Threads;
+    info->registers_per_thread = attr.numRegs;
+    info->smem_bytes_per_cta = static_cast<int>(kSmem + attr.sharedSizeBytes);
+    info->ctas = p.instances();
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&info->ctas_per_sm, kernel, kFlash1Threads, kSmem));
+    return;
+  }
   const int N = static_cast<int>(p.seq_len);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)));
   kernel<<<static_cast<unsigned>(p.instances()), kFlash1Threads, kSmem, stream>>>(
@@ -136,10 +146,10 @@ void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_
 }
 
 template <typename T>
-bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s) {
+bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
   const auto d = p.head_dim;
 #define HBMLAB_FLASH1_SHAPE(D, BR, BC) \
-  if (d == D && b.Br == BR && b.Bc == BC) { launch_shape<T, D, BR, BC>(p, t, s); return true; }
+  if (d == D && b.Br == BR && b.Bc == BC) { launch_shape<T, D, BR, BC>(p, t, s, info); return true; }
   HBMLAB_FLASH1_SHAPE(64, 64, 64)
   HBMLAB_FLASH1_SHAPE(128, 64, 64)
   HBMLAB_FLASH1_SHAPE(64, 32, 32)
@@ -154,9 +164,9 @@ bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, c
 extern const int kFlash1Shapes[][3] = {{64, 64, 64}, {128, 64, 64}, {64, 32, 32}, {128, 32, 32}, {64, 64, 128}};
 extern const int kFlash1ShapeCount = sizeof(kFlash1Shapes) / sizeof(kFlash1Shapes[0]);
 
-bool launch_flash1(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s) {
-  if (p.dtype == Dtype::fp16) return launch_dtype<__half>(p, b, t, s);
-  if (p.dtype == Dtype::bf16) return launch_dtype<__nv_bfloat16>(p, b, t, s);
+bool launch_flash1(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
+  if (p.dtype == Dtype::fp16) return launch_dtype<__half>(p, b, t, s, info);
+  if (p.dtype == Dtype::bf16) return launch_dtype<__nv_bfloat16>(p, b, t, s, info);
   return false;
 }
 

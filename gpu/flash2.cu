@@ -213,13 +213,23 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
 }
 
 template <typename T, int kD, int kBr, int kBc, bool kCausal>
-void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
   constexpr int kThreads = kBr / 16 * 32;
   constexpr int kSmem = (kBr + 4 * kBc) * kD * 2;
   auto kernel = flash2_kernel<T, kD, kBr, kBc, kCausal>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   const int N = static_cast<int>(p.seq_len);
   const dim3 grid((N + kBr - 1) / kBr, static_cast<unsigned>(p.instances()));
+  if (info != nullptr) {
+    cudaFuncAttributes attr{};
+    CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    info->threads_per_cta = kThreads;
+    info->registers_per_thread = attr.numRegs;
+    info->smem_bytes_per_cta = static_cast<int>(kSmem + attr.sharedSizeBytes);
+    info->ctas = static_cast<long long>(grid.x) * grid.y;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&info->ctas_per_sm, kernel, kThreads, kSmem));
+    return;
+  }
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)) * 1.4426950408889634);
   kernel<<<grid, kThreads, kSmem, stream>>>(static_cast<const T*>(t.Q), static_cast<const T*>(t.K),
                                             static_cast<const T*>(t.V), static_cast<T*>(t.O), t.L, N, scale_log2);
@@ -227,16 +237,16 @@ void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_
 }
 
 template <typename T, int kD, int kBr, int kBc>
-void launch_causal(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t s) {
-  if (p.causal) launch_shape<T, kD, kBr, kBc, true>(p, t, s);
-  else launch_shape<T, kD, kBr, kBc, false>(p, t, s);
+void launch_causal(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
+  if (p.causal) launch_shape<T, kD, kBr, kBc, true>(p, t, s, info);
+  else launch_shape<T, kD, kBr, kBc, false>(p, t, s, info);
 }
 
 template <typename T>
-bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s) {
+bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
   const auto d = p.head_dim;
 #define HBMLAB_FLASH2_SHAPE(D, BR, BC) \
-  if (d == D && b.Br == BR && b.Bc == BC) { launch_causal<T, D, BR, BC>(p, t, s); return true; }
+  if (d == D && b.Br == BR && b.Bc == BC) { launch_causal<T, D, BR, BC>(p, t, s, info); return true; }
   HBMLAB_FLASH2_SHAPE(64, 128, 64)
   HBMLAB_FLASH2_SHAPE(128, 128, 64)
   HBMLAB_FLASH2_SHAPE(64, 64, 64)
@@ -254,9 +264,9 @@ bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, c
 extern const int kFlash2Shapes[][3] = {{64, 64, 64}, {128, 64, 64}, {64, 128, 64}, {128, 128, 64}, {64, 128, 128}, {128, 128, 32}};
 extern const int kFlash2ShapeCount = sizeof(kFlash2Shapes) / sizeof(kFlash2Shapes[0]);
 
-bool launch_flash2(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s) {
-  if (p.dtype == Dtype::fp16) return launch_dtype<__half>(p, b, t, s);
-  if (p.dtype == Dtype::bf16) return launch_dtype<__nv_bfloat16>(p, b, t, s);
+bool launch_flash2(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
+  if (p.dtype == Dtype::fp16) return launch_dtype<__half>(p, b, t, s, info);
+  if (p.dtype == Dtype::bf16) return launch_dtype<__nv_bfloat16>(p, b, t, s, info);
   return false;
 }
 

@@ -44,6 +44,17 @@ std::int64_t scratch_bytes(Algo algo, const AttentionProblem& problem);
 // or std::invalid_argument for a shape that is not compiled.
 void launch(Algo algo, const AttentionProblem& problem, Blocks blocks, const DeviceTensors& t, cudaStream_t stream);
 
+// How one configuration is launched (standard: its S = QKᵀ kernel), read from the compiled kernel.
+struct LaunchInfo {
+  int threads_per_cta = 0;
+  int registers_per_thread = 0;
+  int smem_bytes_per_cta = 0;  // dynamic + static
+  long long ctas = 0;          // grid size
+  int ctas_per_sm = 0;         // cudaOccupancyMaxActiveBlocksPerMultiprocessor
+  bool kv_descending = false;  // flash2 walks K/V blocks in ascending order
+};
+LaunchInfo launch_info(Algo algo, const AttentionProblem& problem, Blocks blocks);
+
 // Kernel names as the profiler shows them (regex fragments), for ncu filters.
 const char* kernel_name_pattern(Algo algo);
 

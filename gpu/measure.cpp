@@ -347,6 +347,13 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     rec["kernel"] = std::string(to_string(c.algo));
     rec["problem"] = problem_json(c.problem);
     rec["blocks"] = {{"Br", c.blocks.Br}, {"Bc", c.blocks.Bc}};
+    {
+      const LaunchInfo li = launch_info(c.algo, c.problem, c.blocks);
+      rec["launch"] = {{"threads_per_cta", li.threads_per_cta}, {"registers_per_thread", li.registers_per_thread},
+                       {"smem_bytes_per_cta", li.smem_bytes_per_cta}, {"ctas", li.ctas},
+                       {"ctas_per_sm", li.ctas_per_sm}, {"kv_descending", li.kv_descending}};
+      if (c.algo == Algo::standard) rec["launch"]["note"] = "the S = QK^T kernel of the three";
+    }
     if (!o.check_only && pass) {
       // Fewer repetitions for slow launches (flash1 at large N): about 2 s of timed work at most.
       Timing probe = time_kernel(c.problem, c.blocks, buf, 1, 1, !o.warm_l2);

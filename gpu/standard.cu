@@ -185,7 +185,7 @@ pv_kernel(const T* __restrict__ hbm_P, const T* __restrict__ hbm_V, T* __restric
 }
 
 template <typename T, int kD, int kBr, int kBc>
-void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream) {
+void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
   const int N = static_cast<int>(p.seq_len);
   const unsigned bh = static_cast<unsigned>(p.instances());
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)));
@@ -193,6 +193,16 @@ void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_
                                                                                : kBr * (kBc + 4) * 4;
   auto qk = qk_kernel<T, kD, kBr, kBc>;
   CUDA_CHECK(cudaFuncSetAttribute(qk, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemQK));
+  if (info != nullptr) {
+    cudaFuncAttributes attr{};
+    CUDA_CHECK(cudaFuncGetAttributes(&attr, qk));
+    info->threads_per_cta = kWarps * 32;
+    info->registers_per_thread = attr.numRegs;
+    info->smem_bytes_per_cta = static_cast<int>(kSmemQK + attr.sharedSizeBytes);
+    info->ctas = static_cast<long long>((N + kBc - 1) / kBc) * ((N + kBr - 1) / kBr) * bh;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&info->ctas_per_sm, qk, kWarps * 32, kSmemQK));
+    return;
+  }
   qk<<<dim3((N + kBc - 1) / kBc, (N + kBr - 1) / kBr, bh), kWarps * 32, kSmemQK, stream>>>(
       static_cast<const T*>(t.Q), static_cast<const T*>(t.K), static_cast<T*>(t.S), N, scale);
   CUDA_CHECK_LAUNCH();
@@ -213,10 +223,10 @@ void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_
 }
 
 template <typename T>
-bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s) {
+bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
   const auto d = p.head_dim;
 #define HBMLAB_STANDARD_SHAPE(D, BR, BC) \
-  if (d == D && b.Br == BR && b.Bc == BC) { launch_shape<T, D, BR, BC>(p, t, s); return true; }
+  if (d == D && b.Br == BR && b.Bc == BC) { launch_shape<T, D, BR, BC>(p, t, s, info); return true; }
   HBMLAB_STANDARD_SHAPE(64, 64, 64)
   HBMLAB_STANDARD_SHAPE(128, 64, 64)
   HBMLAB_STANDARD_SHAPE(64, 128, 128)
@@ -230,9 +240,9 @@ bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, c
 extern const int kStandardShapes[][3] = {{64, 64, 64}, {128, 64, 64}, {64, 128, 128}, {128, 128, 64}};
 extern const int kStandardShapeCount = sizeof(kStandardShapes) / sizeof(kStandardShapes[0]);
 
-bool launch_standard(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s) {
-  if (p.dtype == Dtype::fp16) return launch_dtype<__half>(p, b, t, s);
-  if (p.dtype == Dtype::bf16) return launch_dtype<__nv_bfloat16>(p, b, t, s);
+bool launch_standard(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
+  if (p.dtype == Dtype::fp16) return launch_dtype<__half>(p, b, t, s, info);
+  if (p.dtype == Dtype::bf16) return launch_dtype<__nv_bfloat16>(p, b, t, s, info);
   return false;
 }
 
