@@ -40,11 +40,11 @@ void TextCentred(ImDrawList* dl, ImVec2 centre, ImU32 col, const std::string& s)
   dl->AddText(ImVec2(centre.x - sz.x / 2, centre.y - sz.y / 2), col, s.c_str());
 }
 
+// Stripes mark what is shaded (does not fit, masked). Horizontal ones: a diagonal line costs
+// Mesa's software rasterizer its whole bounding box, a thin axis-aligned rectangle only its area.
 void Hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float spacing) {
-  dl->PushClipRect(a, b, true);
-  const float w = b.x - a.x, h = b.y - a.y;
-  for (float o = -h; o < w; o += spacing) dl->AddLine(ImVec2(a.x + o, b.y), ImVec2(a.x + o + h, a.y), col, 1.0f);
-  dl->PopClipRect();
+  const float t = std::max(1.0f, spacing * 0.25f);
+  for (float y = a.y + spacing * 0.5f; y + t <= b.y; y += spacing) dl->AddRectFilled(ImVec2(a.x, y), ImVec2(b.x, y + t), col);
 }
 
 std::string tile_name(const view::Tile& t) {
@@ -463,7 +463,7 @@ void ShowExplorerPanel(AppState& app) {
   const view::ExplorerView& x = *app.explorer;
   const view::ReplayView& r = *app.replay[0];
   ImGui::TextWrapped("%s, N = %lld, d = %lld: HBM accesses of the whole problem for each (Br, Bc), SRAM per CTA %s. "
-                     "Hatched cells do not fit; the framed cell is the current choice.",
+                     "Striped, darkened cells do not fit; the framed cell is the current choice.",
                      to_string(r.algo()).data(), static_cast<long long>(r.result().problem.seq_len),
                      static_cast<long long>(r.result().problem.head_dim), format_bytes(double(x.sram_bytes)).c_str());
   ImGui::RadioButton("colour: HBM accesses", &app.explorer_colour, 0);
