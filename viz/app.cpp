@@ -372,7 +372,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
     ImGui::NewFrame();
     HandleShortcuts(app);
     advance(app, ImGui::GetIO().DeltaTime);
-    if (!std::getenv("HBMLAB_GUI_BLANK")) ShowLayout(app);
+    ShowLayout(app);
     ImGui::Render();
 
     int w = 0, h = 0;
@@ -409,7 +409,15 @@ int run_gui(const hbmlab::GuiOptions& options) {
   ImGui::DestroyContext();
   glfwDestroyWindow(window);
   glfwTerminate();
-  return saved ? 0 : 1;
+  const int code = saved ? 0 : 1;
+  if (app.explorer_job.running() || app.times_job.running() || app.measured_job.running()) {
+    // A sweep or validation still running on its thread would race the static destructors of a
+    // normal exit; nothing is left to save, so leave at once.
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(code);
+  }
+  return code;
 }
 
 }  // namespace hbmlab::viz
