@@ -447,6 +447,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::App* measure = app.add_subcommand("measure", "(CUDA builds) run the kernels on the GPU and write a measurement file");
   measure->allow_extras();
   measure->prefix_command();
+  measure->set_help_flag();  // `hbmlab measure --help` is answered by the measure command itself
 
   std::vector<const char*> argv = {"hbmlab"};
   for (const std::string& a : args) argv.push_back(a.c_str());
