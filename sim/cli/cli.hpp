@@ -23,7 +23,6 @@ struct GuiOptions {
 struct Frontends {
   std::function<int(const GuiOptions&)> gui;
   std::function<int(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)> measure;
-  std::function<int(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)> validate;
   bool display_available = false;  // $DISPLAY or $WAYLAND_DISPLAY is set
 };
 
