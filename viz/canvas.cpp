@@ -651,7 +651,7 @@ void ShowTimelinePanel(AppState& app) {
   }
   // HBM bandwidth against the GPU's peak.
   const float by0 = c.p0.y + lanes_h + fs * 1.6f, by1 = c.p1.y - fs * 1.4f;
-  double most = t.peak_gbps;
+  double most = t.peak_gbps * 1.15;  // headroom, so the peak line and its label sit inside the plot
   for (double g : t.hbm_gbps) most = std::max(most, g);
   Text(dl, ImVec2(c.p0.x, by0 - fs * 1.3f), kText, "HBM bandwidth in use");
   dl->AddRect(ImVec2(left, by0), ImVec2(right, by1), kFrame);

@@ -322,12 +322,14 @@ struct Resident {
   double start_s = 0;
 };
 
-// Bandwidth over time in equal bins: a step's bytes go to the bin of its midpoint. When the bins
-// run past kMaxSamples, neighbours merge and the bin width doubles, so any run fits.
+// Bandwidth over time in equal bins. A step's bytes are spread over the bins it spans in
+// proportion to its time in each, so the plot shows what HBM sustains rather than spikes where a
+// long step lands in one short bin; totals stay exact. When the bins run past kMaxSamples,
+// neighbours merge and the bin width doubles, so any run fits.
 void add_sample(Timeline& tl, double& bin_s, const BandwidthSample& s) {
-  const double mid = 0.5 * (s.start_s + s.end_s);
-  auto index = [&] { return static_cast<std::size_t>(mid / bin_s); };
-  while (index() >= Timeline::kMaxSamples) {
+  const double start = s.start_s, end = std::max(s.end_s, s.start_s);
+  auto bin_of = [&](double t) { return static_cast<std::size_t>(t / bin_s); };
+  while (bin_of(end) >= Timeline::kMaxSamples) {
     std::vector<BandwidthSample> merged((tl.hbm.size() + 1) / 2);
     for (std::size_t k = 0; k < tl.hbm.size(); ++k) {
       BandwidthSample& m = merged[k / 2];
@@ -339,14 +341,31 @@ void add_sample(Timeline& tl, double& bin_s, const BandwidthSample& s) {
     for (std::size_t k = 0; k < merged.size(); ++k) merged[k].start_s = k * bin_s, merged[k].end_s = (k + 1) * bin_s;
     tl.hbm = std::move(merged);
   }
-  const std::size_t at = index();
-  while (tl.hbm.size() <= at) {
+  const std::size_t first = bin_of(start), last = bin_of(end);
+  while (tl.hbm.size() <= last) {
     const double t = tl.hbm.size() * bin_s;
     tl.hbm.push_back({t, t + bin_s, 0, 0, 0});
   }
-  tl.hbm[at].dram_read_bytes += s.dram_read_bytes;
-  tl.hbm[at].dram_write_bytes += s.dram_write_bytes;
-  tl.hbm[at].l2_bytes += s.l2_bytes;
+  std::int64_t given_read = 0, given_write = 0, given_l2 = 0;
+  for (std::size_t k = first; k <= last; ++k) {
+    BandwidthSample& bin = tl.hbm[k];
+    if (k == last) {  // the remainder, so that every byte is counted once
+      bin.dram_read_bytes += s.dram_read_bytes - given_read;
+      bin.dram_write_bytes += s.dram_write_bytes - given_write;
+      bin.l2_bytes += s.l2_bytes - given_l2;
+      break;
+    }
+    const double share = (std::min(end, bin.end_s) - std::max(start, bin.start_s)) / (end - start);
+    // Truncated, so the parts never add up to more than the step moved.
+    const auto part = [&](std::int64_t bytes) { return static_cast<std::int64_t>(share * double(bytes)); };
+    const std::int64_t read = part(s.dram_read_bytes), write = part(s.dram_write_bytes), l2 = part(s.l2_bytes);
+    bin.dram_read_bytes += read;
+    bin.dram_write_bytes += write;
+    bin.l2_bytes += l2;
+    given_read += read;
+    given_write += write;
+    given_l2 += l2;
+  }
 }
 
 class Replay {
