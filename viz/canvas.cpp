@@ -77,6 +77,15 @@ Canvas BeginCanvas(const char* id, ImVec2 size) {
 
 void EndCanvas(Canvas& c) { c.dl->PopClipRect(); }
 
+// Clips drawing to [a, b] until the end of the scope.
+struct ClipScope {
+  ImDrawList* dl;
+  ClipScope(ImDrawList* list, ImVec2 a, ImVec2 b) : dl(list) { dl->PushClipRect(a, b, true); }
+  ~ClipScope() { dl->PopClipRect(); }
+  ClipScope(const ClipScope&) = delete;
+  ClipScope& operator=(const ClipScope&) = delete;
+};
+
 // [SECTION] Memory hierarchy
 
 struct HbmLayout {
@@ -99,11 +108,7 @@ std::pair<ImVec2, ImVec2> tile_rect(const HbmLayout& h, std::int64_t row0, std::
 
 void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t pos, const Canvas& c, ImVec2 a, ImVec2 b) {
   ImDrawList* dl = c.dl;
-  dl->PushClipRect(a, b, true);
-  struct PopClip {
-    ImDrawList* dl;
-    ~PopClip() { dl->PopClipRect(); }
-  } pop{dl};
+  const ClipScope clip(dl, a, b);
   const float fs = ImGui::GetFontSize(), pad = fs * 0.5f;
   const SimulationResult& res = r.result();
   const Counts now = r.counts_before(pos);
@@ -372,11 +377,7 @@ void DrawMatrixGrid(const view::MatrixView& m, Algo algo, Tensor fill_tensor, in
 
 void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c, ImVec2 a, ImVec2 b) {
   ImDrawList* dl = c.dl;
-  dl->PushClipRect(a, b, true);
-  struct PopClip {
-    ImDrawList* dl;
-    ~PopClip() { dl->PopClipRect(); }
-  } pop{dl};
+  const ClipScope clip(dl, a, b);
   const float fs = ImGui::GetFontSize();
   const view::MatrixView m = r.matrix(pos, 64);
   const SimulationResult& res = r.result();
