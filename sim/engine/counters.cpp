@@ -1,24 +1,14 @@
 // Counting steps.
 #include "sim/engine/counters.hpp"
 
+#include "sim/common/sum.hpp"
+
 namespace hbmlab {
 
-std::int64_t Counts::hbm_read_bytes() const {
-  std::int64_t total = 0;
-  for (const TensorTraffic& t : hbm) total += t.read_bytes;
-  return total;
-}
-
-std::int64_t Counts::hbm_write_bytes() const {
-  std::int64_t total = 0;
-  for (const TensorTraffic& t : hbm) total += t.write_bytes;
-  return total;
-}
-
+std::int64_t Counts::hbm_read_bytes() const { return sum_field(hbm, &TensorTraffic::read_bytes); }
+std::int64_t Counts::hbm_write_bytes() const { return sum_field(hbm, &TensorTraffic::write_bytes); }
 std::int64_t Counts::accesses() const {
-  std::int64_t total = 0;
-  for (const TensorTraffic& t : hbm) total += t.read_elems + t.write_elems;
-  return total;
+  return sum_field(hbm, &TensorTraffic::read_elems) + sum_field(hbm, &TensorTraffic::write_elems);
 }
 
 bool Counts::touches(Tensor t) const {

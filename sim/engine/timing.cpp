@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "sim/common/error.hpp"
+#include "sim/common/sum.hpp"
 #include "sim/engine/l2.hpp"
 #include "sim/engine/replay.hpp"
 
@@ -577,31 +578,11 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
 
 // [SECTION] Public entry points
 
-std::int64_t EngineResult::sm_read_bytes() const {
-  std::int64_t s = 0;
-  for (const TensorMemory& m : memory) s += m.sm_read_bytes;
-  return s;
-}
-std::int64_t EngineResult::sm_write_bytes() const {
-  std::int64_t s = 0;
-  for (const TensorMemory& m : memory) s += m.sm_write_bytes;
-  return s;
-}
-std::int64_t EngineResult::read_hit_bytes() const {
-  std::int64_t s = 0;
-  for (const TensorMemory& m : memory) s += m.read_hit_bytes;
-  return s;
-}
-std::int64_t EngineResult::dram_read_bytes() const {
-  std::int64_t s = 0;
-  for (const TensorMemory& m : memory) s += m.dram_read_bytes;
-  return s;
-}
-std::int64_t EngineResult::dram_write_bytes() const {
-  std::int64_t s = 0;
-  for (const TensorMemory& m : memory) s += m.dram_write_bytes;
-  return s;
-}
+std::int64_t EngineResult::sm_read_bytes() const { return sum_field(memory, &TensorMemory::sm_read_bytes); }
+std::int64_t EngineResult::sm_write_bytes() const { return sum_field(memory, &TensorMemory::sm_write_bytes); }
+std::int64_t EngineResult::read_hit_bytes() const { return sum_field(memory, &TensorMemory::read_hit_bytes); }
+std::int64_t EngineResult::dram_read_bytes() const { return sum_field(memory, &TensorMemory::dram_read_bytes); }
+std::int64_t EngineResult::dram_write_bytes() const { return sum_field(memory, &TensorMemory::dram_write_bytes); }
 
 void validate_for_engine(const GpuSpec& gpu) {
   // Presets already hold positive numbers and power-of-two lines and sectors (gpu_spec.cpp);
