@@ -174,12 +174,7 @@ std::string simulation_csv(std::span<const SimulationResult> results) {
 }
 
 std::vector<SimulationResult> simulate_scenario(const Scenario& s, const SimulateFlags* flags) {
-  SimulateRequest request;
-  request.gpu = load_gpu(s.gpu);
-  request.problem = s.problem;
-  request.block_rows = s.block_rows;
-  request.block_cols = s.block_cols;
-  request.sram_bytes = s.sram_bytes;
+  SimulateRequest request = request_for(s);
   if (flags) {
     if (*flags->o_block_rows) request.block_rows = flags->block_rows;
     if (*flags->o_block_cols) request.block_cols = flags->block_cols;

@@ -100,6 +100,16 @@ TimeEstimate time_estimate(const EngineResult& e) {
   return t;
 }
 
+SimulateRequest request_for(const Scenario& s) {
+  SimulateRequest request;
+  request.gpu = load_gpu(s.gpu);
+  request.problem = s.problem;
+  request.block_rows = s.block_rows;
+  request.block_cols = s.block_cols;
+  request.sram_bytes = s.sram_bytes;
+  return request;
+}
+
 SimulationResult simulate(const SimulateRequest& request) {
   request.problem.validate();
   SimulationResult r;

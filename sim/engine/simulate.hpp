@@ -8,6 +8,7 @@
 #include "sim/bounds/bounds.hpp"
 #include "sim/engine/counters.hpp"
 #include "sim/engine/timing.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
 namespace hbmlab {
@@ -65,6 +66,10 @@ struct SimulationResult {
 };
 
 SimulationResult simulate(const SimulateRequest& request);
+
+// The request a scenario describes: its GPU (loaded), problem, blocks and SRAM; algorithm
+// left at the default for the caller to set.
+SimulateRequest request_for(const Scenario& scenario);
 
 // The contract's time figures from an engine run.
 TimeEstimate time_estimate(const EngineResult& engine);

@@ -17,11 +17,7 @@ namespace {
 // The sections that belong to the paper's model; time, l2 and dram belong to the timing engine.
 Json counts_of(const Scenario& s) {
   Json out = Json::array();
-  SimulateRequest request;
-  request.gpu = load_gpu(s.gpu);
-  request.problem = s.problem;
-  request.block_rows = s.block_rows;
-  request.block_cols = s.block_cols;
+  SimulateRequest request = request_for(s);
   request.numerics = NumericsMode::off;
   for (Algo algo : s.algorithms) {
     request.algo = algo;
