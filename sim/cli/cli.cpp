@@ -126,7 +126,8 @@ struct SimulateFlags {
   std::int64_t block_rows = 0, block_cols = 0, sram_bytes = 0;
   std::string numerics = "auto";
   std::uint64_t seed = 1;
-  bool json = false, csv = false, steps = false, counts_only = false, no_l2 = false, kv_descending = false;
+  bool json = false, csv = false, steps = false, counts_only = false, no_l2 = false, kv_descending = false,
+       hbmlab_kernels = false;
   std::int64_t steps_limit = 200;
   std::string timeline;
   std::int64_t launch_threads = 0, launch_registers = 0, launch_smem = 0;
@@ -156,6 +157,9 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
                                     "flash1/flash2: shared memory per CTA [the SRAM working set]");
   cmd->add_flag("--kv-descending", f.kv_descending,
                 "flash2: visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
+  cmd->add_flag("--hbmlab-kernels", f.hbmlab_kernels,
+                "time hbmlab's own CUDA kernels (gpu/) as written, as `hbmlab validate` does for their records, "
+                "instead of the reference launch");
 }
 
 std::string simulation_csv(std::span<const SimulationResult> results) {
@@ -196,6 +200,7 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
       request.launch.registers_per_thread = positive(flags->launch_registers, "--launch-registers");
     if (*flags->o_launch_smem) request.launch.smem_bytes_per_cta = positive(flags->launch_smem, "--launch-smem-bytes");
     request.launch.kv_descending = flags->kv_descending;
+    request.launch.hbmlab_kernels = flags->hbmlab_kernels;
     const std::string& n = flags->numerics;
     request.numerics = n == "auto" ? NumericsMode::automatic : n == "full" ? NumericsMode::full
                      : n == "sampled" ? NumericsMode::sampled : n == "off" ? NumericsMode::off

@@ -1,13 +1,63 @@
-// TileL2: LRU over tiles with partial residency (see l2.hpp for why this equals a sector LRU).
+// TileL2: an LRU stack of tiles with reuse distances (see l2.hpp for the model).
 #include "sim/engine/l2.hpp"
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 namespace hbmlab {
+namespace {
 
-TileL2::TileL2(std::int64_t capacity_bytes) : capacity_(capacity_bytes) {
+// P(X ≤ k) for X ~ Poisson(λ): the chance that fewer than k + 1 other lines fell into the set.
+double poisson_cdf(double lambda, std::int64_t k) {
+  double term = std::exp(-lambda), sum = term;
+  for (std::int64_t n = 1; n <= k; ++n) {
+    term *= lambda / double(n);
+    sum += term;
+  }
+  return std::min(sum, 1.0);
+}
+
+constexpr double kUnreachable = 1e-9;  // below this resident fraction a tile leaves the stack
+
+}  // namespace
+
+TileL2::TileL2(std::int64_t capacity_bytes, std::int64_t ways, std::int64_t line_bytes)
+    : capacity_(capacity_bytes), ways_(ways), line_(line_bytes) {
   assert(capacity_bytes > 0 && "TileL2 needs a positive capacity: check numbers.l2_effective_bytes");
+  if (ways_ * line_ >= capacity_) ways_ = 0;  // one set: fully associative
+  tree_.assign(4097, 0);
+}
+
+double TileL2::resident_fraction(std::int64_t distance, std::int64_t bytes) const {
+  if (ways_ == 0) {  // sectors at depths distance … distance + bytes; those above the capacity stay
+    if (bytes <= 0) return distance < capacity_ ? 1.0 : 0.0;
+    return std::clamp(double(capacity_ - distance) / double(bytes), 0.0, 1.0);
+  }
+  const double depth = double(distance) + 0.5 * double(bytes);  // the tile's middle sector
+  return poisson_cdf(depth * double(ways_) / double(capacity_), ways_ - 1);
+}
+
+void TileL2::tree_add(std::int64_t time, std::int64_t delta) {
+  for (std::size_t i = static_cast<std::size_t>(time) + 1; i < tree_.size(); i += i & (~i + 1)) tree_[i] += delta;
+}
+
+std::int64_t TileL2::tree_prefix(std::int64_t time) const {
+  std::int64_t sum = 0;
+  for (std::size_t i = static_cast<std::size_t>(time) + 1; i > 0; i -= i & (~i + 1)) sum += tree_[i];
+  return sum;
+}
+
+std::int64_t TileL2::distance(const Entry& e) const { return stack_bytes_ - tree_prefix(e.time); }
+
+// Touch times run out: number the tiles 0 … n − 1 from LRU to MRU and rebuild the tree.
+void TileL2::renumber() {
+  const std::size_t n = index_.size();
+  tree_.assign(std::max<std::size_t>(4 * n, 4096) + 1, 0);
+  std::int64_t t = 0;
+  for (std::int32_t e = lru_; e >= 0; e = pool_[e].next) pool_[e].time = t++;
+  for (std::int32_t e = lru_; e >= 0; e = pool_[e].next) tree_add(pool_[e].time, pool_[e].bytes);
+  next_time_ = t;
 }
 
 void TileL2::unlink(std::int32_t e) {
@@ -25,75 +75,75 @@ void TileL2::push_mru(std::int32_t e) {
   mru_ = e;
 }
 
-std::int32_t TileL2::touch(std::uint64_t key) {
+std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, std::int64_t& resident, std::int64_t& dirty_left) {
+  if (next_time_ + 1 >= static_cast<std::int64_t>(tree_.size())) renumber();
   auto [it, inserted] = index_.try_emplace(key, -1);
-  if (!inserted) {
-    unlink(it->second);
-    push_mru(it->second);
-    return it->second;
-  }
   std::int32_t e;
-  if (!free_.empty()) {
-    e = free_.back();
-    free_.pop_back();
-    pool_[e] = Entry{};
+  if (!inserted) {
+    e = it->second;
+    Entry& x = pool_[e];
+    const double f = resident_fraction(distance(x), x.bytes);
+    resident = std::llround(f * double(x.bytes));
+    dirty_left = std::llround(f * double(x.dirty));
+    writebacks_[static_cast<int>(tile_key_tensor(key))] += x.dirty - dirty_left;
+    tree_add(x.time, -x.bytes);
+    stack_bytes_ -= x.bytes;
+    unlink(e);
   } else {
-    e = static_cast<std::int32_t>(pool_.size());
-    pool_.emplace_back();
+    resident = dirty_left = 0;
+    if (!free_.empty()) {
+      e = free_.back();
+      free_.pop_back();
+      pool_[e] = Entry{};
+    } else {
+      e = static_cast<std::int32_t>(pool_.size());
+      pool_.emplace_back();
+    }
+    pool_[e].key = key;
+    it->second = e;
   }
-  pool_[e].key = key;
-  it->second = e;
+  Entry& x = pool_[e];
+  x.bytes = bytes;
+  x.time = next_time_++;
+  tree_add(x.time, bytes);
+  stack_bytes_ += bytes;
   push_mru(e);
   return e;
 }
 
-// Evicts from the LRU end until the cache fits; the tile just touched (`keep`) goes last, and
-// only if it alone is larger than the cache.
-void TileL2::evict_down_to_capacity(std::int32_t keep) {
-  while (used_ > capacity_) {
-    std::int32_t victim = lru_;
-    if (victim == keep && pool_[victim].next >= 0) victim = pool_[victim].next;
-    Entry& v = pool_[victim];
-    const std::int64_t out = std::min(v.resident, used_ - capacity_);
-    // Every sector of a tile has the same recency, so dirty sectors leave in proportion.
-    const std::int64_t dirty_out =
-        v.resident > 0 ? static_cast<std::int64_t>(double(v.dirty) * double(out) / double(v.resident)) : 0;
-    v.resident -= out;
-    v.dirty -= dirty_out;
-    used_ -= out;
-    writebacks_[static_cast<int>(tile_key_tensor(v.key))] += dirty_out;
-    if (v.resident == 0) {
-      writebacks_[static_cast<int>(tile_key_tensor(v.key))] += v.dirty;
-      unlink(victim);
-      index_.erase(v.key);
-      free_.push_back(victim);
-    }
+// The LRU tile's distance is everything above it; once nothing of it can be resident it leaves,
+// and its dirty bytes are written back.
+void TileL2::drop_unreachable() {
+  while (lru_ >= 0 && lru_ != mru_) {
+    Entry& v = pool_[lru_];
+    if (resident_fraction(stack_bytes_ - v.bytes, v.bytes) > (ways_ == 0 ? 0.0 : kUnreachable)) break;
+    writebacks_[static_cast<int>(tile_key_tensor(v.key))] += v.dirty;
+    const std::int32_t victim = lru_;
+    tree_add(v.time, -v.bytes);
+    stack_bytes_ -= v.bytes;
+    unlink(victim);
+    index_.erase(v.key);
+    free_.push_back(victim);
   }
 }
 
 TileL2::ReadOutcome TileL2::read(std::uint64_t key, std::int64_t bytes) {
-  const std::int32_t e = touch(key);
+  std::int64_t resident = 0, dirty_left = 0;
+  const std::int32_t e = touch(key, bytes, resident, dirty_left);
   ReadOutcome out;
-  Entry& x = pool_[e];
-  out.hit_bytes = std::min(x.resident, bytes);
+  out.hit_bytes = std::min(resident, bytes);
   out.miss_bytes = bytes - out.hit_bytes;
-  if (x.resident < bytes) {
-    used_ += bytes - x.resident;
-    x.resident = bytes;
-  }
-  evict_down_to_capacity(e);
+  pool_[e].dirty = std::min(dirty_left, bytes);  // a read fills the tile; its dirty sectors stay dirty
+  drop_unreachable();
   return out;
 }
 
 void TileL2::write(std::uint64_t key, std::int64_t bytes) {
-  const std::int32_t e = touch(key);
-  Entry& x = pool_[e];
-  if (x.resident < bytes) {
-    used_ += bytes - x.resident;
-    x.resident = bytes;
-  }
-  x.dirty = x.resident;
-  evict_down_to_capacity(e);
+  std::int64_t resident = 0, dirty_left = 0;
+  const std::int32_t e = touch(key, bytes, resident, dirty_left);
+  // Sectors still dirty are overwritten in the L2: one write-back for both stores.
+  pool_[e].dirty = bytes;
+  drop_unreachable();
 }
 
 std::array<std::int64_t, kTensorCount> TileL2::take_writebacks() {
@@ -104,7 +154,15 @@ std::array<std::int64_t, kTensorCount> TileL2::take_writebacks() {
 
 std::int64_t TileL2::dirty_bytes() const {
   std::int64_t sum = 0;
-  for (std::int32_t e = lru_; e >= 0; e = pool_[e].next) sum += pool_[e].dirty;
+  for (std::int32_t e = lru_; e >= 0; e = pool_[e].next)
+    sum += std::llround(resident_fraction(distance(pool_[e]), pool_[e].bytes) * double(pool_[e].dirty));
+  return sum;
+}
+
+std::int64_t TileL2::used_bytes() const {
+  std::int64_t sum = 0;
+  for (std::int32_t e = lru_; e >= 0; e = pool_[e].next)
+    sum += std::llround(resident_fraction(distance(pool_[e]), pool_[e].bytes) * double(pool_[e].bytes));
   return sum;
 }
 

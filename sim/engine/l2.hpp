@@ -1,14 +1,22 @@
 // TileL2: the L2 cache at tile granularity. An LRU over whole tiles (K_j, Q_i, S_ij, ...) of
-// variable size in bytes, with partial residency, write-allocate and write-back of dirty bytes.
-// Used by the timing engine (timing.hpp); tests/core/test_timing.cpp checks it on small cases.
+// variable size in bytes, set-associative or fully associative, with partial residency,
+// write-allocate and write-back of dirty bytes. Used by the timing engine (timing.hpp);
+// tests/core/test_timing.cpp checks it on small cases.
 //
 // Why tiles and not 32-byte sectors: attention kernels always move whole tiles, so every sector
-// of a tile gets the same recency. A fully associative LRU over sectors then evicts the tiles'
-// sectors oldest tile first, which is exactly an LRU over tiles whose oldest tile may be partly
-// resident. This costs one hash lookup per tile instead of one per sector (a 32 KiB
-// tile is 1,024 sectors), which is what makes GPT-2-sized and 64K-token problems fast.
-// Approximated: set associativity and hashing of addresses onto slices (real L2s are not fully
-// associative), and the order of sectors inside a tile.
+// of a tile gets the same recency. This costs one lookup per tile instead of one per sector (a
+// 32 KiB tile is 1,024 sectors), which is what makes GPT-2-sized and 64K-token problems fast.
+//
+// How residency is decided: by each tile's reuse distance D, the bytes of other tiles touched
+// since it was last touched (an LRU stack, kept as a Fenwick tree over touch times).
+//   fully associative (ways ≥ lines): exactly an LRU over sectors. The tile's sectors sit at
+//     stack depths D … D + size; those above the capacity C are resident, the rest evicted.
+//   set-associative (W ways): addresses hash onto C / (W · line) sets, so the D bytes since the
+//     last touch put a Poisson(λ = D·W / C) number of other lines into this line's set, and LRU
+//     keeps the line while fewer than W did. Residency falls off smoothly around D = C instead of
+//     at a cliff, as a real L2 does when many CTAs share K and V at slightly different times.
+// Evicted dirty bytes are written back when the tile is next touched or drops out of reach.
+// Approximated: the hash is ideal (uniform over sets), sectors of one tile share one recency.
 #pragma once
 
 #include <array>
@@ -29,7 +37,8 @@ inline Tensor tile_key_tensor(std::uint64_t key) { return static_cast<Tensor>((k
 
 class TileL2 {
 public:
-  explicit TileL2(std::int64_t capacity_bytes);
+  // `ways` = 0, or at least capacity / line: fully associative (exact LRU).
+  explicit TileL2(std::int64_t capacity_bytes, std::int64_t ways = 0, std::int64_t line_bytes = 128);
 
   struct ReadOutcome {
     std::int64_t hit_bytes = 0, miss_bytes = 0;
@@ -42,25 +51,39 @@ public:
   // Dirty bytes written back to DRAM by evictions since the last call, per tensor.
   std::array<std::int64_t, kTensorCount> take_writebacks();
   std::int64_t dirty_bytes() const;  // still dirty in the cache (not yet written to DRAM)
-  std::int64_t used_bytes() const { return used_; }
+  std::int64_t used_bytes() const;   // resident now
   std::int64_t capacity_bytes() const { return capacity_; }
+  bool fully_associative() const { return ways_ == 0; }
+
+  // The resident fraction of a tile of `bytes` at reuse distance `distance` (bytes).
+  double resident_fraction(std::int64_t distance, std::int64_t bytes) const;
 
 private:
   struct Entry {
     std::uint64_t key = 0;
-    std::int64_t resident = 0, dirty = 0;
+    std::int64_t bytes = 0, dirty = 0;  // size and dirty bytes at the last touch
+    std::int64_t time = 0;              // touch time: position in the Fenwick tree
     std::int32_t prev = -1, next = -1;  // towards LRU (prev) and MRU (next)
   };
-  std::int32_t touch(std::uint64_t key);  // the entry, moved to MRU (created if absent)
+  // The entry for `key` at its reuse distance, moved to MRU with `bytes` (created if absent).
+  // Sets `resident` and `dirty_left` to what survived since the last touch.
+  std::int32_t touch(std::uint64_t key, std::int64_t bytes, std::int64_t& resident, std::int64_t& dirty_left);
+  std::int64_t distance(const Entry& e) const;  // bytes touched since e's last touch
   void unlink(std::int32_t e);
   void push_mru(std::int32_t e);
-  void evict_down_to_capacity(std::int32_t keep);
+  void drop_unreachable();  // tiles nothing of which can still be resident leave the stack
+  void tree_add(std::int64_t time, std::int64_t delta);
+  std::int64_t tree_prefix(std::int64_t time) const;  // bytes of tiles touched at or before `time`
+  void renumber();
 
-  std::int64_t capacity_ = 0, used_ = 0;
+  std::int64_t capacity_ = 0, ways_ = 0, line_ = 128;
+  std::int64_t stack_bytes_ = 0;  // all tiles in the stack, at their full size
   std::vector<Entry> pool_;
   std::vector<std::int32_t> free_;
   std::unordered_map<std::uint64_t, std::int32_t> index_;
   std::int32_t lru_ = -1, mru_ = -1;
+  std::vector<std::int64_t> tree_;  // Fenwick tree of tile sizes by touch time (1-based)
+  std::int64_t next_time_ = 0;
   std::array<std::int64_t, kTensorCount> writebacks_{};
 };
 

@@ -174,11 +174,15 @@ KernelPlan plan_flash2(const AttentionProblem& p, Blocks b, const GpuSpec& gpu, 
 
 constexpr std::int64_t kGemmTile = 128;
 constexpr std::int64_t kLibraryThreads = 256;
+// gpu/standard.cu's softmax_kernel: the chain of its two block-wide reductions (shuffles, barriers,
+// the shared-memory passes between them) in cycles, calibrated against ncu's kernel times of the
+// H100 records (assets/measurements/h100-standard-ncu.csv).
+constexpr double kSoftmaxReductionCycles = 3000;
 
 std::vector<KernelPlan> plan_standard(const AttentionProblem& p, Blocks chosen, const GpuSpec& gpu,
-                                      std::int64_t sram_bytes_per_block) {
+                                      std::int64_t sram_bytes_per_block, bool hbmlab_kernels) {
   Blocks t{std::min(kGemmTile, p.seq_len), std::min(kGemmTile, p.seq_len)};
-  if (sram_working_set_bytes(Algo::standard, p, t) > sram_bytes_per_block) t = chosen;
+  if (hbmlab_kernels || sram_working_set_bytes(Algo::standard, p, t) > sram_bytes_per_block) t = chosen;
   const BlockGrid g(p.seq_len, t, false);  // S and P stay N × N even when causal (DESIGN.md)
   const std::int64_t d = p.head_dim, e = p.elem_bytes();
   const std::int64_t sector = gpu.l2_sector_bytes;
@@ -259,6 +263,51 @@ std::vector<KernelPlan> plan_standard(const AttentionProblem& p, Blocks chosen, 
     b3.access(o, o.bytes);
   }
   for (KernelPlan& k : plans) k.instances = p.instances();
+  if (hbmlab_kernels) {  // gpu/standard.cu: 4-warp WMMA CTAs, one Br × Bc tile of S or Br × d of O each
+    constexpr std::int64_t kPad = 8;
+    qk.name = "qk_kernel S = QKᵀ";
+    qk.overlap = "none inside a CTA: Q_i, K_j load, the tile is computed, S_ij is stored; CTAs on an SM overlap";
+    qk.library_gemm = false;
+    qk.double_buffered = false;
+    qk.threads_per_cta = 128;
+    qk.smem_bytes_per_cta = std::max((t.Br + t.Bc) * (d + kPad) * e, t.Br * (t.Bc + 4) * 4);
+    pv.name = "pv_kernel O = PV";
+    pv.overlap = "double-buffered: cp.async fetches P_i,j+1 and V_j+1 during the MMAs on P_ij, V_j";
+    pv.library_gemm = false;
+    pv.threads_per_cta = 128;
+    pv.smem_bytes_per_cta = std::max(2 * (t.Br * (t.Bc + kPad) + t.Bc * (d + kPad)) * e, t.Br * (d + 4) * 4);
+    // softmax_kernel: one CTA per row of S (its S_i tiles' rows are keyed apart from qk's tiles, so
+    // the L2 does not connect the two: exact for S larger than the L2, as in every recorded run).
+    // The row comes in as one 16-byte vector per thread (up to 4 in flight), then two block-wide
+    // reductions (max, sum) with their barriers, then P goes out.
+    sm = KernelPlan{};
+    sm.name = "softmax_kernel P = softmax(S)";
+    sm.overlap = "none inside a CTA: the row loads, is reduced twice, P is stored; CTAs on an SM overlap";
+    sm.double_buffered = false;
+    sm.instances = p.instances();
+    const std::int64_t threads = std::min<std::int64_t>(256, std::max<std::int64_t>(64, (p.seq_len / 8 + 31) / 32 * 32));
+    sm.threads_per_cta = threads;
+    sm.smem_bytes_per_cta = p.seq_len * 4;
+    sm.bytes_in_flight_per_cta = threads * 16 * 4;
+    sm.phase_latency_cycles = kSoftmaxReductionCycles;
+    PlanBuilder rows(sm, p, g.Tc, sector);
+    for (std::int64_t r = 0; r < p.seq_len; ++r) {
+      rows.begin_program();
+      rows.begin_phase();
+      for (Tensor tensor : {Tensor::S, Tensor::P}) {
+        Step row;
+        row.kind = tensor == Tensor::S ? StepKind::load : StepKind::store;
+        row.tensor = tensor;
+        row.i = static_cast<std::int32_t>(g.Tr + r);  // row keys follow the tile keys
+        row.j = 0;
+        row.rows = 1;
+        row.cols = p.seq_len;
+        row.bytes = p.seq_len * e;
+        rows.access(row, row.bytes);
+        if (tensor == Tensor::S) rows.compute(flops(FlopKind::non_matmul, kSoftmaxOps * p.seq_len, 0));
+      }
+    }
+  }
   return plans;
 }
 
@@ -300,6 +349,7 @@ struct Rates {
   double dram = 0, l2 = 0;                                           // bytes/s, whole GPU
   double hbm_latency_s = 0, l2_latency_s = 0;
   double in_flight_per_sm = 0;  // bytes
+  double clock_hz = 0;
 };
 
 Rates rates_of(const GpuSpec& gpu) {
@@ -314,6 +364,7 @@ Rates rates_of(const GpuSpec& gpu) {
   r.hbm_latency_s = gpu.hbm_latency_ns * 1e-9;
   r.l2_latency_s = gpu.l2_latency_ns * 1e-9;
   r.in_flight_per_sm = double(gpu.hbm_bytes_in_flight_per_sm);
+  r.clock_hz = gpu.clock_mhz * 1e6;
   return r;
 }
 
@@ -375,7 +426,7 @@ public:
       : gpu_(gpu), options_(options), rates_(rates_of(gpu)), result_(result) {
     sram_per_sm_ = options.sram_bytes_per_sm > 0 ? options.sram_bytes_per_sm : gpu.sram_bytes_per_sm;
     sram_per_block_ = options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
-    if (options.l2_enabled) l2_.emplace_back(gpu.l2_effective_bytes);
+    if (options.l2_enabled) l2_.emplace_back(gpu.l2_effective_bytes, gpu.l2_ways, gpu.l2_line_bytes);
   }
 
   void run(const KernelPlan& k, std::int32_t kernel_index);
@@ -414,7 +465,9 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   kt.start_s = now_s_;
   const double start_s = now_s_ + gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
 
-  const double matmul_rate = k.library_gemm ? rates_.gemm_per_sm : rates_.matmul_per_sm;
+  const double matmul_rate = k.matmul_on_fp32_units ? rates_.non_matmul_per_sm
+                             : k.library_gemm       ? rates_.gemm_per_sm
+                                                    : rates_.matmul_per_sm;
   const std::int64_t programs = static_cast<std::int64_t>(k.programs.size());
   std::vector<std::vector<Resident>> resident(static_cast<std::size_t>(S));
   std::int64_t next = 0;
@@ -491,17 +544,21 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
           window += double(b);
         }
       }
+      if (k.bytes_in_flight_per_cta > 0) window = std::min(window, double(k.bytes_in_flight_per_cta));
       const double compute = double(ph.matmul_flops) / matmul_rate + double(ph.non_matmul_flops) / rates_.non_matmul_per_sm;
       compute_sm += compute;
       sram_sm += double(ph.sram_bytes) / rates_.sram_per_sm;
+      // What the CTA does once its loads are in: its compute or its own shared-memory traffic.
+      const double own_sram = k.sram_bound_work ? double(ph.sram_bytes) / (rates_.sram_per_sm * k.sram_fraction_per_cta) : 0;
+      const double work = std::max(compute, own_sram) + k.phase_latency_cycles / rates_.clock_hz;
       latency_bytes_sm += latency_bytes;
       // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
       // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
       window_sm += window * (k.double_buffered ? 2 : 1);
       if ((!k.double_buffered || r.phase == 0) && window > 0) {
         const double memory = latency_bytes / std::min(window, rates_.in_flight_per_sm);
-        if (compute + memory > serial_sm) {
-          serial_sm = compute + memory;
+        if (work + memory > serial_sm) {
+          serial_sm = work + memory;
           serial_memory_sm = memory;
         }
       }
@@ -612,7 +669,8 @@ std::vector<KernelPlan> plan_kernels(Algo algo, const AttentionProblem& p, Block
   switch (algo) {
     case Algo::standard:
       plans = plan_standard(p, blocks, gpu,
-                            options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block);
+                            options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block,
+                            options.launch.hbmlab_kernels);
       break;
     case Algo::flash1: plans.push_back(plan_flash1(p, blocks, gpu)); break;
     case Algo::flash2: plans.push_back(plan_flash2(p, blocks, gpu, options.launch.kv_descending)); break;
@@ -622,6 +680,25 @@ std::vector<KernelPlan> plan_kernels(Algo algo, const AttentionProblem& p, Block
     if (options.launch.threads_per_cta) k.threads_per_cta = *options.launch.threads_per_cta;
     if (options.launch.registers_per_thread) k.registers_per_thread = *options.launch.registers_per_thread;
     if (options.launch.smem_bytes_per_cta) k.smem_bytes_per_cta = *options.launch.smem_bytes_per_cta;
+  }
+  if (algo == Algo::flash1 && options.launch.hbmlab_kernels) {
+    // gpu/flash1.cu: S_ij and P̃_ij V_j as fp32 FMAs, each reading one operand of each side from
+    // shared memory (8 bytes per FMA, 4 per FLOP: one broadcast, one conflict-free row); Q_i, O_i
+    // come in one 2-byte element per thread per operand, so a CTA keeps threads × 4 bytes in flight.
+    constexpr std::int64_t kSramBytesPerMatmulFlop = 4, kLoadBytesPerThread = 8;
+    KernelPlan& k = plans.front();
+    k.matmul_on_fp32_units = true;
+    k.bytes_in_flight_per_cta = k.threads_per_cta * kLoadBytesPerThread;
+    k.overlap += "; loads one element per thread at a time";
+    // Calibrated on the records where one flash1 CTA has an SM to itself (N ≥ 2048: B·H ≤ 128 CTAs on
+    // 132 SMs; hbmlab validate, assets/measurements/h100.json): its 8 warps reach 90% of the SRAM
+    // bandwidth, and each step (j, i) adds 4,500 cycles of barriers, the one-warp-per-row softmax
+    // (shuffle reductions, expf) and the element-wise ℓ_i, m_i traffic; the compiler keeps two
+    // elements per operand in flight (8 bytes per thread).
+    k.sram_bound_work = true;
+    k.sram_fraction_per_cta = 0.9;
+    k.phase_latency_cycles = 4500;
+    for (CtaPhase& ph : k.phases) ph.sram_bytes += kSramBytesPerMatmulFlop * ph.matmul_flops;
   }
   return plans;
 }
@@ -646,7 +723,10 @@ EngineResult run_plans(const std::vector<KernelPlan>& plans, const GpuSpec& gpu,
     result.matmul_flops += mm;
     result.non_matmul_flops += nm;
     const double sms = double(gpu.sm_count);
-    compute_s += double(mm) / ((k.library_gemm ? rates.gemm_per_sm : rates.matmul_per_sm) * sms) +
+    const double mm_rate = k.matmul_on_fp32_units ? rates.non_matmul_per_sm
+                           : k.library_gemm       ? rates.gemm_per_sm
+                                                  : rates.matmul_per_sm;
+    compute_s += double(mm) / (mm_rate * sms) +
                  double(nm) / (rates.non_matmul_per_sm * sms);
     replay.run(k, static_cast<std::int32_t>(n));
   }

@@ -63,6 +63,15 @@ struct KernelPlan {
   std::int64_t registers_per_thread = 0;  // 0: unknown, registers do not limit occupancy
   bool double_buffered = true;            // the next phase's loads are in flight during this compute
   bool library_gemm = false;              // tensor rate × gemm_efficiency instead of matmul_efficiency
+  bool matmul_on_fp32_units = false;      // matmuls as scalar FMAs (non-matmul rate), not on tensor cores
+  std::int64_t bytes_in_flight_per_cta = 0;  // 0: the SM's cap; else what the CTA's load loop keeps outstanding
+  // A CTA that waits for its loads (not double-buffered) then works through its phase: its FLOPs,
+  // or, when `sram_bound_work`, its own shared-memory traffic at most at `sram_fraction_per_cta`
+  // of the SM's SRAM bandwidth (its warps keep too few shared-memory loads in flight for more);
+  // plus a fixed chain of barriers and reductions that no rate above sees.
+  bool sram_bound_work = false;
+  double sram_fraction_per_cta = 1.0;
+  double phase_latency_cycles = 0;
   std::int64_t ctas() const { return static_cast<std::int64_t>(programs.size()) * instances; }
 };
 
@@ -71,6 +80,9 @@ struct KernelPlan {
 struct LaunchOverride {
   std::optional<std::int64_t> threads_per_cta, registers_per_thread, smem_bytes_per_cta;
   bool kv_descending = false;  // flash2: visit K_j, V_j from the last block down, as FlashAttention-2's kernel does
+  // Model hbmlab's own CUDA kernels (gpu/) as they are written: standard with the recorded Br×Bc tiles
+  // and 128-thread CTAs, flash1 with fp32 FMAs fed from shared memory and element-wise loads.
+  bool hbmlab_kernels = false;
 };
 
 struct EngineOptions {

@@ -165,6 +165,65 @@ TEST_CASE("a working set that fits in L2 is read from DRAM once", "[engine]") {
   }
 }
 
+TEST_CASE("a set-associative L2 loses a tile gradually with its reuse distance", "[engine]") {
+  // 16 ways over 1 MiB: the D bytes since a line's last touch put Poisson(16·D / 1 MiB) other
+  // lines into its set; it stays while fewer than 16 did.
+  const std::int64_t C = 1 << 20;
+  TileL2 l2(C, 16, 128);
+  CHECK_FALSE(l2.fully_associative());
+  CHECK(l2.resident_fraction(0, 0) == Approx(1.0));
+  CHECK(l2.resident_fraction(C / 4, 0) > 0.9999);               // P(Poisson(4) ≤ 15)
+  CHECK(l2.resident_fraction(C, 0) == Approx(0.4667).margin(1e-3));  // P(Poisson(16) ≤ 15)
+  CHECK(l2.resident_fraction(2 * C, 0) < 0.01);                 // P(Poisson(32) ≤ 15) = 0.0016
+  // A tile read again after half the capacity of other tiles: almost all of it hits.
+  const std::int64_t tile = 4096;
+  CHECK(l2.read(tile_key(0, Tensor::K, 0), tile).miss_bytes == tile);
+  for (int n = 1; n <= C / 2 / tile; ++n) l2.read(tile_key(0, Tensor::V, n), tile);
+  const TileL2::ReadOutcome again = l2.read(tile_key(0, Tensor::K, 0), tile);
+  CHECK(again.hit_bytes >= tile * 99 / 100);
+  // Dirty bytes of a tile that drifts out of reach are written back once.
+  l2.write(tile_key(0, Tensor::O, 0), tile);
+  for (int n = 0; n < 4 * C / tile; ++n) l2.read(tile_key(1, Tensor::V, n), tile);
+  CHECK(l2.take_writebacks()[static_cast<int>(Tensor::O)] == tile);
+  SECTION("ways ≥ lines: the exact LRU") { CHECK(TileL2(4096, 32, 128).fully_associative()); }
+}
+
+TEST_CASE("hbmlab's own kernels as written (--hbmlab-kernels, validate's records)", "[engine]") {
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  const AttentionProblem p{2, 4, 1024, 64, Dtype::fp16, false};
+  EngineOptions reference, own;
+  own.launch.hbmlab_kernels = true;
+  own.launch.threads_per_cta = 256;
+  SECTION("flash1: fp32 FMAs reading 8 bytes of shared memory each, one element per thread in flight") {
+    const KernelPlan ref = plan_kernels(Algo::flash1, p, {64, 64}, h100, reference).front();
+    const KernelPlan k = plan_kernels(Algo::flash1, p, {64, 64}, h100, own).front();
+    REQUIRE(k.phases.size() == ref.phases.size());
+    for (std::size_t n = 0; n < k.phases.size(); ++n)
+      CHECK(k.phases[n].sram_bytes == ref.phases[n].sram_bytes + 4 * k.phases[n].matmul_flops);
+    CHECK(k.matmul_on_fp32_units);
+    CHECK(k.sram_bound_work);
+    CHECK(k.bytes_in_flight_per_cta == 256 * 8);
+    // Slower than the reference flash1 by far: CUDA cores instead of tensor cores.
+    CHECK(run_engine(Algo::flash1, p, {64, 64}, h100, own).predicted_s >
+          5 * run_engine(Algo::flash1, p, {64, 64}, h100, reference).predicted_s);
+  }
+  SECTION("standard: Br × Bc tiles of 128 threads, one softmax CTA per row; same DRAM traffic") {
+    const std::vector<KernelPlan> k = plan_kernels(Algo::standard, p, {64, 64}, h100, own);
+    REQUIRE(k.size() == 3);
+    CHECK(k[0].programs.size() == 16 * 16);  // (N / Br) × (N / Bc) tiles of S per (batch, head)
+    CHECK(k[0].threads_per_cta == 128);
+    CHECK(k[1].programs.size() == 1024);     // one CTA per row
+    CHECK(k[1].threads_per_cta == 128);      // one 16-byte vector per thread: 1024 / 8
+    CHECK(k[2].programs.size() == 16);
+    EngineOptions off = own;
+    off.l2_enabled = false;
+    const Counts core = count_problem(Algo::standard, p, {64, 64});
+    const EngineResult e = run_engine(Algo::standard, p, {64, 64}, h100, off);
+    CHECK(e.dram_read_bytes() == core.hbm_read_bytes());
+    CHECK(e.dram_write_bytes() == core.hbm_write_bytes());
+  }
+}
+
 TEST_CASE("CTAs per SM and waves = ⌈CTAs / (SMs × CTAs per SM)⌉", "[engine]") {
   const GpuSpec h100 = load_gpu("h100-sxm");
   SECTION("PyTorch's FlashAttention-2 launch: 255 registers × 128 threads allow 2 CTAs per SM") {
