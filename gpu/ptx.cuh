@@ -82,4 +82,14 @@ template <typename T> __device__ __forceinline__ std::uint32_t pack2(float a, fl
   return *reinterpret_cast<std::uint32_t*>(&p);
 }
 
+// Eight floats × scale as eight T in one 16-byte vector, for a single 16-byte store.
+template <typename T> __device__ __forceinline__ int4 pack8(const float* x, float scale = 1.f) {
+  int4 v;
+  v.x = static_cast<int>(pack2<T>(x[0] * scale, x[1] * scale));
+  v.y = static_cast<int>(pack2<T>(x[2] * scale, x[3] * scale));
+  v.z = static_cast<int>(pack2<T>(x[4] * scale, x[5] * scale));
+  v.w = static_cast<int>(pack2<T>(x[6] * scale, x[7] * scale));
+  return v;
+}
+
 }  // namespace hbmlab::gpu

@@ -84,13 +84,7 @@ qk_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, T* __restric
     for (int k = tid; k < kBr * kBc / kVec; k += kWarps * 32) {
       const int r = k / (kBc / kVec), c = (k % (kBc / kVec)) * kVec;
       if (r0 + r >= N || c0 + c >= N) continue;  // N % 8 == 0: the eight columns are all in or all out
-      const float4 lo = *reinterpret_cast<const float4*>(sram_S + r * kLdS + c);
-      const float4 hi = *reinterpret_cast<const float4*>(sram_S + r * kLdS + c + 4);
-      int4 v;
-      v.x = static_cast<int>(pack2<T>(lo.x * scale, lo.y * scale));
-      v.y = static_cast<int>(pack2<T>(lo.z * scale, lo.w * scale));
-      v.z = static_cast<int>(pack2<T>(hi.x * scale, hi.y * scale));
-      v.w = static_cast<int>(pack2<T>(hi.z * scale, hi.w * scale));
+      const int4 v = pack8<T>(sram_S + r * kLdS + c, scale);
       *reinterpret_cast<int4*>(S + static_cast<std::int64_t>(r0 + r) * N + c0 + c) = v;
     }
     return;
@@ -161,12 +155,7 @@ __global__ void __launch_bounds__(kSoftmaxMaxThreads) softmax_kernel(const T* __
   const float inv = 1.f / block_reduce(sum, false, red);
   if (N % 8 == 0) {
     for (int v = tid; v < N / 8; v += threads) {  // block_reduce's barrier: every element is written
-      const float* x = sram_row + v * 8;
-      int4 out;
-      out.x = static_cast<int>(pack2<T>(x[0] * inv, x[1] * inv));
-      out.y = static_cast<int>(pack2<T>(x[2] * inv, x[3] * inv));
-      out.z = static_cast<int>(pack2<T>(x[4] * inv, x[5] * inv));
-      out.w = static_cast<int>(pack2<T>(x[6] * inv, x[7] * inv));
+      const int4 out = pack8<T>(sram_row + v * 8, inv);
       *reinterpret_cast<int4*>(P + v * 8) = out;
     }
   } else {
@@ -268,12 +257,7 @@ pv_kernel(const T* __restrict__ hbm_P, const T* __restrict__ hbm_V, T* __restric
   for (int k = tid; k < kBr * kD / 8; k += kWarps * 32) {
     const int r = k / (kD / 8), e = (k % (kD / 8)) * 8;
     if (r0 + r >= N) continue;
-    const float* x = sram_O + r * kLdO + e;
-    int4 out;
-    out.x = static_cast<int>(pack2<T>(x[0], x[1]));
-    out.y = static_cast<int>(pack2<T>(x[2], x[3]));
-    out.z = static_cast<int>(pack2<T>(x[4], x[5]));
-    out.w = static_cast<int>(pack2<T>(x[6], x[7]));
+    const int4 out = pack8<T>(sram_O + r * kLdO + e);
     *reinterpret_cast<int4*>(O + static_cast<std::int64_t>(r0 + r) * kD + e) = out;
   }
 }

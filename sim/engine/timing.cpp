@@ -368,6 +368,12 @@ Rates rates_of(const GpuSpec& gpu) {
   return r;
 }
 
+// FLOP/s per SM at which a kernel's matmuls run.
+double matmul_rate_of(const KernelPlan& k, const Rates& r) {
+  if (k.matmul_on_fp32_units) return r.non_matmul_per_sm;
+  return k.library_gemm ? r.gemm_per_sm : r.matmul_per_sm;
+}
+
 struct Resident {
   std::int64_t cta = 0, instance = 0;
   std::int32_t program = 0, phase = 0, sm = 0, slot = 0;
@@ -465,9 +471,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   kt.start_s = now_s_;
   const double start_s = now_s_ + gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
 
-  const double matmul_rate = k.matmul_on_fp32_units ? rates_.non_matmul_per_sm
-                             : k.library_gemm       ? rates_.gemm_per_sm
-                                                    : rates_.matmul_per_sm;
+  const double matmul_rate = matmul_rate_of(k, rates_);
   const std::int64_t programs = static_cast<std::int64_t>(k.programs.size());
   std::vector<std::vector<Resident>> resident(static_cast<std::size_t>(S));
   std::int64_t next = 0;
@@ -684,17 +688,17 @@ std::vector<KernelPlan> plan_kernels(Algo algo, const AttentionProblem& p, Block
   if (algo == Algo::flash1 && options.launch.hbmlab_kernels) {
     // gpu/flash1.cu: S_ij and P̃_ij V_j as fp32 FMAs, each reading one operand of each side from
     // shared memory (8 bytes per FMA, 4 per FLOP: one broadcast, one conflict-free row); Q_i, O_i
-    // come in one 2-byte element per thread per operand, so a CTA keeps threads × 4 bytes in flight.
+    // come in 2-byte elements, two per operand in flight per thread (the compiler unrolls the load
+    // loop once), so a CTA keeps threads × 8 bytes in flight.
     constexpr std::int64_t kSramBytesPerMatmulFlop = 4, kLoadBytesPerThread = 8;
     KernelPlan& k = plans.front();
     k.matmul_on_fp32_units = true;
     k.bytes_in_flight_per_cta = k.threads_per_cta * kLoadBytesPerThread;
-    k.overlap += "; loads one element per thread at a time";
+    k.overlap += "; Q_i, O_i load a few 2-byte elements per thread at a time";
     // Calibrated on the records where one flash1 CTA has an SM to itself (N ≥ 2048: B·H ≤ 128 CTAs on
     // 132 SMs; hbmlab validate, assets/measurements/h100.json): its 8 warps reach 90% of the SRAM
     // bandwidth, and each step (j, i) adds 4,500 cycles of barriers, the one-warp-per-row softmax
-    // (shuffle reductions, expf) and the element-wise ℓ_i, m_i traffic; the compiler keeps two
-    // elements per operand in flight (8 bytes per thread).
+    // (shuffle reductions, expf) and the element-wise ℓ_i, m_i traffic.
     k.sram_bound_work = true;
     k.sram_fraction_per_cta = 0.9;
     k.phase_latency_cycles = 4500;
@@ -723,10 +727,7 @@ EngineResult run_plans(const std::vector<KernelPlan>& plans, const GpuSpec& gpu,
     result.matmul_flops += mm;
     result.non_matmul_flops += nm;
     const double sms = double(gpu.sm_count);
-    const double mm_rate = k.matmul_on_fp32_units ? rates.non_matmul_per_sm
-                           : k.library_gemm       ? rates.gemm_per_sm
-                                                  : rates.matmul_per_sm;
-    compute_s += double(mm) / (mm_rate * sms) +
+    compute_s += double(mm) / (matmul_rate_of(k, rates) * sms) +
                  double(nm) / (rates.non_matmul_per_sm * sms);
     replay.run(k, static_cast<std::int32_t>(n));
   }
