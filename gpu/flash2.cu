@@ -8,6 +8,11 @@
 //      (mma.sync m16n8k16, fp32 accumulators); the online softmax runs in base 2 (exp2) on the
 //      accumulators; O_i, m_i, ℓ_i never leave registers until the end, where O_i and
 //      L_i = m_i + log ℓ_i are written once. Causal pairs past the diagonal are skipped.
+//   v2 (Br = 128): four warps of two m16 row groups each (kRowGroupsPerWarp), so every K_j, V_j
+//      fragment read from shared memory feeds two MMAs; Q_i's fragments are re-read from shared
+//      memory per k16 step to leave registers to S and O; ldmatrix and cp.async addresses are one
+//      register plus immediates (FragmentOffsets, load_tile) so the 255-register kernels do not
+//      spill (d = 128 at 128 × 64: 60–76 bytes still do). 1.2–1.3× faster than v1 at Br = 128 on the H100 (gpu/README.md).
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -25,33 +30,70 @@ __device__ __forceinline__ int swz(int row, int chunk) {
   return row * (kD / 8) + (chunk ^ (row & 7));  // in 16-byte units
 }
 
+// The fragment reads of one thread walk the chunks 2k + bit of a fixed row pattern (row mod 8 =
+// lane mod 8). Since chunk 8q + c XOR r = 8q + (c XOR r) for r < 8, the chunk offsets repeat every
+// four k steps shifted by 128 bytes: four per-thread offsets serve every k, each used as register +
+// immediate, instead of one register per k step (which spilled the two-row-group kernels).
+struct FragmentOffsets {
+  std::uint32_t at[4];
+  // `row`: the thread's row of the operand; `bit`: which chunk of the k16 pair it reads.
+  template <int kD>
+  static __device__ __forceinline__ FragmentOffsets make(int row, int bit) {
+    FragmentOffsets o;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) o.at[r] = (row * (kD / 8) + ((2 * r + bit) ^ (row & 7))) * 16;
+    return o;
+  }
+  // Byte offset of chunk 2k + bit of the row, `rows_below` rows further down (rows_below % 8 == 0).
+  template <int kD>
+  __device__ __forceinline__ std::uint32_t get(int k, int rows_below) const {
+    return at[k % 4] + (k / 4) * 128 + rows_below * kD * 2;
+  }
+};
+
 // Loads rows [row0, row0 + kRows) of a [N][kD] tensor into shared memory; rows ≥ N read as zeros.
+// Each pass of the CTA covers kThreads / (kD / 8) whole rows, a multiple of 8, so a thread keeps its
+// row mod 8 and chunk: one source pointer and one swizzled offset serve all passes (immediates).
 template <typename T, int kD, int kRows, int kThreads>
 __device__ __forceinline__ void load_tile(std::uint32_t sram_base, const T* hbm, int row0, int N, int tid) {
   constexpr int kChunksPerRow = kD / 8;
-  constexpr int kChunks = kRows * kChunksPerRow;
-  static_assert(kChunks % kThreads == 0, "tile chunks must divide evenly among the threads");
+  constexpr int kRowsPerPass = kThreads / kChunksPerRow;
+  static_assert(kThreads % kChunksPerRow == 0 && kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0,
+                "each pass must cover whole rows, a multiple of 8, and the tile a whole number of passes");
+  const int r = tid / kChunksPerRow, c = tid % kChunksPerRow;
+  const std::uint32_t dst = sram_base + swz<kD>(r, c) * 16;
+  const T* src = hbm + static_cast<std::int64_t>(row0 + r) * kD + c * 8;
+  if (row0 + kRows <= N) {
 #pragma unroll
-  for (int k = 0; k < kChunks / kThreads; ++k) {
-    const int idx = tid + k * kThreads;
-    const int r = idx / kChunksPerRow, c = idx % kChunksPerRow;
-    const int grow = row0 + r;
-    const bool in = grow < N;
-    const T* src = hbm + static_cast<std::int64_t>(in ? grow : 0) * kD + c * 8;
-    cp_async_16(sram_base + swz<kD>(r, c) * 16, src, in ? 16 : 0);
+    for (int k = 0; k < kRows / kRowsPerPass; ++k) cp_async_16(dst + k * kRowsPerPass * kD * 2, src + k * kRowsPerPass * kD, 16);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < kRows / kRowsPerPass; ++k) {  // the ragged last tile
+    const bool in = row0 + r + k * kRowsPerPass < N;
+    cp_async_16(dst + k * kRowsPerPass * kD * 2, in ? src + k * kRowsPerPass * kD : hbm, in ? 16 : 0);
   }
 }
 
+// kWM: m16 row groups per warp. With two, every K_j or V_j fragment a warp reads from shared memory
+// feeds two MMAs instead of one, which halves the shared-memory traffic per FLOP; Q_i then stays in
+// shared memory (its fragments are re-read per k16 step) to leave registers for S and O.
+template <int kBr>
+constexpr int kRowGroupsPerWarp = kBr >= 128 ? 2 : 1;
+template <int kBr>
+constexpr int kFlash2Threads = kBr / (16 * kRowGroupsPerWarp<kBr>) * 32;
+
 template <typename T, int kD, int kBr, int kBc, bool kCausal>
-__global__ void __launch_bounds__(kBr / 16 * 32)
+__global__ void __launch_bounds__(kFlash2Threads<kBr>)
 flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T* __restrict__ hbm_V,
               T* __restrict__ hbm_O, float* __restrict__ hbm_L, int N, float scale_log2) {
-  constexpr int kWarps = kBr / 16;
-  constexpr int kThreads = kWarps * 32;
+  constexpr int kWM = kRowGroupsPerWarp<kBr>;
+  constexpr int kThreads = kFlash2Threads<kBr>;
+  constexpr bool kQInRegisters = kWM == 1;
   constexpr int kDTiles = kD / 8;    // n8 tiles across d (O accumulators)
   constexpr int kKSteps = kD / 16;   // k16 steps across d (S = Q Kᵀ)
   constexpr int kSTiles = kBc / 8;   // n8 tiles across Bc (S accumulators)
-  static_assert(kBr % 16 == 0 && kBc % 16 == 0 && kD % 16 == 0, "Br, Bc, d must be multiples of 16");
+  static_assert(kBr % (16 * kWM) == 0 && kBc % 16 == 0 && kD % 16 == 0, "Br, Bc, d must be multiples of 16");
   static_assert(kD / 8 >= 8, "the XOR swizzle needs at least 8 chunks of 16 bytes per row (d >= 64)");
 
   extern __shared__ __align__(128) unsigned char smem[];
@@ -76,15 +118,36 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
   load_tile<T, kD, kBc, kThreads>(sram_V, V, 0, N, tid);
   cp_async_commit();
 
-  std::uint32_t reg_Q[kKSteps][4];     // A fragments of this warp's 16 rows of Q_i  // (16, d)
-  float reg_O[kDTiles][4];             // O_i accumulators                           // (16, d)
-  float reg_m[2] = {-INFINITY, -INFINITY};  // rows lane/4 and lane/4 + 8, in log2 units
-  float reg_l[2] = {0.f, 0.f};              // partial row sums (this thread's columns)
+  std::uint32_t reg_Q[kQInRegisters ? kKSteps : 1][4];  // A fragments of this warp's 16 rows of Q_i  // (16, d)
+  float reg_O[kWM][kDTiles][4];           // O_i accumulators, per row group               // (16, d) each
+  float reg_m[kWM][2], reg_l[kWM][2];     // rows lane/4 and lane/4 + 8 of each group; m in log2 units
 #pragma unroll
-  for (int t = 0; t < kDTiles; ++t) reg_O[t][0] = reg_O[t][1] = reg_O[t][2] = reg_O[t][3] = 0.f;
+  for (int g = 0; g < kWM; ++g) {
+    reg_m[g][0] = reg_m[g][1] = -INFINITY;
+    reg_l[g][0] = reg_l[g][1] = 0.f;  // partial row sums (this thread's columns)
+#pragma unroll
+    for (int t = 0; t < kDTiles; ++t) reg_O[g][t][0] = reg_O[g][t][1] = reg_O[g][t][2] = reg_O[g][t][3] = 0.f;
+  }
 
-  const int warp_row0 = warp * 16;
-  const int q_row0 = row_begin + warp_row0 + lane / 4;  // this thread's first query row
+  const int warp_row0 = warp * 16 * kWM;  // the warp's first row in Q_i; group g starts 16·g below
+  const int q_row0 = row_begin + warp_row0 + lane / 4;  // this thread's first query row (group 0)
+  // Per-thread ldmatrix offsets (see FragmentOffsets): Q_i's A fragments, K_j's and V_j's B fragments.
+  const FragmentOffsets q_at = FragmentOffsets::template make<kD>(warp_row0 + (lane % 8) + 8 * ((lane / 8) % 2), lane / 16);
+  const FragmentOffsets k_at = FragmentOffsets::template make<kD>((lane % 8) + 8 * (lane / 16), (lane / 8) % 2);
+  const FragmentOffsets v_at = FragmentOffsets::template make<kD>((lane % 8) + 8 * ((lane / 8) % 2), lane / 16);
+  // With one row group the kernel has registers to spare, and addresses the compiler keeps per k step
+  // save the adds (d = 128, 64 × 64: 1.15× faster than through FragmentOffsets).
+  auto k_offset = [&](int kk, int key0) -> std::uint32_t {
+    if constexpr (kWM == 1) return swz<kD>(key0 + (lane % 8) + 8 * (lane / 16), 2 * kk + (lane / 8) % 2) * 16;
+    else return k_at.template get<kD>(kk, key0);
+  };
+  auto v_offset = [&](int pair, int key0) -> std::uint32_t {
+    if constexpr (kWM == 1) return swz<kD>(key0 + (lane % 8) + 8 * ((lane / 8) % 2), 2 * pair + lane / 16) * 16;
+    else return v_at.template get<kD>(pair, key0);
+  };
+  auto q_fragment = [&](std::uint32_t (&a)[4], int g, int kk) {
+    ldmatrix_x4(a, sram_Q + q_at.template get<kD>(kk, 16 * g));
+  };
 
   for (int j = 0; j < j_end; ++j) {
     const int stage = j & 1;
@@ -95,31 +158,42 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();
-    if (j == 0) {
+    if constexpr (kQInRegisters) {
+      if (j == 0) {
 #pragma unroll
-      for (int kk = 0; kk < kKSteps; ++kk) {
-        const int r = warp_row0 + (lane % 8) + 8 * ((lane / 8) % 2);
-        const int c = 2 * kk + lane / 16;
-        ldmatrix_x4(reg_Q[kk], sram_Q + swz<kD>(r, c) * 16);
+        for (int kk = 0; kk < kKSteps; ++kk) q_fragment(reg_Q[kk], 0, kk);
       }
     }
     const std::uint32_t sK = sram_K + stage * kBc * kD * 2;
     const std::uint32_t sV = sram_V + stage * kBc * kD * 2;
 
-    // line 8: S_ij = Q_i K_jᵀ  // (16, Bc) per warp
-    float reg_S[kSTiles][4];
+    // line 8: S_ij = Q_i K_jᵀ  // (16, Bc) per row group
+    float reg_S[kWM][kSTiles][4];
 #pragma unroll
-    for (int t = 0; t < kSTiles; ++t) reg_S[t][0] = reg_S[t][1] = reg_S[t][2] = reg_S[t][3] = 0.f;
+    for (int g = 0; g < kWM; ++g)
+#pragma unroll
+      for (int t = 0; t < kSTiles; ++t) reg_S[g][t][0] = reg_S[g][t][1] = reg_S[g][t][2] = reg_S[g][t][3] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
+      std::uint32_t a[kWM][4];
+#pragma unroll
+      for (int g = 0; g < kWM; ++g) {
+        if constexpr (kQInRegisters) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) a[g][e] = reg_Q[kk][e];
+        } else {
+          q_fragment(a[g], g, kk);
+        }
+      }
 #pragma unroll
       for (int t = 0; t < kSTiles; t += 2) {
         std::uint32_t b[4];
-        const int key = t * 8 + (lane % 8) + 8 * (lane / 16);
-        const int c = 2 * kk + (lane / 8) % 2;
-        ldmatrix_x4(b, sK + swz<kD>(key, c) * 16);
-        mma_16816<T>(reg_S[t], reg_Q[kk], b[0], b[1]);
-        mma_16816<T>(reg_S[t + 1], reg_Q[kk], b[2], b[3]);
+        ldmatrix_x4(b, sK + k_offset(kk, t * 8));  // keys t·8 … t·8 + 15
+#pragma unroll
+        for (int g = 0; g < kWM; ++g) {
+          mma_16816<T>(reg_S[g][t], a[g], b[0], b[1]);
+          mma_16816<T>(reg_S[g][t + 1], a[g], b[2], b[3]);
+        }
       }
     }
 
@@ -128,61 +202,70 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
     const bool need_mask = (col0 + kBc > N) || (kCausal && col0 + kBc - 1 > row_begin);
     if (need_mask) {
 #pragma unroll
-      for (int t = 0; t < kSTiles; ++t) {
+      for (int g = 0; g < kWM; ++g)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = col0 + t * 8 + (lane % 4) * 2 + (e & 1);
-          const int row = q_row0 + (e / 2) * 8;
-          if (col >= N || (kCausal && col > row)) reg_S[t][e] = -INFINITY;
+        for (int t = 0; t < kSTiles; ++t) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = col0 + t * 8 + (lane % 4) * 2 + (e & 1);
+            const int row = q_row0 + 16 * g + (e / 2) * 8;
+            if (col >= N || (kCausal && col > row)) reg_S[g][t][e] = -INFINITY;
+          }
         }
-      }
     }
 
     // line 9: m_new = max(m_old, rowmax(S_ij)); P̃_ij = exp2(S·scale·log2e − m_new)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = reg_m[h];
+    for (int g = 0; g < kWM; ++g) {
 #pragma unroll
-      for (int t = 0; t < kSTiles; ++t) mx = fmaxf(mx, fmaxf(reg_S[t][2 * h], reg_S[t][2 * h + 1]) * scale_log2);
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float base = (mx == -INFINITY) ? 0.f : mx;  // a row with no key yet stays all-zero
-      const float rescale = fast_exp2(reg_m[h] - base);  // e^(m_old − m_new), 0 on the first block
-      reg_m[h] = mx;
-      float sum = 0.f;
+      for (int h = 0; h < 2; ++h) {
+        float mx = reg_m[g][h];
 #pragma unroll
-      for (int t = 0; t < kSTiles; ++t) {
-        const float p0 = fast_exp2(reg_S[t][2 * h] * scale_log2 - base);
-        const float p1 = fast_exp2(reg_S[t][2 * h + 1] * scale_log2 - base);
-        reg_S[t][2 * h] = p0;
-        reg_S[t][2 * h + 1] = p1;
-        sum += p0 + p1;
-      }
-      // line 10: ℓ_new = e^(m_old − m_new)·ℓ_old + rowsum(P̃);  O_i ← e^(m_old − m_new)·O_i
-      reg_l[h] = reg_l[h] * rescale + sum;
+        for (int t = 0; t < kSTiles; ++t) mx = fmaxf(mx, fmaxf(reg_S[g][t][2 * h], reg_S[g][t][2 * h + 1]) * scale_log2);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float base = (mx == -INFINITY) ? 0.f : mx;  // a row with no key yet stays all-zero
+        const float rescale = fast_exp2(reg_m[g][h] - base);  // e^(m_old − m_new), 0 on the first block
+        reg_m[g][h] = mx;
+        float sum = 0.f;
 #pragma unroll
-      for (int t = 0; t < kDTiles; ++t) {
-        reg_O[t][2 * h] *= rescale;
-        reg_O[t][2 * h + 1] *= rescale;
+        for (int t = 0; t < kSTiles; ++t) {
+          const float p0 = fast_exp2(reg_S[g][t][2 * h] * scale_log2 - base);
+          const float p1 = fast_exp2(reg_S[g][t][2 * h + 1] * scale_log2 - base);
+          reg_S[g][t][2 * h] = p0;
+          reg_S[g][t][2 * h + 1] = p1;
+          sum += p0 + p1;
+        }
+        // line 10: ℓ_new = e^(m_old − m_new)·ℓ_old + rowsum(P̃);  O_i ← e^(m_old − m_new)·O_i
+        reg_l[g][h] = reg_l[g][h] * rescale + sum;
+#pragma unroll
+        for (int t = 0; t < kDTiles; ++t) {
+          reg_O[g][t][2 * h] *= rescale;
+          reg_O[g][t][2 * h + 1] *= rescale;
+        }
       }
     }
 
     // line 10: O_i += P̃_ij V_j; the S accumulators of two n8 tiles are the A fragment of one k16 step.
 #pragma unroll
     for (int kt = 0; kt < kBc / 16; ++kt) {
-      std::uint32_t a[4];
-      a[0] = pack2<T>(reg_S[2 * kt][0], reg_S[2 * kt][1]);
-      a[1] = pack2<T>(reg_S[2 * kt][2], reg_S[2 * kt][3]);
-      a[2] = pack2<T>(reg_S[2 * kt + 1][0], reg_S[2 * kt + 1][1]);
-      a[3] = pack2<T>(reg_S[2 * kt + 1][2], reg_S[2 * kt + 1][3]);
+      std::uint32_t a[kWM][4];
+#pragma unroll
+      for (int g = 0; g < kWM; ++g) {
+        a[g][0] = pack2<T>(reg_S[g][2 * kt][0], reg_S[g][2 * kt][1]);
+        a[g][1] = pack2<T>(reg_S[g][2 * kt][2], reg_S[g][2 * kt][3]);
+        a[g][2] = pack2<T>(reg_S[g][2 * kt + 1][0], reg_S[g][2 * kt + 1][1]);
+        a[g][3] = pack2<T>(reg_S[g][2 * kt + 1][2], reg_S[g][2 * kt + 1][3]);
+      }
 #pragma unroll
       for (int dt = 0; dt < kDTiles; dt += 2) {
         std::uint32_t b[4];
-        const int key = kt * 16 + (lane % 8) + 8 * ((lane / 8) % 2);
-        const int c = dt + lane / 16;
-        ldmatrix_x4_trans(b, sV + swz<kD>(key, c) * 16);
-        mma_16816<T>(reg_O[dt], a, b[0], b[1]);
-        mma_16816<T>(reg_O[dt + 1], a, b[2], b[3]);
+        ldmatrix_x4_trans(b, sV + v_offset(dt / 2, kt * 16));  // keys kt·16 …, d columns dt·8 …
+#pragma unroll
+        for (int g = 0; g < kWM; ++g) {
+          mma_16816<T>(reg_O[g][dt], a[g], b[0], b[1]);
+          mma_16816<T>(reg_O[g][dt + 1], a[g], b[2], b[3]);
+        }
       }
     }
     __syncthreads();  // this stage's K_j, V_j are overwritten by the prefetch two steps on
@@ -192,21 +275,24 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
   // line 12–13: O_i = diag(ℓ)^-1 O_i, L_i = m_i + log ℓ_i; written once.
   T* O = hbm_O + bh * N * kD;
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = reg_l[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const int row = q_row0 + h * 8;
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    if (row < N) {
+  for (int g = 0; g < kWM; ++g) {
 #pragma unroll
-      for (int t = 0; t < kDTiles; ++t) {
-        const int col = t * 8 + (lane % 4) * 2;
-        *reinterpret_cast<typename Pair<T>::type*>(O + static_cast<std::int64_t>(row) * kD + col) =
-            Pair<T>::make(reg_O[t][2 * h] * inv, reg_O[t][2 * h + 1] * inv);
-      }
-      if (lane % 4 == 0 && hbm_L != nullptr) {
-        hbm_L[bh * N + row] = (reg_m[h] + log2f(l)) * 0.69314718055994531f;
+    for (int h = 0; h < 2; ++h) {
+      float l = reg_l[g][h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const int row = q_row0 + 16 * g + h * 8;
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      if (row < N) {
+#pragma unroll
+        for (int t = 0; t < kDTiles; ++t) {
+          const int col = t * 8 + (lane % 4) * 2;
+          *reinterpret_cast<typename Pair<T>::type*>(O + static_cast<std::int64_t>(row) * kD + col) =
+              Pair<T>::make(reg_O[g][t][2 * h] * inv, reg_O[g][t][2 * h + 1] * inv);
+        }
+        if (lane % 4 == 0 && hbm_L != nullptr) {
+          hbm_L[bh * N + row] = (reg_m[g][h] + log2f(l)) * 0.69314718055994531f;
+        }
       }
     }
   }
@@ -214,7 +300,7 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
 
 template <typename T, int kD, int kBr, int kBc, bool kCausal>
 void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
-  constexpr int kThreads = kBr / 16 * 32;
+  constexpr int kThreads = kFlash2Threads<kBr>;
   constexpr int kSmem = (kBr + 4 * kBc) * kD * 2;
   auto kernel = flash2_kernel<T, kD, kBr, kBc, kCausal>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
@@ -259,9 +345,10 @@ bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, c
 
 }  // namespace
 
-// The compiled (d, Br, Bc) shapes, fp16 and bf16 each; the first per d is the default (64 × 64 was
-// the fastest or within 2 % of it on the H100 in assets/measurements/h100-speed-hbmlab.json).
-extern const int kFlash2Shapes[][3] = {{64, 64, 64}, {128, 64, 64}, {64, 128, 64}, {128, 128, 64}, {64, 128, 128}, {128, 128, 32}};
+// The compiled (d, Br, Bc) shapes, fp16 and bf16 each; the first per d is the default: 128 × 128 for
+// d = 64 and 128 × 64 for d = 128 (FlashAttention-2's own choices) were the fastest on the H100 at
+// every N and mask in assets/measurements/h100-speed-hbmlab.json.
+extern const int kFlash2Shapes[][3] = {{64, 128, 128}, {128, 128, 64}, {64, 128, 64}, {128, 64, 64}, {64, 64, 64}, {128, 128, 32}};
 extern const int kFlash2ShapeCount = sizeof(kFlash2Shapes) / sizeof(kFlash2Shapes[0]);
 
 bool launch_flash2(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The recorded H100 measurements: the kernel sweep with CUPTI counters (assets/measurements/h100.json),
 # the flash2-vs-torch speed table, and the CUPTI-vs-ncu counter cross-check, in one device call.
-# Run: BIN=build gpu/bench/record_h100.sh OUTDIR [sweep,standard,speed,xcheck]   (BIN: the folder holding hbmlab)
+# Run: BIN=build gpu/bench/record_h100.sh OUTDIR [sweep,standard,flash2,speed,xcheck]   (BIN: the folder holding hbmlab)
 set -uo pipefail
 out=${1:?usage: record_h100.sh OUTDIR}
 BIN=${BIN:-.carry/bin}
@@ -26,6 +26,12 @@ echo "rc=$?"; grep -c "ok " "$out/standard.log"
 ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv \
   "$BIN/hbmlab" measure --algo standard --seq-len 1024,4096 --head-dim 64,128 --causal no --blocks all \
   --profile-pass > "$out/standard-ncu.csv" 2> "$out/standard-ncu.err"
+fi
+if has flash2; then
+echo "== flash2 alone (its records replace the sweep's flash2 records in h100.json)"
+"$BIN/hbmlab" measure --algo flash2 --seq-len 512,1024,2048,4096,8192,16384,32768,65536 --head-dim 64,128 \
+  --causal both --blocks all --reps 30 --out "$out/flash2.json" > "$out/flash2.log" 2>&1
+echo "rc=$?"; grep -c "ok " "$out/flash2.log"; grep -E "FAIL|error" "$out/flash2.log" | head
 fi
 if has speed; then
 echo "== speed: hbmlab flash2 and torch SDPA, same shapes (B*H*N = 262144, H = 16), fp16"
