@@ -119,6 +119,13 @@ KernelPlan plan_flash1(const AttentionProblem& p, Blocks b, const GpuSpec& gpu) 
   return plan;
 }
 
+// What a flash2 CTA spends outside its pipelined K/V loop, in cycles: launch and index math, the
+// wait on Q_i before the first MMA, and the epilogue (ℓ_i reduction, O_i normalised, O_i and L_i
+// written). Calibrated with hbmlab validate on the short kernels (N = 512 to 2048), where a CTA runs
+// only 1 to 16 steps: PyTorch's FlashAttention-2 (assets/measurements/calibration-h100.json) and
+// hbmlab's flash2 (assets/measurements/h100.json) both come within 15 % at 2,500 cycles (1.3 µs).
+constexpr double kFlash2CtaOverheadCycles = 2500;
+
 KernelPlan plan_flash2(const AttentionProblem& p, Blocks b, const GpuSpec& gpu, bool kv_descending) {
   KernelPlan plan;
   plan.name = "flash2 forward";
@@ -127,6 +134,7 @@ KernelPlan plan_flash2(const AttentionProblem& p, Blocks b, const GpuSpec& gpu, 
   plan.double_buffered = true;
   plan.instances = p.instances();
   plan.smem_bytes_per_cta = sram_working_set_bytes(Algo::flash2, p, b);
+  plan.cta_overhead_cycles = kFlash2CtaOverheadCycles;
   const BlockGrid g(p.seq_len, b, p.causal);
   PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
   const std::vector<Step> steps = record_steps(Algo::flash2, p, b);
@@ -513,6 +521,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     for (const Resident& r : here) {
       const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
       double latency_bytes = 0, window = 0;
+      std::int64_t own_read = 0, own_dram = 0, own_l2 = 0;  // this CTA's loads in this phase
       for (std::int32_t a = ph.first_access; a < ph.first_access + ph.access_count; ++a) {
         const TileAccess& acc = k.accesses[a];
         TensorMemory& mem = result_.memory[static_cast<int>(acc.tensor)];
@@ -526,6 +535,8 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
             mem.sm_read_bytes += b;
             mem.dram_read_bytes += b;
             dram_read += b;
+            own_dram += b;
+            own_read += b;
             latency_bytes += double(b) * rates_.hbm_latency_s;
             window += double(b);
           }
@@ -540,6 +551,9 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
           mem.sm_write_bytes += b;
         } else {
           const TileL2::ReadOutcome o = cache.read(key, b);
+          own_dram += o.miss_bytes;
+          own_l2 += b;
+          own_read += b;
           mem.sm_read_bytes += b;
           mem.read_hit_bytes += o.hit_bytes;
           mem.dram_read_bytes += o.miss_bytes;
@@ -554,13 +568,20 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
       sram_sm += double(ph.sram_bytes) / rates_.sram_per_sm;
       // What the CTA does once its loads are in: its compute or its own shared-memory traffic.
       const double own_sram = k.sram_bound_work ? double(ph.sram_bytes) / (rates_.sram_per_sm * k.sram_fraction_per_cta) : 0;
-      const double work = std::max(compute, own_sram) + k.phase_latency_cycles / rates_.clock_hz;
+      const double work = std::max(compute, own_sram) +
+                          (k.phase_latency_cycles + (r.phase == 0 ? k.cta_overhead_cycles : 0.0)) / rates_.clock_hz;
       latency_bytes_sm += latency_bytes;
       // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
       // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
       window_sm += window * (k.double_buffered ? 2 : 1);
       if ((!k.double_buffered || r.phase == 0) && window > 0) {
-        const double memory = latency_bytes / std::min(window, rates_.in_flight_per_sm);
+        // It waits for its loads: either as many round trips as its window needs (Little's law),
+        // or the first byte's latency and then its own bytes at the SM's share of DRAM and L2
+        // bandwidth, whichever is longer.
+        const double transfer = std::max(double(own_dram) * double(active_sms) / rates_.dram,
+                                         double(own_l2) * double(active_sms) / rates_.l2);
+        const double mean_latency = latency_bytes / double(own_read);
+        const double memory = std::max(latency_bytes / std::min(window, rates_.in_flight_per_sm), mean_latency + transfer);
         if (work + memory > serial_sm) {
           serial_sm = work + memory;
           serial_memory_sm = memory;

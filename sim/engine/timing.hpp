@@ -8,7 +8,10 @@
 // tensor-core and non-matmul FLOPs over its share of the rates, its SRAM bytes over SRAM
 // bandwidth, memory latency (Little's law: bytes × latency over the bytes the SM keeps in flight),
 // and its DRAM and SM↔L2 bytes over its fair share of HBM and L2 bandwidth (the total over the SMs
-// that have work). The SM with the earliest clock steps next, so L2 sees accesses in time order.
+// that have work). A CTA whose loads do not overlap its compute (its first phase, or every phase
+// of a kernel that does not double-buffer) instead takes latency + its own bytes at that share +
+// its work, one after another. The SM with the earliest clock steps next, so L2 sees accesses in
+// time order.
 // A finished CTA frees its slot and the next CTA of the grid (blockIdx.x fastest) takes it on that
 // SM. Kernels run one after another; L2 contents carry over.
 //
@@ -72,6 +75,7 @@ struct KernelPlan {
   bool sram_bound_work = false;
   double sram_fraction_per_cta = 1.0;
   double phase_latency_cycles = 0;
+  double cta_overhead_cycles = 0;  // once per CTA, before its first phase's work: prologue and epilogue
   std::int64_t ctas() const { return static_cast<std::int64_t>(programs.size()) * instances; }
 };
 

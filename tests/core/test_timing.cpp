@@ -106,6 +106,21 @@ TEST_CASE("one CTA cannot exceed its bytes-in-flight cap (toy, by hand)", "[engi
   CHECK(e.kernels.front().bound_latency_s == Approx(4 * 400e-9));
 }
 
+TEST_CASE("a CTA that waits for its loads pays latency, then its bytes, then its work (toy, by hand)", "[engine]") {
+  const GpuSpec toy = load_gpu("toy");  // 100 ns HBM latency, 16 B/ns HBM, 1 KiB in flight, 1 GHz
+  EngineOptions off;
+  off.l2_enabled = false;
+  SECTION("512 B within the window: 100 ns to the first byte, 32 ns for all 512") {
+    const EngineResult e = run_plans({synthetic(1, 1, 512, 0, false)}, toy, off);
+    CHECK(e.predicted_s == Approx(10e-9 + 100e-9 + 32e-9));  // Little's law alone would say 100 ns
+  }
+  SECTION("a double-buffered CTA's first phase, plus its prologue and epilogue cycles") {
+    KernelPlan k = synthetic(1, 1, 512, 640, true);  // 640 FLOPs at 32 FLOP/ns: 20 ns
+    k.cta_overhead_cycles = 50;                      // 50 ns at 1 GHz
+    CHECK(run_plans({k}, toy, off).predicted_s == Approx(10e-9 + 132e-9 + 20e-9 + 50e-9));
+  }
+}
+
 TEST_CASE("compute-only and shared-tile rounds on the toy GPU, by hand", "[engine]") {
   const GpuSpec toy = load_gpu("toy");  // 64 FLOP/ns over 2 SMs = 32 FLOP/ns per SM
   SECTION("one CTA of 640 matmul FLOPs takes 20 ns after 10 ns of launch") {
