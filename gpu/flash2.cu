@@ -12,7 +12,8 @@
 //      fragment read from shared memory feeds two MMAs; Q_i's fragments are re-read from shared
 //      memory per k16 step to leave registers to S and O; ldmatrix and cp.async addresses are one
 //      register plus immediates (FragmentOffsets, load_tile) so the 255-register kernels do not
-//      spill (d = 128 at 128 × 64: 60–76 bytes still do). 1.2–1.3× faster than v1 at Br = 128 on the H100 (gpu/README.md).
+//      spill (d = 128 at 128 × 64: 60–76 bytes still do). 1.1–1.2× faster than v1 at the same
+//      tiles on the H100 (gpu/README.md).
 #include <cmath>
 #include <stdexcept>
 #include <string>
