@@ -347,8 +347,8 @@ bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, c
 }  // namespace
 
 // The compiled (d, Br, Bc) shapes, fp16 and bf16 each; the first per d is the default: 128 × 128 for
-// d = 64 and 128 × 64 for d = 128 (FlashAttention-2's own choices) were the fastest on the H100 at
-// every N and mask in assets/measurements/h100-speed-hbmlab.json.
+// d = 64 and 128 × 64 for d = 128 (FlashAttention-2's own choices) were the fastest on the H100, or
+// within 2 % of 64 × 64 (d = 128, causal, N ≤ 4096), in assets/measurements/h100-speed-hbmlab.json.
 extern const int kFlash2Shapes[][3] = {{64, 128, 128}, {128, 128, 64}, {64, 128, 64}, {128, 64, 64}, {64, 64, 64}, {128, 128, 32}};
 extern const int kFlash2ShapeCount = sizeof(kFlash2Shapes) / sizeof(kFlash2Shapes[0]);
 

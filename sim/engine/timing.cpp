@@ -521,7 +521,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     for (const Resident& r : here) {
       const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
       double latency_bytes = 0, window = 0;
-      std::int64_t own_read = 0, own_dram = 0, own_l2 = 0;  // this CTA's loads in this phase
+      std::int64_t own_dram = 0, own_l2 = 0;  // this CTA's loads in this phase (SM↔L2 only with the L2 on)
       for (std::int32_t a = ph.first_access; a < ph.first_access + ph.access_count; ++a) {
         const TileAccess& acc = k.accesses[a];
         TensorMemory& mem = result_.memory[static_cast<int>(acc.tensor)];
@@ -536,7 +536,6 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
             mem.dram_read_bytes += b;
             dram_read += b;
             own_dram += b;
-            own_read += b;
             latency_bytes += double(b) * rates_.hbm_latency_s;
             window += double(b);
           }
@@ -553,7 +552,6 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
           const TileL2::ReadOutcome o = cache.read(key, b);
           own_dram += o.miss_bytes;
           own_l2 += b;
-          own_read += b;
           mem.sm_read_bytes += b;
           mem.read_hit_bytes += o.hit_bytes;
           mem.dram_read_bytes += o.miss_bytes;
@@ -580,7 +578,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
         // bandwidth, whichever is longer.
         const double transfer = std::max(double(own_dram) * double(active_sms) / rates_.dram,
                                          double(own_l2) * double(active_sms) / rates_.l2);
-        const double mean_latency = latency_bytes / double(own_read);
+        const double mean_latency = latency_bytes / double(l2_on ? own_l2 : own_dram);
         const double memory = std::max(latency_bytes / std::min(window, rates_.in_flight_per_sm), mean_latency + transfer);
         if (work + memory > serial_sm) {
           serial_sm = work + memory;

@@ -9,8 +9,8 @@
 // bandwidth, memory latency (Little's law: bytes × latency over the bytes the SM keeps in flight),
 // and its DRAM and SM↔L2 bytes over its fair share of HBM and L2 bandwidth (the total over the SMs
 // that have work). A CTA whose loads do not overlap its compute (its first phase, or every phase
-// of a kernel that does not double-buffer) instead takes latency + its own bytes at that share +
-// its work, one after another. The SM with the earliest clock steps next, so L2 sees accesses in
+// of a kernel that does not double-buffer) instead waits for its loads — latency + its own bytes at
+// that share, or its window's round trips if those take longer — and then works. The SM with the earliest clock steps next, so L2 sees accesses in
 // time order.
 // A finished CTA frees its slot and the next CTA of the grid (blockIdx.x fastest) takes it on that
 // SM. Kernels run one after another; L2 contents carry over.
