@@ -1,0 +1,126 @@
+// L2 survival microbenchmark: how much of a line survives in the L2 after D bytes of other
+// traffic, measured from the DRAM read bytes that Nsight Compute counts.
+//
+// Every CTA of a grid that fills the GPU (all CTAs resident, a grid-wide barrier after each
+// iteration) reads, at iteration k, one new chunk of `chunk` bytes and re-reads the chunks that
+// were new `lag`, 2·lag, … `reuses`·lag iterations ago. The re-read chunk was first read by
+// another CTA (`shift` CTAs along, so on another SM) or by the same CTA (shift 0). Loads are
+// ld.global.cg, so they bypass L1 and every access reaches the L2.
+//
+// Between two touches of a chunk the other CTAs touch (1 + reuses) · lag · grid · chunk distinct
+// bytes: the LRU reuse distance D. New bytes are read once from DRAM; the rest of the DRAM reads
+// are re-reads that missed, so the surviving fraction at D is 1 − (DRAM − new) / re-read bytes.
+//
+// Build: nvcc -O3 -arch=sm_90 -o l2_reuse gpu/bench/l2_reuse.cu
+// Run:   l2_reuse CHUNK_BYTES LAG REUSES SHIFT ITERATIONS   (one launch; profile it with ncu)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "l2_reuse: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+__device__ unsigned int g_arrived = 0;
+__device__ volatile unsigned int g_generation = 0;
+
+__device__ void grid_barrier(unsigned int ctas) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned int gen = g_generation;
+    __threadfence();
+    if (atomicAdd(&g_arrived, 1u) == ctas - 1) {
+      g_arrived = 0;
+      __threadfence();
+      g_generation = gen + 1;
+    } else {
+      while (g_generation == gen) {
+      }
+    }
+  }
+  __syncthreads();
+}
+
+__device__ uint4 load_chunk(const uint4* base, int vectors) {
+  uint4 acc{0, 0, 0, 0};
+  for (int v = threadIdx.x; v < vectors; v += blockDim.x) {
+    const uint4 x = __ldcg(base + v);
+    acc.x ^= x.x, acc.y ^= x.y, acc.z ^= x.z, acc.w ^= x.w;
+  }
+  return acc;
+}
+
+__global__ void reuse_kernel(const uint4* data, uint4* sink, int chunk_vectors, int lag, int reuses, int shift,
+                             int iterations) {
+  const unsigned int ctas = gridDim.x;
+  const unsigned int cta = blockIdx.x;
+  uint4 acc{0, 0, 0, 0};
+  for (int k = 0; k < iterations; ++k) {
+    const uint4 fresh = load_chunk(data + (std::size_t(k) * ctas + cta) * chunk_vectors, chunk_vectors);
+    acc.x ^= fresh.x, acc.y ^= fresh.y, acc.z ^= fresh.z, acc.w ^= fresh.w;
+    for (int r = 1; r <= reuses; ++r) {
+      const int old = k - r * lag;
+      if (old < 0) break;
+      const unsigned int owner = (cta + unsigned(shift)) % ctas;
+      const uint4 again = load_chunk(data + (std::size_t(old) * ctas + owner) * chunk_vectors, chunk_vectors);
+      acc.x ^= again.x, acc.y ^= again.y, acc.z ^= again.z, acc.w ^= again.w;
+    }
+    grid_barrier(ctas);
+  }
+  if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) sink[cta * blockDim.x + threadIdx.x] = acc;  // keeps the loads
+}
+
+__global__ void fill_kernel(uint4* data, std::size_t vectors) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < vectors; i += std::size_t(gridDim.x) * blockDim.x)
+    data[i] = uint4{unsigned(i), unsigned(i * 2654435761u), unsigned(i >> 7), 0x5bd1e995u};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: l2_reuse CHUNK_BYTES LAG REUSES SHIFT ITERATIONS\n");
+    return 2;
+  }
+  const int chunk = std::atoi(argv[1]), lag = std::atoi(argv[2]), reuses = std::atoi(argv[3]);
+  const int shift_arg = std::atoi(argv[4]), iterations = std::atoi(argv[5]);
+  if (chunk <= 0 || chunk % 16 || lag <= 0 || reuses < 0 || iterations <= 0) {
+    std::fprintf(stderr, "l2_reuse: CHUNK_BYTES must be a positive multiple of 16, LAG and ITERATIONS positive\n");
+    return 2;
+  }
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  const int threads = 128;
+  // Two CTAs per SM, like the attention kernels: a large shared-memory request spreads them out.
+  const int smem = int(prop.sharedMemPerMultiprocessor / 2 - 2048);
+  check(cudaFuncSetAttribute(reuse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem attribute");
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reuse_kernel, threads, smem), "occupancy");
+  const int ctas = per_sm * prop.multiProcessorCount;
+  const int shift = shift_arg < 0 ? ctas / 2 : shift_arg;
+  const std::size_t bytes = std::size_t(iterations) * ctas * chunk;
+  uint4 *data = nullptr, *sink = nullptr;
+  check(cudaMalloc(&data, bytes), "cudaMalloc data");
+  check(cudaMalloc(&sink, std::size_t(ctas) * threads * sizeof(uint4)), "cudaMalloc sink");
+  fill_kernel<<<1024, 256>>>(data, bytes / 16);
+  check(cudaGetLastError(), "fill_kernel");
+  reuse_kernel<<<ctas, threads, smem>>>(data, sink, chunk / 16, lag, reuses, shift, iterations);
+  check(cudaGetLastError(), "reuse_kernel launch");
+  check(cudaDeviceSynchronize(), "reuse_kernel");
+  const double distance = double(1 + reuses) * lag * ctas * chunk;
+  const double fresh = double(bytes);
+  double reread = 0;
+  for (int r = 1; r <= reuses; ++r) reread += double(std::max(0, iterations - r * lag)) * ctas * chunk;
+  std::printf("ctas %d per_sm %d chunk %d lag %d reuses %d shift %d iterations %d distance_bytes %.0f new_bytes %.0f reread_bytes %.0f\n",
+              ctas, per_sm, chunk, lag, reuses, shift, iterations, distance, fresh, reread);
+  cudaFree(data);
+  cudaFree(sink);
+  return 0;
+}
