@@ -13,6 +13,7 @@
 //
 // Build: nvcc -O3 -arch=sm_90 -o l2_reuse gpu/bench/l2_reuse.cu
 // Run:   l2_reuse CHUNK_BYTES LAG REUSES SHIFT ITERATIONS   (one launch; profile it with ncu)
+//        SHIFT < 0 re-reads the chunk of the CTA half the grid along (another SM, likely the other L2 half)
 #include <cuda_runtime.h>
 
 #include <algorithm>
