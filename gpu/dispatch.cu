@@ -15,7 +15,8 @@ extern const int kFlash2Shapes[][3];
 extern const int kFlash2ShapeCount;
 bool launch_standard(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info);
 bool launch_flash1(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info);
-bool launch_flash2(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info);
+bool launch_flash2(const AttentionProblem& p, Blocks b, bool kv_descending, const DeviceTensors& t, cudaStream_t s,
+                   LaunchInfo* info);
 
 std::vector<KernelShape> compiled_shapes() {
   std::vector<KernelShape> shapes;
@@ -53,14 +54,16 @@ std::int64_t scratch_bytes(Algo algo, const AttentionProblem& p) {
   return 0;
 }
 
-void launch(Algo algo, const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s) {
+void launch(Algo algo, const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, bool kv_descending) {
   if (t.Q == nullptr || t.K == nullptr || t.V == nullptr || t.O == nullptr)
     throw std::invalid_argument("launch: Q, K, V and O must be device buffers");
+  if (kv_descending && algo != Algo::flash2)
+    throw std::invalid_argument(std::string(to_string(algo)) + " visits K/V blocks in ascending order only (descending: flash2)");
   bool launched = false;
   switch (algo) {
     case Algo::standard: launched = t.S && t.P && launch_standard(p, b, t, s, nullptr); break;
     case Algo::flash1: launched = t.l && t.m && launch_flash1(p, b, t, s, nullptr); break;
-    case Algo::flash2: launched = launch_flash2(p, b, t, s, nullptr); break;
+    case Algo::flash2: launched = launch_flash2(p, b, kv_descending, t, s, nullptr); break;
   }
   if (!launched)
     throw std::invalid_argument(std::string(to_string(algo)) + " has no compiled kernel for " +
@@ -69,13 +72,13 @@ void launch(Algo algo, const AttentionProblem& p, Blocks b, const DeviceTensors&
                                 " (or its scratch tensors are missing); see `hbmlab measure --list`");
 }
 
-LaunchInfo launch_info(Algo algo, const AttentionProblem& p, Blocks b) {
+LaunchInfo launch_info(Algo algo, const AttentionProblem& p, Blocks b, bool kv_descending) {
   LaunchInfo info;
   bool found = false;
   switch (algo) {
     case Algo::standard: found = launch_standard(p, b, DeviceTensors{}, nullptr, &info); break;
     case Algo::flash1: found = launch_flash1(p, b, DeviceTensors{}, nullptr, &info); break;
-    case Algo::flash2: found = launch_flash2(p, b, DeviceTensors{}, nullptr, &info); break;
+    case Algo::flash2: found = launch_flash2(p, b, kv_descending, DeviceTensors{}, nullptr, &info); break;
   }
   if (!found) throw std::invalid_argument(std::string(to_string(algo)) + ": no compiled kernel for this shape");
   return info;

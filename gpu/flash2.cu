@@ -14,6 +14,10 @@
 //      register plus immediates (FragmentOffsets, load_tile) so the 255-register kernels do not
 //      spill (d = 128 at 128 × 64: 60–76 bytes still do). 1.1–1.2× faster than v1 at the same
 //      tiles on the H100 (gpu/README.md).
+//   K/V order: each CTA visits K_j, V_j from the first block up (default) or from its last block
+//      down (`hbmlab measure --kv-order descending`, PyTorch's FlashAttention-2 order). O is the
+//      same; the L2 reuse is not: at causal, d = 128, N = 64K the H100 reads 19× the DRAM bytes
+//      descending (assets/measurements/h100-kv-order.json, README).
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -87,7 +91,7 @@ constexpr int kFlash2Threads = kBr / (16 * kRowGroupsPerWarp<kBr>) * 32;
 template <typename T, int kD, int kBr, int kBc, bool kCausal>
 __global__ void __launch_bounds__(kFlash2Threads<kBr>)
 flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T* __restrict__ hbm_V,
-              T* __restrict__ hbm_O, float* __restrict__ hbm_L, int N, float scale_log2) {
+              T* __restrict__ hbm_O, float* __restrict__ hbm_L, int N, float scale_log2, bool kv_descending) {
   constexpr int kWM = kRowGroupsPerWarp<kBr>;
   constexpr int kThreads = kFlash2Threads<kBr>;
   constexpr bool kQInRegisters = kWM == 1;
@@ -112,11 +116,14 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
   const int Tc = (N + kBc - 1) / kBc;
   // Causal: K_j is skipped when its first key lies after the block's last query.
   const int j_end = kCausal ? min(Tc, (min(row_begin + kBr, N) - 1) / kBc + 1) : Tc;
+  // The n-th K/V block visited: K_n, or K_{j_end−1−n} from the last block down (the order PyTorch's
+  // FlashAttention-2 uses). The online softmax gives the same O either way; the L2 does not.
+  auto block_at = [&](int n) { return kv_descending ? j_end - 1 - n : n; };
 
   // line 4: load Q_i; and the first K_j, V_j.
   load_tile<T, kD, kBr, kThreads>(sram_Q, Q, row_begin, N, tid);
-  load_tile<T, kD, kBc, kThreads>(sram_K, K, 0, N, tid);
-  load_tile<T, kD, kBc, kThreads>(sram_V, V, 0, N, tid);
+  load_tile<T, kD, kBc, kThreads>(sram_K, K, block_at(0) * kBc, N, tid);
+  load_tile<T, kD, kBc, kThreads>(sram_V, V, block_at(0) * kBc, N, tid);
   cp_async_commit();
 
   std::uint32_t reg_Q[kQInRegisters ? kKSteps : 1][4];  // A fragments of this warp's 16 rows of Q_i  // (16, d)
@@ -150,17 +157,17 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
     ldmatrix_x4(a, sram_Q + q_at.template get<kD>(kk, 16 * g));
   };
 
-  for (int j = 0; j < j_end; ++j) {
-    const int stage = j & 1;
-    if (j + 1 < j_end) {  // prefetch K_{j+1}, V_{j+1} into the other stage
-      load_tile<T, kD, kBc, kThreads>(sram_K + (stage ^ 1) * kBc * kD * 2, K, (j + 1) * kBc, N, tid);
-      load_tile<T, kD, kBc, kThreads>(sram_V + (stage ^ 1) * kBc * kD * 2, V, (j + 1) * kBc, N, tid);
+  for (int n = 0; n < j_end; ++n) {
+    const int j = block_at(n), stage = n & 1;
+    if (n + 1 < j_end) {  // prefetch the next K_j, V_j into the other stage
+      load_tile<T, kD, kBc, kThreads>(sram_K + (stage ^ 1) * kBc * kD * 2, K, block_at(n + 1) * kBc, N, tid);
+      load_tile<T, kD, kBc, kThreads>(sram_V + (stage ^ 1) * kBc * kD * 2, V, block_at(n + 1) * kBc, N, tid);
     }
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();
     if constexpr (kQInRegisters) {
-      if (j == 0) {
+      if (n == 0) {
 #pragma unroll
         for (int kk = 0; kk < kKSteps; ++kk) q_fragment(reg_Q[kk], 0, kk);
       }
@@ -300,7 +307,8 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
 }
 
 template <typename T, int kD, int kBr, int kBc, bool kCausal>
-void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
+void launch_shape(const AttentionProblem& p, bool kv_descending, const DeviceTensors& t, cudaStream_t stream,
+                  LaunchInfo* info) {
   constexpr int kThreads = kFlash2Threads<kBr>;
   constexpr int kSmem = (kBr + 4 * kBc) * kD * 2;
   auto kernel = flash2_kernel<T, kD, kBr, kBc, kCausal>;
@@ -314,26 +322,28 @@ void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_
     info->registers_per_thread = attr.numRegs;
     info->smem_bytes_per_cta = static_cast<int>(kSmem + attr.sharedSizeBytes);
     info->ctas = static_cast<long long>(grid.x) * grid.y;
+    info->kv_descending = kv_descending;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&info->ctas_per_sm, kernel, kThreads, kSmem));
     return;
   }
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)) * 1.4426950408889634);
   kernel<<<grid, kThreads, kSmem, stream>>>(static_cast<const T*>(t.Q), static_cast<const T*>(t.K),
-                                            static_cast<const T*>(t.V), static_cast<T*>(t.O), t.L, N, scale_log2);
+                                            static_cast<const T*>(t.V), static_cast<T*>(t.O), t.L, N, scale_log2,
+                                            kv_descending);
   CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, int kD, int kBr, int kBc>
-void launch_causal(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
-  if (p.causal) launch_shape<T, kD, kBr, kBc, true>(p, t, s, info);
-  else launch_shape<T, kD, kBr, kBc, false>(p, t, s, info);
+void launch_causal(const AttentionProblem& p, bool desc, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
+  if (p.causal) launch_shape<T, kD, kBr, kBc, true>(p, desc, t, s, info);
+  else launch_shape<T, kD, kBr, kBc, false>(p, desc, t, s, info);
 }
 
 template <typename T>
-bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
+bool launch_dtype(const AttentionProblem& p, Blocks b, bool desc, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
   const auto d = p.head_dim;
 #define HBMLAB_FLASH2_SHAPE(D, BR, BC) \
-  if (d == D && b.Br == BR && b.Bc == BC) { launch_causal<T, D, BR, BC>(p, t, s, info); return true; }
+  if (d == D && b.Br == BR && b.Bc == BC) { launch_causal<T, D, BR, BC>(p, desc, t, s, info); return true; }
   HBMLAB_FLASH2_SHAPE(64, 128, 64)
   HBMLAB_FLASH2_SHAPE(128, 128, 64)
   HBMLAB_FLASH2_SHAPE(64, 64, 64)
@@ -352,9 +362,10 @@ bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, c
 extern const int kFlash2Shapes[][3] = {{64, 128, 128}, {128, 128, 64}, {64, 128, 64}, {128, 64, 64}, {64, 64, 64}, {128, 128, 32}};
 extern const int kFlash2ShapeCount = sizeof(kFlash2Shapes) / sizeof(kFlash2Shapes[0]);
 
-bool launch_flash2(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
-  if (p.dtype == Dtype::fp16) return launch_dtype<__half>(p, b, t, s, info);
-  if (p.dtype == Dtype::bf16) return launch_dtype<__nv_bfloat16>(p, b, t, s, info);
+bool launch_flash2(const AttentionProblem& p, Blocks b, bool kv_descending, const DeviceTensors& t, cudaStream_t s,
+                   LaunchInfo* info) {
+  if (p.dtype == Dtype::fp16) return launch_dtype<__half>(p, b, kv_descending, t, s, info);
+  if (p.dtype == Dtype::bf16) return launch_dtype<__nv_bfloat16>(p, b, kv_descending, t, s, info);
   return false;
 }
 

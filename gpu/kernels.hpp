@@ -41,8 +41,10 @@ Blocks default_blocks(Algo algo, Dtype dtype, int d);
 std::int64_t scratch_bytes(Algo algo, const AttentionProblem& problem);
 
 // Enqueues the whole forward pass (three kernels for standard) on the stream; throws CudaError
-// or std::invalid_argument for a shape that is not compiled.
-void launch(Algo algo, const AttentionProblem& problem, Blocks blocks, const DeviceTensors& t, cudaStream_t stream);
+// or std::invalid_argument for a shape that is not compiled. kv_descending (flash2 only): each CTA
+// visits K_j, V_j from its last block down, as PyTorch's FlashAttention-2 does.
+void launch(Algo algo, const AttentionProblem& problem, Blocks blocks, const DeviceTensors& t, cudaStream_t stream,
+            bool kv_descending = false);
 
 // How one configuration is launched (standard: its S = QKᵀ kernel), read from the compiled kernel.
 struct LaunchInfo {
@@ -51,9 +53,9 @@ struct LaunchInfo {
   int smem_bytes_per_cta = 0;  // dynamic + static
   long long ctas = 0;          // grid size
   int ctas_per_sm = 0;         // cudaOccupancyMaxActiveBlocksPerMultiprocessor
-  bool kv_descending = false;  // flash2 walks K/V blocks in ascending order
+  bool kv_descending = false;  // flash2: K/V blocks visited from the last one down
 };
-LaunchInfo launch_info(Algo algo, const AttentionProblem& problem, Blocks blocks);
+LaunchInfo launch_info(Algo algo, const AttentionProblem& problem, Blocks blocks, bool kv_descending = false);
 
 // Kernel names as the profiler shows them (regex fragments), for ncu filters.
 const char* kernel_name_pattern(Algo algo);

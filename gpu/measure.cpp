@@ -36,6 +36,8 @@ Options (lists are comma-separated):
   --dtype LIST         fp16,bf16 (default fp16)
   --causal MODE        no | yes | both (default both)
   --blocks SPEC        default | all | BRxBC[,BRxBC...] (default: default; see --list)
+  --kv-order ORDER     flash2's K/V block order: ascending | descending | both (default ascending);
+                       descending is PyTorch's FlashAttention-2 order (other kernels run ascending only)
   --tokens T           B*H*N of each run (default 262144); --heads H (default 16)
   --max-n-standard N   largest N for standard (default 16384); --max-n-flash1 (8192), --max-n-flash2 (65536)
   --max-scratch-gb G   standard's S and P together stay under G GB by shrinking B*H (default 24)
@@ -59,6 +61,7 @@ struct Options {
   std::vector<Dtype> dtypes{Dtype::fp16};
   std::vector<bool> causal{false, true};
   std::string blocks = "default";
+  std::vector<bool> kv_descending{false};
   std::int64_t tokens = 262144, heads = 16;
   std::map<Algo, std::int64_t> max_n{{Algo::standard, 16384}, {Algo::flash1, 8192}, {Algo::flash2, 65536}};
   double max_scratch_gb = 24;
@@ -129,6 +132,12 @@ Options parse(const std::vector<std::string>& args) {
       else throw BadOption("--causal: '" + v + "' (no, yes, both)");
     } else if (a == "--blocks") {
       o.blocks = value();
+    } else if (a == "--kv-order") {
+      const std::string v = value();
+      if (v == "ascending") o.kv_descending = {false};
+      else if (v == "descending") o.kv_descending = {true};
+      else if (v == "both") o.kv_descending = {false, true};
+      else throw BadOption("--kv-order: '" + v + "' (ascending, descending, both)");
     } else if (a == "--tokens") {
       o.tokens = to_int(a, value());
     } else if (a == "--heads") {
@@ -176,6 +185,7 @@ struct Config {
   Algo algo;
   AttentionProblem problem;
   Blocks blocks;
+  bool kv_descending = false;
 };
 
 std::vector<Blocks> blocks_for(const Options& o, Algo algo, Dtype dtype, int d) {
@@ -203,7 +213,9 @@ std::vector<Config> plan(const Options& o) {
         for (std::int64_t N : o.seq_lens) {
           if (N > o.max_n.at(algo)) continue;
           for (bool causal : o.causal)
-            for (Blocks b : blocks_for(o, algo, dtype, d)) {
+            for (Blocks b : blocks_for(o, algo, dtype, d))
+              for (bool desc : o.kv_descending) {
+              if (desc && algo != Algo::flash2) continue;
               AttentionProblem p;
               std::int64_t bh = std::max<std::int64_t>(1, o.tokens / N);
               if (algo == Algo::standard) {
@@ -217,7 +229,7 @@ std::vector<Config> plan(const Options& o) {
               p.head_dim = d;
               p.dtype = dtype;
               p.causal = causal;
-              configs.push_back({algo, p, b});
+              configs.push_back({algo, p, b, desc});
             }
         }
   return configs;
@@ -233,7 +245,7 @@ std::string describe(const Config& c) {
   s << std::left << std::setw(8) << to_string(c.algo) << " " << to_string(c.problem.dtype) << " d=" << std::setw(3)
     << c.problem.head_dim << " N=" << std::setw(5) << c.problem.seq_len << " B*H=" << std::setw(3)
     << c.problem.instances() << (c.problem.causal ? " causal " : " full   ") << std::setw(7)
-    << (std::to_string(c.blocks.Br) + "x" + std::to_string(c.blocks.Bc));
+    << (std::to_string(c.blocks.Br) + "x" + std::to_string(c.blocks.Bc) + (c.kv_descending ? " desc" : ""));
   return s.str();
 }
 
@@ -258,7 +270,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
   if (o.debug) {  // first values of S, P, O of instance 0 after one checked launch (standard only has S, P)
     for (const Config& c : configs) {
       AttentionBuffers buf(c.problem, c.algo);
-      const CheckResult r = check_kernel(c.problem, c.blocks, InputKind::unit, o.seed, buf, 0);
+      const CheckResult r = check_kernel(c.problem, c.blocks, c.kv_descending, InputKind::unit, o.seed, buf, 0);
       out << describe(c) << " err " << r.max_abs_error << " pass " << r.pass << "\n";
       auto dump = [&](const char* name, const void* p) {
         if (p == nullptr) return;
@@ -277,9 +289,9 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     for (std::size_t k = 0; k < configs.size(); ++k) {
       const Config& c = configs[k];
       AttentionBuffers buf(c.problem, c.algo);
-      check_kernel(c.problem, c.blocks, InputKind::unit, o.seed + k, buf, 0);  // fills inputs, one launch
+      check_kernel(c.problem, c.blocks, c.kv_descending, InputKind::unit, o.seed + k, buf, 0);  // fills inputs, one launch
       launch_marker(static_cast<int>(k) + 1, 32);  // begin of record k
-      launch(c.algo, c.problem, c.blocks, buf.tensors(), nullptr);
+      launch(c.algo, c.problem, c.blocks, buf.tensors(), nullptr, c.kv_descending);
       launch_marker(static_cast<int>(k) + 1, 64);  // end of record k
       CUDA_CHECK(cudaDeviceSynchronize());
       out << "profiled " << k << ": " << describe(c) << "\n" << std::flush;
@@ -326,10 +338,10 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     const Config& c = configs[k];
     AttentionBuffers buf(c.problem, c.algo);
     std::vector<std::pair<InputKind, CheckResult>> checks;
-    checks.emplace_back(InputKind::unit, check_kernel(c.problem, c.blocks, InputKind::unit, o.seed + k, buf));
+    checks.emplace_back(InputKind::unit, check_kernel(c.problem, c.blocks, c.kv_descending, InputKind::unit, o.seed + k, buf));
     if (o.stress) {
       for (InputKind kind : {InputKind::large_logits, InputKind::dominant_key})
-        checks.emplace_back(kind, check_kernel(c.problem, c.blocks, kind, o.seed + k, buf));
+        checks.emplace_back(kind, check_kernel(c.problem, c.blocks, c.kv_descending, kind, o.seed + k, buf));
     }
     bool pass = true;
     for (const auto& [kind, r] : checks) {
@@ -348,7 +360,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     rec["problem"] = problem_json(c.problem);
     rec["blocks"] = {{"Br", c.blocks.Br}, {"Bc", c.blocks.Bc}};
     {
-      const LaunchInfo li = launch_info(c.algo, c.problem, c.blocks);
+      const LaunchInfo li = launch_info(c.algo, c.problem, c.blocks, c.kv_descending);
       rec["launch"] = {{"threads_per_cta", li.threads_per_cta}, {"registers_per_thread", li.registers_per_thread},
                        {"smem_bytes_per_cta", li.smem_bytes_per_cta}, {"ctas", li.ctas},
                        {"ctas_per_sm", li.ctas_per_sm}, {"kv_descending", li.kv_descending}};
@@ -356,10 +368,10 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     }
     if (!o.check_only && pass) {
       // Fewer repetitions for slow launches (flash1 at large N): about 2 s of timed work at most.
-      Timing probe = time_kernel(c.problem, c.blocks, buf, 1, 1, !o.warm_l2);
+      Timing probe = time_kernel(c.problem, c.blocks, c.kv_descending, buf, 1, 1, !o.warm_l2);
       int reps = o.reps;
       if (probe.median_ms > 40) reps = std::max(5, std::min(o.reps, static_cast<int>(2000 / probe.median_ms)));
-      const Timing t = time_kernel(c.problem, c.blocks, buf, reps, probe.median_ms > 40 ? 1 : o.warmup, !o.warm_l2);
+      const Timing t = time_kernel(c.problem, c.blocks, c.kv_descending, buf, reps, probe.median_ms > 40 ? 1 : o.warmup, !o.warm_l2);
       const double tflops = attention_flops(c.problem) / (t.median_ms * 1e-3) / 1e12;
       rec["time_ms_median"] = t.median_ms;
       rec["time_ms_min"] = t.min_ms;
@@ -374,7 +386,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     rec["l2_sm_write_bytes"] = nullptr;
     if (counters && pass) {
       const TrafficCounters tc = counters->measure(
-          [&] { launch(c.algo, c.problem, c.blocks, buf.tensors(), nullptr); },
+          [&] { launch(c.algo, c.problem, c.blocks, buf.tensors(), nullptr, c.kv_descending); },
           [&] { flush_l2(flush); });
       rec["dram_read_bytes"] = static_cast<std::int64_t>(tc.dram_read_bytes);
       rec["dram_write_bytes"] = static_cast<std::int64_t>(tc.dram_write_bytes);

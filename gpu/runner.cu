@@ -182,7 +182,7 @@ Tolerance tolerance(Algo algo, Dtype dtype) {
   return t;
 }
 
-CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, InputKind kind, std::uint64_t seed,
+CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, bool kv_descending, InputKind kind, std::uint64_t seed,
                          AttentionBuffers& buffers, std::int64_t full_rows_max_n) {
   const Algo algo = buffers.algo();
   const DeviceTensors t = buffers.tensors();
@@ -215,7 +215,7 @@ CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, InputKind kin
   }
   // Poison O with all-ones bits (NaN in fp16 and bf16): an unwritten element stays NaN.
   CUDA_CHECK(cudaMemset(t.O, 0xFF, static_cast<std::size_t>(buffers.elems() * 2)));
-  launch(algo, p, blocks, t, nullptr);
+  launch(algo, p, blocks, t, nullptr, kv_descending);
   CUDA_CHECK(cudaDeviceSynchronize());
 
   CheckResult r;
@@ -256,20 +256,20 @@ CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, InputKind kin
 
 // [SECTION] timing
 
-Timing time_kernel(const AttentionProblem& p, Blocks blocks, AttentionBuffers& buffers, int reps, int warmup,
-                   bool flush_l2) {
+Timing time_kernel(const AttentionProblem& p, Blocks blocks, bool kv_descending, AttentionBuffers& buffers, int reps,
+                   int warmup, bool flush_l2) {
   const Algo algo = buffers.algo();
   const DeviceTensors t = buffers.tensors();
   DeviceBuffer flush(flush_l2 ? (256u << 20) : 0);
   if (flush_l2) CUDA_CHECK(cudaMemset(flush.get(), 0x5A, flush.bytes()));
-  for (int k = 0; k < warmup; ++k) launch(algo, p, blocks, t, nullptr);
+  for (int k = 0; k < warmup; ++k) launch(algo, p, blocks, t, nullptr, kv_descending);
   CUDA_CHECK(cudaDeviceSynchronize());
   Event start, stop;
   std::vector<double> ms;
   for (int k = 0; k < reps; ++k) {
     if (flush_l2) gpu::flush_l2(flush);
     CUDA_CHECK(cudaEventRecord(start.get(), nullptr));
-    launch(algo, p, blocks, t, nullptr);
+    launch(algo, p, blocks, t, nullptr, kv_descending);
     CUDA_CHECK(cudaEventRecord(stop.get(), nullptr));
     CUDA_CHECK(cudaEventSynchronize(stop.get()));
     float e = 0;

@@ -55,8 +55,8 @@ struct CheckResult {
 // Fresh inputs: instances 0 and B·H−1 from make_inputs(kind, seed), the rest uniform random; O
 // poisoned with NaN; one launch; rows of the two instances compared with reference_attention
 // (all rows when N ≤ full_rows_max_n, else sample_rows). Inputs are rounded to the dtype first,
-// so the reference sees exactly what the kernel sees.
-CheckResult check_kernel(const AttentionProblem& problem, Blocks blocks, InputKind kind, std::uint64_t seed,
+// so the reference sees exactly what the kernel sees. kv_descending: see launch().
+CheckResult check_kernel(const AttentionProblem& problem, Blocks blocks, bool kv_descending, InputKind kind, std::uint64_t seed,
                          AttentionBuffers& buffers, std::int64_t full_rows_max_n = 1024);
 
 struct Timing {
@@ -65,7 +65,8 @@ struct Timing {
 };
 // CUDA events around each launch; warm-ups first; with flush_l2 a 256 MiB read (flush_l2())
 // between reps, outside the timed region, evicts the 50 MB L2.
-Timing time_kernel(const AttentionProblem& problem, Blocks blocks, AttentionBuffers& buffers, int reps, int warmup,
+Timing time_kernel(const AttentionProblem& problem, Blocks blocks, bool kv_descending, AttentionBuffers& buffers, int reps,
+                   int warmup,
                    bool flush_l2);
 
 // Evicts the L2 by reading `scratch` (make it several times the L2): reading leaves only clean

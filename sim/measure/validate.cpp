@@ -224,18 +224,20 @@ std::string ms_text(double s) { return std::isfinite(s) ? fmt::format("{:.3f}", 
 
 void print_validation(std::ostream& out, const ValidationReport& r) {
   fmt::print(out, "Predicted (hbmlab timing engine) against measured, one row per configuration\n");
-  fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n", "source",
-             "gpu", "B", "H", "N", "d", "mask", "Br×Bc", "DRAM rd", "pred", "err", "time ms", "pred", "err");
+  fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7} {:<4}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
+             "source", "gpu", "B", "H", "N", "d", "mask", "Br×Bc", "K/V", "DRAM rd", "pred", "err", "time ms", "pred", "err");
   for (const ValidationRow& row : r.rows) {
     const AttentionProblem& p = row.problem;
-    fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
+    const char* order = row.algo != Algo::flash2 ? "" : row.launch.kv_descending ? "desc" : "asc";
+    fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7} {:<4}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
                row.source, row.gpu, p.batch, p.heads, p.seq_len, p.head_dim, p.causal ? "causal" : "full",
-               fmt::format("{}×{}", row.blocks.Br, row.blocks.Bc), mb_text(row.measured_dram_read),
+               fmt::format("{}×{}", row.blocks.Br, row.blocks.Bc), order, mb_text(row.measured_dram_read),
                mb_text(row.predicted_dram_read), percent_text(row.dram_read_error()), ms_text(row.measured_time_s),
                ms_text(row.predicted_time_s), percent_text(row.time_error()));
   }
   fmt::print(out, "  (DRAM rd in MB: measured dram__bytes_read.sum against predicted DRAM reads after the L2; time:\n"
-                  "   measured kernel duration against predicted)\n\n");
+                  "   measured kernel duration against predicted; K/V: the order flash2 visits K/V blocks in, asc from\n"
+                  "   the first, desc from the last as PyTorch's FlashAttention-2 does)\n\n");
   fmt::print(out, "DRAM read bytes: mean |error| {} over {} records, worst {}\n", percent_text(r.dram_read.mean_abs).substr(1),
              r.dram_read.count, percent_text(r.dram_read.worst));
   fmt::print(out, "kernel time:     mean |error| {} over {} records, worst {}\n", percent_text(r.time.mean_abs).substr(1),

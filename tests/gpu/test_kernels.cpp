@@ -14,7 +14,8 @@ using namespace hbmlab::gpu;
 
 namespace {
 
-void check_shape(const KernelShape& s, std::int64_t N, std::int64_t bh, bool causal, InputKind kind, std::uint64_t seed) {
+void check_shape(const KernelShape& s, std::int64_t N, std::int64_t bh, bool causal, InputKind kind, std::uint64_t seed,
+                 bool kv_descending = false) {
   AttentionProblem p;
   p.batch = 1;
   p.heads = bh;
@@ -23,9 +24,10 @@ void check_shape(const KernelShape& s, std::int64_t N, std::int64_t bh, bool cau
   p.dtype = s.dtype;
   p.causal = causal;
   AttentionBuffers buf(p, s.algo);
-  const CheckResult r = check_kernel(p, s.blocks, kind, seed, buf, 4096);
+  const CheckResult r = check_kernel(p, s.blocks, kv_descending, kind, seed, buf, 4096);
   INFO(to_string(s.algo) << " " << to_string(s.dtype) << " d=" << s.d << " " << s.blocks.Br << "x" << s.blocks.Bc
-                         << " N=" << N << " causal=" << causal << " input=" << to_string(kind)
+                         << " N=" << N << " causal=" << causal << " descending=" << kv_descending
+                         << " input=" << to_string(kind)
                          << " max_abs_error=" << r.max_abs_error << " error/tolerance=" << r.worst_ratio << " "
                          << r.note);
   CHECK(r.all_written);
@@ -56,6 +58,26 @@ TEST_CASE("flash2 at a larger N, several blocks, checked on sampled rows", "[gpu
   for (const KernelShape& s : compiled_shapes())
     if (s.algo == Algo::flash2 && s.dtype == Dtype::fp16)
       for (bool causal : {false, true}) check_shape(s, 4000, 2, causal, InputKind::unit, 7);
+}
+
+TEST_CASE("flash2 visiting K/V blocks from the last one down gives the same O", "[gpu]") {
+  std::uint64_t seed = 211;
+  for (const KernelShape& s : compiled_shapes())
+    if (s.algo == Algo::flash2)
+      for (std::int64_t N : {97, 320, 1000})
+        for (bool causal : {false, true}) check_shape(s, N, 2, causal, InputKind::unit, ++seed, true);
+  const KernelShape f2{Algo::flash2, Dtype::fp16, 128, default_blocks(Algo::flash2, Dtype::fp16, 128)};
+  for (InputKind kind : {InputKind::large_logits, InputKind::dominant_key})
+    for (bool causal : {false, true}) check_shape(f2, 257, 2, causal, kind, ++seed, true);
+}
+
+TEST_CASE("only flash2 takes the descending K/V order", "[gpu]") {
+  AttentionProblem p;
+  p.seq_len = 128;
+  p.head_dim = 64;
+  AttentionBuffers buf(p, Algo::flash1);
+  CHECK_THROWS_AS(launch(Algo::flash1, p, default_blocks(Algo::flash1, Dtype::fp16, 64), buf.tensors(), nullptr, true),
+                  std::invalid_argument);
 }
 
 int main(int argc, char* argv[]) {
