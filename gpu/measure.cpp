@@ -37,7 +37,7 @@ Options (lists are comma-separated):
   --causal MODE        no | yes | both (default both)
   --blocks SPEC        default | all | BRxBC[,BRxBC...] (default: default; see --list)
   --kv-order ORDER     flash2's K/V block order: ascending | descending | both (default ascending);
-                       descending is PyTorch's FlashAttention-2 order (other kernels run ascending only)
+                       descending is PyTorch's FlashAttention-2 order (other kernels run once, ascending)
   --tokens T           B*H*N of each run (default 262144); --heads H (default 16)
   --max-n-standard N   largest N for standard (default 16384); --max-n-flash1 (8192), --max-n-flash2 (65536)
   --max-scratch-gb G   standard's S and P together stay under G GB by shrinking B*H (default 24)
@@ -96,6 +96,14 @@ std::int64_t to_int(const std::string& opt, const std::string& v) {
   }
 }
 
+// A two-way choice given as FIRST, SECOND or both: {false}, {true} or {false, true}.
+std::vector<bool> one_or_both(const std::string& opt, const std::string& v, const char* first, const char* second) {
+  if (v == first) return {false};
+  if (v == second) return {true};
+  if (v == "both") return {false, true};
+  throw BadOption(opt + ": '" + v + "' (" + first + ", " + second + ", both)");
+}
+
 Options parse(const std::vector<std::string>& args) {
   Options o;
   for (std::size_t k = 0; k < args.size(); ++k) {
@@ -125,19 +133,11 @@ Options parse(const std::vector<std::string>& args) {
         o.dtypes.push_back(*dt);
       }
     } else if (a == "--causal") {
-      const std::string v = value();
-      if (v == "no") o.causal = {false};
-      else if (v == "yes") o.causal = {true};
-      else if (v == "both") o.causal = {false, true};
-      else throw BadOption("--causal: '" + v + "' (no, yes, both)");
+      o.causal = one_or_both(a, value(), "no", "yes");
     } else if (a == "--blocks") {
       o.blocks = value();
     } else if (a == "--kv-order") {
-      const std::string v = value();
-      if (v == "ascending") o.kv_descending = {false};
-      else if (v == "descending") o.kv_descending = {true};
-      else if (v == "both") o.kv_descending = {false, true};
-      else throw BadOption("--kv-order: '" + v + "' (ascending, descending, both)");
+      o.kv_descending = one_or_both(a, value(), "ascending", "descending");
     } else if (a == "--tokens") {
       o.tokens = to_int(a, value());
     } else if (a == "--heads") {
@@ -205,33 +205,40 @@ std::vector<Blocks> blocks_for(const Options& o, Algo algo, Dtype dtype, int d) 
   return out;
 }
 
+// B and H for one run: B·H·N = --tokens, H at most --heads; standard also keeps S and P under
+// --max-scratch-gb.
+AttentionProblem problem_for(const Options& o, Algo algo, Dtype dtype, int d, std::int64_t N, bool causal) {
+  std::int64_t bh = std::max<std::int64_t>(1, o.tokens / N);
+  if (algo == Algo::standard) {
+    const double per_instance = 2.0 * static_cast<double>(N) * N * 2;
+    const auto cap = static_cast<std::int64_t>(o.max_scratch_gb * 1e9 / per_instance);
+    bh = std::max<std::int64_t>(1, std::min(bh, cap));
+  }
+  AttentionProblem p;
+  p.heads = std::min(o.heads, bh);
+  p.batch = std::max<std::int64_t>(1, bh / p.heads);
+  p.seq_len = N;
+  p.head_dim = d;
+  p.dtype = dtype;
+  p.causal = causal;
+  return p;
+}
+
 std::vector<Config> plan(const Options& o) {
   std::vector<Config> configs;
-  for (Algo algo : o.algos)
+  for (Algo algo : o.algos) {
+    const std::vector<bool> orders = algo == Algo::flash2 ? o.kv_descending : std::vector<bool>{false};
     for (Dtype dtype : o.dtypes)
       for (int d : o.head_dims)
         for (std::int64_t N : o.seq_lens) {
           if (N > o.max_n.at(algo)) continue;
-          for (bool causal : o.causal)
+          for (bool causal : o.causal) {
+            const AttentionProblem p = problem_for(o, algo, dtype, d, N, causal);
             for (Blocks b : blocks_for(o, algo, dtype, d))
-              for (bool desc : o.kv_descending) {
-              if (desc && algo != Algo::flash2) continue;
-              AttentionProblem p;
-              std::int64_t bh = std::max<std::int64_t>(1, o.tokens / N);
-              if (algo == Algo::standard) {
-                const double per_instance = 2.0 * static_cast<double>(N) * N * 2;
-                const auto cap = static_cast<std::int64_t>(o.max_scratch_gb * 1e9 / per_instance);
-                bh = std::max<std::int64_t>(1, std::min(bh, cap));
-              }
-              p.heads = std::min(o.heads, bh);
-              p.batch = std::max<std::int64_t>(1, bh / p.heads);
-              p.seq_len = N;
-              p.head_dim = d;
-              p.dtype = dtype;
-              p.causal = causal;
-              configs.push_back({algo, p, b, desc});
-            }
+              for (bool desc : orders) configs.push_back({algo, p, b, desc});
+          }
         }
+  }
   return configs;
 }
 

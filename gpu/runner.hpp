@@ -66,8 +66,7 @@ struct Timing {
 // CUDA events around each launch; warm-ups first; with flush_l2 a 256 MiB read (flush_l2())
 // between reps, outside the timed region, evicts the 50 MB L2.
 Timing time_kernel(const AttentionProblem& problem, Blocks blocks, bool kv_descending, AttentionBuffers& buffers, int reps,
-                   int warmup,
-                   bool flush_l2);
+                   int warmup, bool flush_l2);
 
 // Evicts the L2 by reading `scratch` (make it several times the L2): reading leaves only clean
 // lines behind, so no write-back of the flush itself lands in the next kernel's DRAM counters
