@@ -13,7 +13,11 @@
 //
 // Build: nvcc -O3 -arch=sm_90 -o l2_reuse gpu/bench/l2_reuse.cu
 // Run:   l2_reuse CHUNK_BYTES LAG REUSES SHIFT ITERATIONS   (one launch; profile it with ncu)
-//        SHIFT < 0 re-reads the chunk of the CTA half the grid along (another SM, likely the other L2 half)
+//        SHIFT = -1 re-reads the chunk of the CTA half the grid along (another SM, but as the H100
+//        hands CTAs to its GPCs in turn, likely in the same GPC and L2 half);
+//        SHIFT = -2 the chunk of a CTA on SM (s + 64) mod 128 by %smid, SM 128+ on SM s − 8: on the
+//        H100 SMs 0–63 sit in four GPCs and 64–119 in four others, so the other L2 half;
+//        SHIFT = -3 the chunk of a CTA on SM s xor 2: another SM of the same GPC, so the same half.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -49,6 +53,35 @@ __device__ void grid_barrier(unsigned int ctas) {
   __syncthreads();
 }
 
+__device__ unsigned int g_smid[4096];
+__device__ unsigned int g_unpaired = 0;  // CTAs that found no CTA on the partner SM (SHIFT -2, -3)
+
+__device__ unsigned int sm_id() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+}
+
+// The SM whose CTA a CTA on SM `s` re-reads from, for SHIFT -2 and -3.
+__device__ unsigned int partner_sm(unsigned int s, int shift) {
+  if (shift == -3) return s ^ 2u;
+  return s < 128 ? (s + 64) % 128 : s - 8;
+}
+
+// For SHIFT -2 and -3: the CTA with the same rank among the CTAs on the partner SM as this one has
+// on its own (every CTA's %smid is in g_smid); the CTA half the grid along if there is none.
+__device__ unsigned int partner_cta(unsigned int cta, unsigned int ctas, int shift) {
+  const unsigned int mine = g_smid[cta], want = partner_sm(mine, shift);
+  unsigned int rank = 0;
+  for (unsigned int c = 0; c < cta; ++c) rank += g_smid[c] == mine;
+  for (unsigned int c = 0, seen = 0; c < ctas; ++c) {
+    if (g_smid[c] != want) continue;
+    if (seen++ == rank) return c;
+  }
+  atomicAdd(&g_unpaired, 1u);
+  return (cta + ctas / 2) % ctas;
+}
+
 __device__ uint4 load_chunk(const uint4* base, int vectors) {
   uint4 acc{0, 0, 0, 0};
   for (int v = threadIdx.x; v < vectors; v += blockDim.x) {
@@ -62,6 +95,16 @@ __global__ void reuse_kernel(const uint4* data, uint4* sink, int chunk_vectors, 
                              int iterations) {
   const unsigned int ctas = gridDim.x;
   const unsigned int cta = blockIdx.x;
+  __shared__ unsigned int owner_shared;
+  if (shift < 0) {  // the partner by SM: every CTA's %smid first, then the same-rank CTA on the partner SM
+    if (threadIdx.x == 0) g_smid[cta] = sm_id();
+    grid_barrier(ctas);
+    if (threadIdx.x == 0) owner_shared = partner_cta(cta, ctas, shift);
+  } else if (threadIdx.x == 0) {
+    owner_shared = (cta + unsigned(shift)) % ctas;
+  }
+  __syncthreads();
+  const unsigned int owner = owner_shared;
   uint4 acc{0, 0, 0, 0};
   for (int k = 0; k < iterations; ++k) {
     const uint4 fresh = load_chunk(data + (std::size_t(k) * ctas + cta) * chunk_vectors, chunk_vectors);
@@ -69,7 +112,6 @@ __global__ void reuse_kernel(const uint4* data, uint4* sink, int chunk_vectors, 
     for (int r = 1; r <= reuses; ++r) {
       const int old = k - r * lag;
       if (old < 0) break;
-      const unsigned int owner = (cta + unsigned(shift)) % ctas;
       const uint4 again = load_chunk(data + (std::size_t(old) * ctas + owner) * chunk_vectors, chunk_vectors);
       acc.x ^= again.x, acc.y ^= again.y, acc.z ^= again.z, acc.w ^= again.w;
     }
@@ -105,7 +147,11 @@ int main(int argc, char** argv) {
   int per_sm = 0;
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reuse_kernel, threads, smem), "occupancy");
   const int ctas = per_sm * prop.multiProcessorCount;
-  const int shift = shift_arg < 0 ? ctas / 2 : shift_arg;
+  if (ctas > 4096 || shift_arg < -3) {
+    std::fprintf(stderr, "l2_reuse: SHIFT must be -3, -2, -1 or at least 0 (and at most 4096 CTAs)\n");
+    return 2;
+  }
+  const int shift = shift_arg == -1 ? ctas / 2 : shift_arg;
   const std::size_t bytes = std::size_t(iterations) * ctas * chunk;
   uint4 *data = nullptr, *sink = nullptr;
   check(cudaMalloc(&data, bytes), "cudaMalloc data");
@@ -119,8 +165,10 @@ int main(int argc, char** argv) {
   const double fresh = double(bytes);
   double reread = 0;
   for (int r = 1; r <= reuses; ++r) reread += double(std::max(0, iterations - r * lag)) * ctas * chunk;
-  std::printf("ctas %d per_sm %d chunk %d lag %d reuses %d shift %d iterations %d distance_bytes %.0f new_bytes %.0f reread_bytes %.0f\n",
-              ctas, per_sm, chunk, lag, reuses, shift, iterations, distance, fresh, reread);
+  unsigned int unpaired = 0;
+  check(cudaMemcpyFromSymbol(&unpaired, g_unpaired, sizeof unpaired), "cudaMemcpyFromSymbol");
+  std::printf("ctas %d per_sm %d chunk %d lag %d reuses %d shift %d iterations %d distance_bytes %.0f new_bytes %.0f reread_bytes %.0f unpaired %u\n",
+              ctas, per_sm, chunk, lag, reuses, shift, iterations, distance, fresh, reread, unpaired);
   cudaFree(data);
   cudaFree(sink);
   return 0;

@@ -2,8 +2,10 @@
 # How long a line survives in the GPU's L2: gpu/bench/l2_reuse.cu under Nsight Compute, one launch
 # per reuse distance, merged by l2_reuse_merge.py into one record file.
 # Run: gpu/bench/l2_reuse.sh OUTDIR     (writes OUTDIR/l2-reuse.json; needs nvcc and ncu)
-# Three patterns (see l2_reuse.cu): "once" re-reads each chunk once, on another SM; "same-sm" re-reads
-# it on the SM that first read it; "four-times" re-reads it four times, lag apart, on another SM.
+# Five patterns (see l2_reuse.cu): "once" re-reads each chunk once, on another SM; "same-sm" re-reads
+# it on the SM that first read it; "four-times" re-reads it four times, lag apart, on another SM;
+# "other-half" and "same-half" re-read it once on an SM chosen by %smid in the other L2 half or in
+# the same GPC.
 set -euo pipefail
 out=${1:?usage: l2_reuse.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,5 +25,7 @@ run() {  # NAME PATTERN CHUNK LAG REUSES SHIFT ITERATIONS
 for lag in 2 4 6 7 8 9 10 11 12 13 14 15 16 18 20 24 28; do run "A$lag" once 4096 "$lag" 1 -1 600; done
 for lag in 6 8 10 12 14 16 20; do run "S$lag" same-sm 4096 "$lag" 1 0 600; done
 for lag in 2 4 6 8 9 10 11 12 14 16; do run "H$lag" four-times 2048 "$lag" 4 -1 800; done
+for lag in 6 8 10 12 13 14 15 16 18 20 24; do run "X$lag" other-half 4096 "$lag" 1 -2 600; done
+for lag in 6 8 10 12 13 14 15 16 18 20 24; do run "G$lag" same-half 4096 "$lag" 1 -3 600; done
 python3 "$here/l2_reuse_merge.py" "$out/runs.txt" "$out/ncu" "$out/l2-reuse.json" \
     "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
