@@ -11,16 +11,15 @@
 # flash, cuDNN and math backends across N, d, causal (CUDA-event median after warm-ups).
 import argparse
 import json
-import math
-import os
 import subprocess
-import sys
 import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from merge_ncu import write_json
 
 REPS = 25
 WARMUP = 5
@@ -292,9 +291,7 @@ def main():
         result["sdpa_shapes"] = shapes
         result["sdpa"] = sdpa_timings(shapes)
     result["elapsed_s"] = time.time() - t0
-    with open(args.out + ".tmp", "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(args.out + ".tmp", args.out)
+    write_json(args.out, result)
 
 
 if __name__ == "__main__":

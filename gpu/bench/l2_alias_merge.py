@@ -1,12 +1,10 @@
 #!/usr/bin/env python3
 """Merge l2_alias runs (the program's stdout) with their Nsight Compute counters into one record
-file and print, per stride and line count, the DRAM bytes per line and the share of re-reads that
-missed, less the DRAM bytes of the first launch, which reads no lines. Usage: l2_alias_merge.py RUNS.txt NCU.csv OUT.json [DEVICE_NAME]"""
-import json
-import os
+file and print, per stride and line count, the share of re-reads that missed the L2 (DRAM reads
+less those of the first launch, which reads no lines). Usage: l2_alias_merge.py RUNS.txt NCU.csv OUT.json [DEVICE_NAME]"""
 import sys
 
-from merge_ncu import num, read_rows
+from merge_ncu import num, read_rows, write_json
 
 FILL_BYTES = 64  # what DRAM delivers for one 16-byte read of a cold line (measured: 2 sectors)
 
@@ -33,9 +31,7 @@ def main():
                      f"of no lines (baseline_bytes); rereads_missed = (dram_read_bytes - lines * {FILL_BYTES}) / "
                      f"(lines * {FILL_BYTES} * (rounds - 1))",
            "baseline_bytes": baseline, "runs": records}
-    with open(out + ".tmp", "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(out + ".tmp", out)
+    write_json(out, doc)
     counts = sorted({r["lines"] for r in records})
     print("re-reads that missed the L2, by stride (rows) and lines (columns); 0 % = they fit, 100 % = every round missed")
     print(f"{'stride':>14}" + "".join(f"{c:>8d}" for c in counts))

@@ -2,20 +2,17 @@
 """Merge l2_reuse runs (runs.txt) with their Nsight Compute counters (one CSV per run) into one
 record file, with the surviving fraction of the re-read bytes at each reuse distance, and print
 the table. Usage: l2_reuse_merge.py RUNS.txt NCU_DIR OUT.json [DEVICE_NAME]"""
-import csv
-import json
 import os
 import sys
 
+from merge_ncu import num, read_rows, write_json
+
 
 def ncu_values(path):
-    rows = [r for r in csv.reader(open(path)) if r]
-    head = [i for i, r in enumerate(rows) if r[0] == "ID"][0]
-    names, values = rows[head], rows[-1]  # the last row: the reuse_kernel launch
-    number = lambda k: float(values[names.index(k)].replace(",", ""))  # noqa: E731
-    return {"dram_read_bytes": number("dram__bytes_read.sum"),
-            "l2_sm_read_bytes": 32 * number("lts__t_sectors_srcunit_tex_op_read.sum"),
-            "time_s": number("gpu__time_duration.sum") * 1e-9}
+    row = read_rows(path)[-1]  # the last row: the reuse_kernel launch
+    return {"dram_read_bytes": num(row["dram__bytes_read.sum"]),
+            "l2_sm_read_bytes": 32 * num(row["lts__t_sectors_srcunit_tex_op_read.sum"]),
+            "time_s": num(row["gpu__time_duration.sum"]) * 1e-9}
 
 
 def record(line, ncu_dir):
@@ -35,9 +32,7 @@ def main():
                      "survived = 1 - (dram_read_bytes - new_bytes) / reread_bytes; distance_bytes = "
                      "(1 + reuses) * lag * ctas * chunk, the LRU reuse distance between two touches",
            "runs": records}
-    with open(out + ".tmp", "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(out + ".tmp", out)
+    write_json(out, doc)
     print(f"{'pattern':>10} {'distance MB':>11} {'DRAM read MB':>12} {'re-read MB':>10} {'survived':>8}")
     for r in records:
         print(f"{r['pattern']:>10} {r['distance_bytes'] / 1e6:11.1f} {r['dram_read_bytes'] / 1e6:12.1f} "

@@ -1,24 +1,15 @@
 # Writes ncu's DRAM and L2 figures into a measurement file's records (rewrites it whole).
 # Rows between hbmlab_marker launches with grid k+1 (block 32: begin, block 64: end) are record k.
 # Run: python3 gpu/bench/merge_counters.py MEASUREMENT.json NCU.csv
-import csv
-import io
 import json
-import os
 import sys
 
-
-def num(x):
-    try:
-        return float(str(x).replace(",", ""))
-    except ValueError:
-        return None
+from merge_ncu import num, read_rows, write_json
 
 
 def main(path, csv_path):
     data = json.load(open(path))
-    text = open(csv_path, encoding="utf-8", errors="replace").read()
-    rows = [r for r in csv.DictReader(io.StringIO(text[text.find('"ID"'):])) if r.get("ID", "").strip().isdigit()]
+    rows = read_rows(csv_path)
     sums, kernels, current = {}, {}, None
     for r in rows:
         name = r.get("Kernel Name", "")
@@ -55,10 +46,7 @@ def main(path, csv_path):
                                   "one profiled launch per record; dram__bytes_read/write.sum, "
                                   "lts__t_sectors_srcunit_tex_op_read/write.sum x 32 bytes; summed over the "
                                   "record's kernels")
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, path)
+    write_json(path, data)
     print(f"merge_counters: {filled}/{len(data['records'])} records have counters")
 
 

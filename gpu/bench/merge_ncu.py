@@ -23,6 +23,13 @@ def read_rows(path):
     return [r for r in rows if r.get("ID", "").strip().isdigit()]  # drops the units row
 
 
+def write_json(path, doc):
+    """Writes doc to path whole or not at all (a temporary file renamed over it)."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def num(x):
     try:
         return float(x.replace(",", ""))
@@ -58,9 +65,7 @@ def main(timing_path, ncu_path, out_path):
     timing["method"]["counters"] = ("ncu --clock-control none --cache-control all (L2 flushed before each "
                                     "profiled kernel), one profiled launch per shape after an unprofiled warm-up")
     timing["method"]["ncu_csv"] = os.path.basename(ncu_path)
-    with open(out_path + ".tmp", "w") as f:
-        json.dump(timing, f, indent=1)
-    os.replace(out_path + ".tmp", out_path)
+    write_json(out_path, timing)
     n_with = sum(1 for r in timing.get("sdpa", []) if r.get("ncu_kernels"))
     print(f"merged: {n_with}/{len(timing.get('sdpa', []))} SDPA shapes have ncu rows")
 

@@ -13,10 +13,9 @@ after an unprofiled warm-up, in the order configs() gives, twice over.
   python3 sdpa_layout.py --merge NCU.csv OUT.json [DEVICE_NAME]
 """
 import json
-import os
 import sys
 
-from merge_ncu import num, read_rows
+from merge_ncu import num, read_rows, write_json
 
 TOKENS, HEADS = 16384, 16  # B*N and H of the calibration's SDPA shapes up to N = 16K
 SEQ_LENS = [512, 1024, 2048, 4096, 8192, 16384]
@@ -24,6 +23,7 @@ LAYOUTS = {"bhnd": "(B, H, N, d) contiguous, as calibrated",
            "bhnd-one-batch": "the same bytes as (1, B*H, N, d)",
            "bnhd": "(B, N, H, d) contiguous, transposed to (B, H, N, d)"}
 REPS = 2
+BLOCK_M = 128  # Q rows per CTA of PyTorch's FlashAttention-2 forward at d = 64 and 128 on the H100
 
 
 def configs():
@@ -76,9 +76,8 @@ def merge(ncu_csv, out_path, device):
         sys.exit(f"sdpa_layout: {ncu_csv}: {len(rows)} flash kernels profiled, {len(cs)} expected")
     records = []
     for c, r in zip(cs, rows):
-        block_m = 128
         grid = num(r["launch__grid_size"])
-        if grid != -(-c["N"] // block_m) * c["B"] * c["H"]:
+        if grid != -(-c["N"] // BLOCK_M) * c["B"] * c["H"]:
             sys.exit(f"sdpa_layout: {ncu_csv}: grid {grid} does not fit {c}")
         records.append({**c, "kernel": r["Kernel Name"][:120], "grid": r.get("Grid Size"),
                         "dram_read_bytes": num(r["dram__bytes_read.sum"]),
@@ -89,9 +88,7 @@ def merge(ncu_csv, out_path, device):
                      "after an unprofiled warm-up, ncu --clock-control none --cache-control all (L2 flushed "
                      "before each); every configuration twice (rep 0, 1)",
            "layouts": LAYOUTS, "records": records}
-    with open(out_path + ".tmp", "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(out_path + ".tmp", out_path)
+    write_json(out_path, doc)
     print_table(records)
 
 
