@@ -10,9 +10,15 @@
 // Between two touches of a chunk the other CTAs touch (1 + reuses) · lag · grid · chunk distinct
 // bytes: the LRU reuse distance D. New bytes are read once from DRAM; the rest of the DRAM reads
 // are re-reads that missed, so the surviving fraction at D is 1 − (DRAM − new) / re-read bytes.
+// With WRITE_BYTES, every CTA also stores that many new bytes per iteration (as an attention
+// kernel stores O); with STREAM_BYTES it also reads that many new bytes that nobody reads again
+// (as it reads Q). Either way D grows by lag · grid · those bytes, and in an LRU the survival at D
+// does not change: a change tells that the L2 treats dirty lines, or lines read only once,
+// differently from lines that are read again.
 //
 // Build: nvcc -O3 -arch=sm_90 -o l2_reuse gpu/bench/l2_reuse.cu
-// Run:   l2_reuse CHUNK_BYTES LAG REUSES SHIFT ITERATIONS   (one launch; profile it with ncu)
+// Run:   l2_reuse CHUNK_BYTES LAG REUSES SHIFT ITERATIONS [WRITE_BYTES [STREAM_BYTES]]
+//        (one launch; profile it with ncu)
 //        SHIFT = -1 re-reads the chunk of the CTA half the grid along (another SM, but as the H100
 //        hands CTAs to its GPCs in turn, likely in the same GPC and L2 half);
 //        SHIFT = -2 the chunk of a CTA on SM (s + 64) mod 128 by %smid, SM 128+ on SM s − 8: on the
@@ -91,8 +97,12 @@ __device__ uint4 load_chunk(const uint4* base, int vectors) {
   return acc;
 }
 
-__global__ void reuse_kernel(const uint4* data, uint4* sink, int chunk_vectors, int lag, int reuses, int shift,
-                             int iterations) {
+__device__ void store_chunk(uint4* base, int vectors, uint4 value) {
+  for (int v = threadIdx.x; v < vectors; v += blockDim.x) base[v] = value;
+}
+
+__global__ void reuse_kernel(const uint4* data, uint4* sink, uint4* out, const uint4* stream, int chunk_vectors,
+                             int lag, int reuses, int shift, int iterations, int write_vectors, int stream_vectors) {
   const unsigned int ctas = gridDim.x;
   const unsigned int cta = blockIdx.x;
   __shared__ unsigned int owner_shared;
@@ -115,6 +125,11 @@ __global__ void reuse_kernel(const uint4* data, uint4* sink, int chunk_vectors, 
       const uint4 again = load_chunk(data + (std::size_t(old) * ctas + owner) * chunk_vectors, chunk_vectors);
       acc.x ^= again.x, acc.y ^= again.y, acc.z ^= again.z, acc.w ^= again.w;
     }
+    if (stream_vectors > 0) {
+      const uint4 once = load_chunk(stream + (std::size_t(k) * ctas + cta) * stream_vectors, stream_vectors);
+      acc.x ^= once.x, acc.y ^= once.y, acc.z ^= once.z, acc.w ^= once.w;
+    }
+    if (write_vectors > 0) store_chunk(out + (std::size_t(k) * ctas + cta) * write_vectors, write_vectors, acc);
     grid_barrier(ctas);
   }
   if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) sink[cta * blockDim.x + threadIdx.x] = acc;  // keeps the loads
@@ -128,14 +143,17 @@ __global__ void fill_kernel(uint4* data, std::size_t vectors) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: l2_reuse CHUNK_BYTES LAG REUSES SHIFT ITERATIONS\n");
+  if (argc < 6 || argc > 8) {
+    std::fprintf(stderr, "usage: l2_reuse CHUNK_BYTES LAG REUSES SHIFT ITERATIONS [WRITE_BYTES [STREAM_BYTES]]\n");
     return 2;
   }
   const int chunk = std::atoi(argv[1]), lag = std::atoi(argv[2]), reuses = std::atoi(argv[3]);
   const int shift_arg = std::atoi(argv[4]), iterations = std::atoi(argv[5]);
-  if (chunk <= 0 || chunk % 16 || lag <= 0 || reuses < 0 || iterations <= 0) {
-    std::fprintf(stderr, "l2_reuse: CHUNK_BYTES must be a positive multiple of 16, LAG and ITERATIONS positive\n");
+  const int write = argc > 6 ? std::atoi(argv[6]) : 0, streamed = argc > 7 ? std::atoi(argv[7]) : 0;
+  if (chunk <= 0 || chunk % 16 || lag <= 0 || reuses < 0 || iterations <= 0 || write < 0 || write % 16 ||
+      streamed < 0 || streamed % 16) {
+    std::fprintf(stderr, "l2_reuse: CHUNK_BYTES must be a positive multiple of 16, WRITE_BYTES and STREAM_BYTES "
+                         "multiples of 16, LAG and ITERATIONS positive\n");
     return 2;
   }
   cudaDeviceProp prop{};
@@ -153,22 +171,30 @@ int main(int argc, char** argv) {
   }
   const int shift = shift_arg == -1 ? ctas / 2 : shift_arg;
   const std::size_t bytes = std::size_t(iterations) * ctas * chunk;
-  uint4 *data = nullptr, *sink = nullptr;
+  uint4 *data = nullptr, *sink = nullptr, *out = nullptr, *stream = nullptr;
   check(cudaMalloc(&data, bytes), "cudaMalloc data");
+  if (write > 0) check(cudaMalloc(&out, std::size_t(iterations) * ctas * write), "cudaMalloc out");
+  if (streamed > 0) {
+    check(cudaMalloc(&stream, std::size_t(iterations) * ctas * streamed), "cudaMalloc stream");
+    fill_kernel<<<1024, 256>>>(stream, std::size_t(iterations) * ctas * streamed / 16);
+  }
   check(cudaMalloc(&sink, std::size_t(ctas) * threads * sizeof(uint4)), "cudaMalloc sink");
   fill_kernel<<<1024, 256>>>(data, bytes / 16);
   check(cudaGetLastError(), "fill_kernel");
-  reuse_kernel<<<ctas, threads, smem>>>(data, sink, chunk / 16, lag, reuses, shift, iterations);
+  reuse_kernel<<<ctas, threads, smem>>>(data, sink, out, stream, chunk / 16, lag, reuses, shift, iterations, write / 16,
+                                        streamed / 16);
   check(cudaGetLastError(), "reuse_kernel launch");
   check(cudaDeviceSynchronize(), "reuse_kernel");
-  const double distance = double(1 + reuses) * lag * ctas * chunk;
-  const double fresh = double(bytes);
+  const double distance = (double(1 + reuses) * chunk + write + streamed) * lag * ctas;
+  const double fresh = double(bytes) + double(iterations) * ctas * streamed;
   double reread = 0;
   for (int r = 1; r <= reuses; ++r) reread += double(std::max(0, iterations - r * lag)) * ctas * chunk;
   unsigned int unpaired = 0;
   check(cudaMemcpyFromSymbol(&unpaired, g_unpaired, sizeof unpaired), "cudaMemcpyFromSymbol");
-  std::printf("ctas %d per_sm %d chunk %d lag %d reuses %d shift %d iterations %d distance_bytes %.0f new_bytes %.0f reread_bytes %.0f unpaired %u\n",
-              ctas, per_sm, chunk, lag, reuses, shift, iterations, distance, fresh, reread, unpaired);
+  std::printf("ctas %d per_sm %d chunk %d lag %d reuses %d shift %d iterations %d write %d stream %d distance_bytes %.0f new_bytes %.0f reread_bytes %.0f unpaired %u\n",
+              ctas, per_sm, chunk, lag, reuses, shift, iterations, write, streamed, distance, fresh, reread, unpaired);
+  cudaFree(stream);
+  cudaFree(out);
   cudaFree(data);
   cudaFree(sink);
   return 0;

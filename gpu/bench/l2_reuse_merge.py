@@ -12,6 +12,7 @@ def ncu_values(path):
     row = read_rows(path)[-1]  # the last row: the reuse_kernel launch
     return {"dram_read_bytes": num(row["dram__bytes_read.sum"]),
             "l2_sm_read_bytes": 32 * num(row["lts__t_sectors_srcunit_tex_op_read.sum"]),
+            **({"dram_write_bytes": num(row["dram__bytes_write.sum"])} if "dram__bytes_write.sum" in row else {}),
             "time_s": num(row["gpu__time_duration.sum"]) * 1e-9}
 
 
