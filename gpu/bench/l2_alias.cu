@@ -14,14 +14,11 @@
 #include <cstdlib>
 #include <vector>
 
+#include "bench_util.cuh"
+
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "l2_alias: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+void check(cudaError_t e, const char* what) { bench::check(e, "l2_alias", what); }
 
 __global__ void alias_kernel(const char* base, long long stride, int lines, int rounds, unsigned* sink) {
   unsigned acc = 0;

@@ -4,7 +4,7 @@ file and print, per stride and line count, the share of re-reads that missed the
 less those of the first launch, which reads no lines). Usage: l2_alias_merge.py RUNS.txt NCU.csv OUT.json [DEVICE_NAME]"""
 import sys
 
-from merge_ncu import num, read_rows, write_json
+from merge_ncu import num, paired_launches, write_json
 
 FILL_BYTES = 64  # what DRAM delivers for one 16-byte read of a cold line (measured: 2 sectors)
 
@@ -12,10 +12,7 @@ FILL_BYTES = 64  # what DRAM delivers for one 16-byte read of a cold line (measu
 def main():
     runs_path, ncu_path, out = sys.argv[1:4]
     device = sys.argv[4] if len(sys.argv) > 4 else ""
-    runs = [l.split() for l in open(runs_path) if l.startswith("run ")]
-    rows = [r for r in read_rows(ncu_path) if "alias_kernel" in r.get("Kernel Name", "")]
-    if len(rows) != len(runs):
-        sys.exit(f"l2_alias_merge: {ncu_path}: {len(rows)} launches profiled, {len(runs)} run")
+    runs, rows = paired_launches(runs_path, ncu_path, "alias_kernel", "l2_alias_merge")
     records = []
     baseline = num(rows[0]["dram__bytes_read.sum"])  # the launch of no lines
     for run, row in zip(runs[1:], rows[1:]):

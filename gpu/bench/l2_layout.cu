@@ -21,34 +21,11 @@
 #include <cstdlib>
 #include <vector>
 
+#include "bench_util.cuh"
+
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "l2_layout: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-__device__ unsigned int g_arrived = 0;
-__device__ volatile unsigned int g_generation = 0;
-
-__device__ void grid_barrier(unsigned int ctas) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned int gen = g_generation;
-    __threadfence();
-    if (atomicAdd(&g_arrived, 1u) == ctas - 1) {
-      g_arrived = 0;
-      __threadfence();
-      g_generation = gen + 1;
-    } else {
-      while (g_generation == gen) {
-      }
-    }
-  }
-  __syncthreads();
-}
+void check(cudaError_t e, const char* what) { bench::check(e, "l2_layout", what); }
 
 __global__ void layout_kernel(const char* base, long long region, long long stride, int regions, int rounds,
                               uint4* sink) {
@@ -62,7 +39,7 @@ __global__ void layout_kernel(const char* base, long long region, long long stri
       const uint4 x = __ldcg(reinterpret_cast<const uint4*>(base + at));
       acc.x ^= x.x, acc.y ^= x.y, acc.z ^= x.z, acc.w ^= x.w;
     }
-    grid_barrier(gridDim.x);
+    bench::grid_barrier(gridDim.x);
   }
   if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) sink[first] = acc;  // keeps the loads
 }

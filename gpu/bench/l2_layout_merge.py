@@ -4,7 +4,7 @@ file and print, per layout (rows) and working-set size (columns), the share of r
 survived in the L2 (100 % = the working set fits). Usage: l2_layout_merge.py RUNS.txt NCU.csv OUT.json [DEVICE_NAME]"""
 import sys
 
-from merge_ncu import num, read_rows, write_json
+from merge_ncu import num, paired_launches, write_json
 
 
 def label(region, stride):
@@ -16,10 +16,7 @@ def label(region, stride):
 def main():
     runs_path, ncu_path, out = sys.argv[1:4]
     device = sys.argv[4] if len(sys.argv) > 4 else ""
-    runs = [l.split() for l in open(runs_path) if l.startswith("run ")]
-    rows = [r for r in read_rows(ncu_path) if "layout_kernel" in r.get("Kernel Name", "")]
-    if len(rows) != len(runs):
-        sys.exit(f"l2_layout_merge: {ncu_path}: {len(rows)} launches profiled, {len(runs)} run")
+    runs, rows = paired_launches(runs_path, ncu_path, "layout_kernel", "l2_layout_merge")
     baseline = num(rows[0]["dram__bytes_read.sum"])  # the launch of no regions
     records = []
     for run, row in zip(runs[1:], rows[1:]):

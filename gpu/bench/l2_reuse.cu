@@ -30,34 +30,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "bench_util.cuh"
+
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "l2_reuse: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-__device__ unsigned int g_arrived = 0;
-__device__ volatile unsigned int g_generation = 0;
-
-__device__ void grid_barrier(unsigned int ctas) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned int gen = g_generation;
-    __threadfence();
-    if (atomicAdd(&g_arrived, 1u) == ctas - 1) {
-      g_arrived = 0;
-      __threadfence();
-      g_generation = gen + 1;
-    } else {
-      while (g_generation == gen) {
-      }
-    }
-  }
-  __syncthreads();
-}
+void check(cudaError_t e, const char* what) { bench::check(e, "l2_reuse", what); }
 
 __device__ unsigned int g_smid[4096];
 __device__ unsigned int g_unpaired = 0;  // CTAs that found no CTA on the partner SM (SHIFT -2, -3)
@@ -108,7 +85,7 @@ __global__ void reuse_kernel(const uint4* data, uint4* sink, uint4* out, const u
   __shared__ unsigned int owner_shared;
   if (shift < 0) {  // the partner by SM: every CTA's %smid first, then the same-rank CTA on the partner SM
     if (threadIdx.x == 0) g_smid[cta] = sm_id();
-    grid_barrier(ctas);
+    bench::grid_barrier(ctas);
     if (threadIdx.x == 0) owner_shared = partner_cta(cta, ctas, shift);
   } else if (threadIdx.x == 0) {
     owner_shared = (cta + unsigned(shift)) % ctas;
@@ -130,7 +107,7 @@ __global__ void reuse_kernel(const uint4* data, uint4* sink, uint4* out, const u
       acc.x ^= once.x, acc.y ^= once.y, acc.z ^= once.z, acc.w ^= once.w;
     }
     if (write_vectors > 0) store_chunk(out + (std::size_t(k) * ctas + cta) * write_vectors, write_vectors, acc);
-    grid_barrier(ctas);
+    bench::grid_barrier(ctas);
   }
   if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) sink[cta * blockDim.x + threadIdx.x] = acc;  // keeps the loads
 }

@@ -23,6 +23,16 @@ def read_rows(path):
     return [r for r in rows if r.get("ID", "").strip().isdigit()]  # drops the units row
 
 
+def paired_launches(runs_path, ncu_path, kernel, tool):
+    """A microbenchmark's launches: its `run ...` stdout lines, split, and the ncu rows of `kernel`,
+    one per line; exits naming `tool` and the CSV if the two counts differ."""
+    runs = [l.split() for l in open(runs_path) if l.startswith("run ")]
+    rows = [r for r in read_rows(ncu_path) if kernel in r.get("Kernel Name", "")]
+    if len(rows) != len(runs):
+        sys.exit(f"{tool}: {ncu_path}: {len(rows)} launches profiled, {len(runs)} run")
+    return runs, rows
+
+
 def write_json(path, doc):
     """Writes doc to path whole or not at all (a temporary file renamed over it)."""
     with open(path + ".tmp", "w") as f:
