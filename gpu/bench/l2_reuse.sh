@@ -18,7 +18,7 @@ nvcc -O3 -arch=sm_90 -o "$bin" "$here/l2_reuse.cu"
 metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,gpu__time_duration.sum
 : > "$out/runs.txt"
 patterns=${PATTERNS:-once,same-sm,four-times,other-half,same-half,once+writes,once+stream}
-run() {  # NAME PATTERN CHUNK LAG REUSES SHIFT ITERATIONS [WRITE]
+run() {  # NAME PATTERN CHUNK LAG REUSES SHIFT ITERATIONS [WRITE [STREAM]]
   local name=$1 pattern=$2
   shift 2
   [[ ",$patterns," == *",$pattern,"* ]] || return 0
