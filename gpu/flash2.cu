@@ -17,7 +17,7 @@
 //   K/V order: each CTA visits K_j, V_j from the first block up (default) or from its last block
 //      down (`hbmlab measure --kv-order descending`, PyTorch's FlashAttention-2 order). O is the
 //      same; the L2 reuse is not: at causal, d = 128, N = 64K the H100 reads 19× the DRAM bytes
-//      descending (assets/measurements/h100-kv-order.json, README).
+//      descending (assets/measurements/h100-kv-order.json; assets/measurements/README.md).
 #include <cmath>
 #include <stdexcept>
 #include <string>
