@@ -689,11 +689,22 @@ void ShowMeasuredPanel(AppState& app) {
     ImGui::TextDisabled("No measurement files in %s yet: record some with hbmlab measure on a GPU.", app.measurements_dir.c_str());
     return;
   }
-  ImGui::TextWrapped("%zu records from recorded files. Kernel time: mean |error| %.0f%%, worst %+.0f%%. "
-                     "DRAM read bytes: mean |error| %.0f%%, worst %+.0f%%. Points on the diagonal are exact; "
-                     "ringed points are this problem (same N, d and algorithm).",
-                     rep.rows.size(), rep.time.mean_abs * 100, rep.time.worst * 100, rep.dram_read.mean_abs * 100,
-                     rep.dram_read.worst * 100);
+  ImGui::TextWrapped("%zu records from recorded files. Kernel time: mean |error| %.0f%%, worst %+.0f%%, %zu within "
+                     "%.0f%%. DRAM read bytes: mean |error| %.0f%%, worst %+.0f%%, %zu within %.0f%%. Points on the "
+                     "diagonal are exact; ringed points are this problem (same N, d and algorithm).",
+                     rep.rows.size(), rep.time.mean_abs * 100, rep.time.worst * 100, rep.time.within,
+                     rep.time.tolerance * 100, rep.dram_read.mean_abs * 100, rep.dram_read.worst * 100,
+                     rep.dram_read.within, rep.dram_read.tolerance * 100);
+  if (!rep.skipped_files.empty()) {
+    ImGui::TextDisabled("%zu files left out: they hold no attention records hbmlab models (hover for why).",
+                        rep.skipped_files.size());
+    if (ImGui::IsItemHovered()) {
+      std::string why;
+      const std::string dir = app.measurements_dir + "/";
+      for (const std::string& s : rep.skipped_files) why += (s.rfind(dir, 0) == 0 ? s.substr(dir.size()) : s) + "\n";
+      ImGui::SetTooltip("%s", why.c_str());
+    }
+  }
   const AttentionProblem& p = app.replay[0] ? app.replay[0]->result().problem : AttentionProblem{};
   const Algo algo = app.settings.algo;
   Canvas c = BeginCanvas("measured", ImGui::GetContentRegionAvail());

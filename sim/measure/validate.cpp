@@ -157,13 +157,15 @@ double relative(double predicted, double measured) {
   return std::isfinite(measured) && measured > 0 ? (predicted - measured) / measured : kNaN;
 }
 
-ValidationSummary summarise(const std::vector<double>& errors) {
+ValidationSummary summarise(const std::vector<double>& errors, double tolerance) {
   ValidationSummary s;
+  s.tolerance = tolerance;
   double sum = 0;
   for (double e : errors) {
     if (!std::isfinite(e)) continue;
     ++s.count;
     sum += std::abs(e);
+    if (std::abs(e) <= tolerance) ++s.within;
     if (std::abs(e) > std::abs(s.worst)) s.worst = e;
   }
   s.mean_abs = s.count ? sum / double(s.count) : kNaN;
@@ -175,25 +177,52 @@ ValidationSummary summarise(const std::vector<double>& errors) {
 double ValidationRow::time_error() const { return relative(predicted_time_s, measured_time_s); }
 double ValidationRow::dram_read_error() const { return relative(predicted_dram_read, measured_dram_read); }
 
-ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu) {
+namespace {
+
+// The rows and skipped records of one file; InputError when it cannot be read or has the wrong shape.
+ValidationReport read_file(const std::string& path, const std::optional<std::string>& gpu) {
+  ValidationReport one;
+  Json file;
+  try {
+    file = Json::parse(read_text_file(path));
+  } catch (const Json::exception& e) {
+    fail_input("{}: not JSON: {}", path, e.what());
+  }
+  const std::string preset = gpu ? *gpu : preset_for(file.value("device", Json::object()), path);
+  try {
+    if (file.contains("sdpa")) read_sdpa(file, path, preset, one);
+    else if (file.contains("records")) read_records(file, path, preset, one);
+    else fail_input("{}: neither \"sdpa\" (a calibration file) nor \"records\" (a measurement file)", path);
+  } catch (const Json::exception& e) {
+    fail_input("{}: {}", path, e.what());
+  }
+  return one;
+}
+
+}  // namespace
+
+ValidationReport read_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
+                                   FileErrors on_error) {
   if (files.empty()) fail_input("--measurements: give at least one measurement file");
   ValidationReport report;
   for (const std::string& path : files) {
-    Json file;
+    ValidationReport one;
     try {
-      file = Json::parse(read_text_file(path));
-    } catch (const Json::exception& e) {
-      fail_input("{}: not JSON: {}", path, e.what());
+      one = read_file(path, gpu);
+    } catch (const InputError& e) {
+      if (on_error == FileErrors::fail) throw;
+      report.skipped_files.push_back(e.what());  // the message starts with the file's path
+      continue;
     }
-    const std::string preset = gpu ? *gpu : preset_for(file.value("device", Json::object()), path);
-    try {
-      if (file.contains("sdpa")) read_sdpa(file, path, preset, report);
-      else if (file.contains("records")) read_records(file, path, preset, report);
-      else fail_input("{}: neither \"sdpa\" (a calibration file) nor \"records\" (a measurement file)", path);
-    } catch (const Json::exception& e) {
-      fail_input("{}: {}", path, e.what());
-    }
+    report.rows.insert(report.rows.end(), one.rows.begin(), one.rows.end());
+    report.skipped.insert(report.skipped.end(), one.skipped.begin(), one.skipped.end());
   }
+  return report;
+}
+
+ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
+                                       FileErrors on_error) {
+  ValidationReport report = read_measurements(files, gpu, on_error);
   std::vector<double> time_errors, dram_errors;
   for (ValidationRow& row : report.rows) {
     const GpuSpec spec = load_gpu(row.gpu);
@@ -207,8 +236,8 @@ ValidationReport validate_measurements(const std::vector<std::string>& files, co
     time_errors.push_back(row.time_error());
     dram_errors.push_back(row.dram_read_error());
   }
-  report.time = summarise(time_errors);
-  report.dram_read = summarise(dram_errors);
+  report.time = summarise(time_errors, kTimeTolerance);
+  report.dram_read = summarise(dram_errors, kDramReadTolerance);
   return report;
 }
 
@@ -238,10 +267,12 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
   fmt::print(out, "  (DRAM rd in MB: measured dram__bytes_read.sum against predicted DRAM reads after the L2; time:\n"
                   "   measured kernel duration against predicted; K/V: the order flash2 visits K/V blocks in, asc from\n"
                   "   the first, desc from the last as PyTorch's FlashAttention-2 does)\n\n");
-  fmt::print(out, "DRAM read bytes: mean |error| {} over {} records, worst {}\n", percent_text(r.dram_read.mean_abs).substr(1),
-             r.dram_read.count, percent_text(r.dram_read.worst));
-  fmt::print(out, "kernel time:     mean |error| {} over {} records, worst {}\n", percent_text(r.time.mean_abs).substr(1),
-             r.time.count, percent_text(r.time.worst));
+  auto summary_line = [&](const char* what, const ValidationSummary& s) {
+    fmt::print(out, "{} mean |error| {} over {} records, worst {}; {} of {} within {:.0f}%\n", what,
+               percent_text(s.mean_abs).substr(1), s.count, percent_text(s.worst), s.within, s.count, 100 * s.tolerance);
+  };
+  summary_line("DRAM read bytes:", r.dram_read);
+  summary_line("kernel time:    ", r.time);
   // Skipped records, grouped by reason (--json lists each one).
   std::vector<std::pair<std::string, int>> reasons;
   for (const std::string& s : r.skipped) {
@@ -270,7 +301,8 @@ nlohmann::ordered_json validation_json(const ValidationReport& r) {
                     {"error", {{"time", num(row.time_error())}, {"dram_read", num(row.dram_read_error())}}}});
   }
   auto summary = [&](const ValidationSummary& s) {
-    return Json{{"count", s.count}, {"mean_abs", num(s.mean_abs)}, {"worst", num(s.worst)}};
+    return Json{{"count", s.count}, {"mean_abs", num(s.mean_abs)}, {"worst", num(s.worst)}, {"tolerance", s.tolerance},
+                {"within", s.within}};
   };
   return {{"rows", rows}, {"summary", {{"time", summary(r.time)}, {"dram_read", summary(r.dram_read)}}},
           {"skipped", r.skipped}};

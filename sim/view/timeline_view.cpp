@@ -70,7 +70,7 @@ ValidationReport load_measured(const std::string& dir) {
     if (entry.path().extension() == ".json") files.push_back(entry.path().string());
   std::sort(files.begin(), files.end());
   if (files.empty()) return {};
-  return validate_measurements(files, std::nullopt);
+  return validate_measurements(files, std::nullopt, FileErrors::skip);
 }
 
 }  // namespace hbmlab::view

@@ -34,7 +34,9 @@ struct TimelineView {
 // Bins the engine's timeline of `result` (simulated with record_timeline) into `bins` slices.
 TimelineView timeline_view(const SimulationResult& result, int max_lanes, int bins);
 
-// Every *.json under `dir`, validated (timing engine against measured); InputError for a bad file.
+// Every *.json under `dir` that holds attention records, validated (timing engine against
+// measured); the others (the L2 microbenchmarks', a file that is not JSON) are listed in
+// skipped_files with why.
 ValidationReport load_measured(const std::string& dir);
 
 }  // namespace hbmlab::view

@@ -16,6 +16,7 @@
 #include "sim/engine/timing.hpp"
 #include "sim/measure/validate.hpp"
 #include "sim/scenario/embedded.hpp"
+#include "sim/view/timeline_view.hpp"
 
 using namespace hbmlab;
 
@@ -348,6 +349,16 @@ TEST_CASE("validate reads the calibration file and measurement records", "[engin
   // The figures the README quotes; a change of the model that moves them should be seen.
   CHECK(r.time.mean_abs < 0.10);
   CHECK(r.dram_read.mean_abs < 0.15);
+  // `within` counts the rows whose |error| is at most the target (10 % DRAM reads, 15 % time).
+  std::size_t dram_within = 0, time_within = 0;
+  for (const ValidationRow& row : r.rows) {
+    dram_within += std::abs(row.dram_read_error()) <= 0.10;
+    time_within += std::abs(row.time_error()) <= 0.15;
+  }
+  CHECK(r.dram_read.within == dram_within);
+  CHECK(r.time.within == time_within);
+  CHECK(dram_within >= 25);  // as the README's table has them
+  CHECK(time_within == 32);
 
   const std::string path = (std::filesystem::temp_directory_path() / "hbmlab-records.json").string();
   std::ofstream(path) << R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": [
@@ -359,10 +370,53 @@ TEST_CASE("validate reads the calibration file and measurement records", "[engin
   REQUIRE(m.rows.size() == 1);
   CHECK(m.skipped.size() == 1);
   CHECK(m.rows[0].predicted_dram_read == 786432);  // Q, K, V of two heads, once each
+  CHECK(m.dram_read.within == 1);                  // measured exactly that
   std::ostringstream out, err;
   CHECK(run_cli({"validate", "--measurements", path, "--json"}, out, err) == 0);
   CHECK(out.str().find("\"summary\"") != std::string::npos);
   std::ofstream(path) << R"({"records": [{"kernel": "flash3"}]})";
   CHECK(run_cli({"validate", "--measurements", path, "--gpu", "h100-sxm"}, out, err) == 2);
   std::filesystem::remove(path);
+}
+
+TEST_CASE("the window's Measured tab reads the attention records of a folder and leaves the rest out",
+          "[engine][validate]") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hbmlab-measured-folder";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "a-records.json") << R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": [
+      {"kernel": "flash2", "problem": {"batch": 1, "heads": 2, "seq_len": 1024, "head_dim": 64, "dtype": "fp16",
+       "causal": false}, "blocks": {"Br": 128, "Bc": 64}, "time_ms_median": 0.05, "dram_read_bytes": 786432}]})";
+  // An L2 microbenchmark's file, a record of a kernel hbmlab does not model, and a file cut short.
+  std::ofstream(dir / "b-l2-reuse.json") << R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "runs": []})";
+  std::ofstream(dir / "c-layout.json") << R"({"device": {"name": "NVIDIA H100 80GB HBM3"},
+      "records": [{"kernel": "void flash_fwd_kernel<...>"}]})";
+  std::ofstream(dir / "d-cut.json") << R"({"device": {"name": )";
+  std::ofstream(dir / "notes.txt") << "not a measurement";
+
+  const ValidationReport r = view::load_measured(dir.string());
+  REQUIRE(r.rows.size() == 1);
+  CHECK(r.rows[0].predicted_dram_read == 786432);
+  REQUIRE(r.skipped_files.size() == 3);
+  CHECK(r.skipped_files[0].find("b-l2-reuse.json: neither") != std::string::npos);
+  CHECK(r.skipped_files[1].find("c-layout.json: records[0].kernel") != std::string::npos);
+  CHECK(r.skipped_files[2].find("d-cut.json: not JSON") != std::string::npos);
+  // Named on the command line, the same file is an error.
+  std::ostringstream out, err;
+  CHECK(run_cli({"validate", "--measurements", (dir / "b-l2-reuse.json").string()}, out, err) == 2);
+  std::filesystem::remove_all(dir);
+
+  // The recorded folder: only the L2 microbenchmarks' files and the layout study (SDPA records of
+  // three memory layouts, which the engine cannot tell apart) are left out.
+  const std::string recorded = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements";
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(recorded))
+    if (entry.path().extension() == ".json") files.push_back(entry.path().string());
+  if (files.empty()) return;
+  const ValidationReport all = read_measurements(files, std::nullopt, FileErrors::skip);
+  CHECK(all.rows.size() >= 32 + 184);  // at least calibration-h100.json and h100.json
+  for (const std::string& why : all.skipped_files) {
+    INFO(why);
+    CHECK((why.find("-l2-") != std::string::npos || why.find("-sdpa-layout.json") != std::string::npos));
+  }
 }
