@@ -2,7 +2,9 @@
 #include "sim/bounds/sweep.hpp"
 
 #include <limits>
+#include <mutex>
 
+#include "sim/common/parallel.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/engine/timing.hpp"
 
@@ -31,16 +33,24 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const SweepProgress
           pt.fits = pt.working_set_bytes <= sram;
           pt.total = count_problem(algo, config.problem, pt.blocks);
           pt.bound_ratio = bound_for(algo, config.problem, pt.M_elements, pt.total.accesses()).ratio;
-          if (pt.fits) {  // the timing engine needs the tiles to fit; points that do not have no time
-            EngineOptions options;
-            options.sram_bytes_per_sm = options.sram_bytes_per_block = sram;
-            pt.predicted_s = run_engine(algo, config.problem, pt.blocks, config.gpu, options).predicted_s;
-          } else {
-            pt.predicted_s = std::numeric_limits<double>::quiet_NaN();
-          }
+          pt.predicted_s = std::numeric_limits<double>::quiet_NaN();
           points.push_back(pt);
-          if (progress) progress(points.size(), total);
         }
+  // The timing engine costs far more than the counts; the points run on all cores. It needs the
+  // tiles to fit, so points that do not have no time.
+  std::mutex progress_mutex;
+  std::size_t done = 0;
+  parallel_for(points.size(), [&](std::size_t i) {
+    SweepPoint& pt = points[i];
+    if (pt.fits) {
+      EngineOptions options;
+      options.sram_bytes_per_sm = options.sram_bytes_per_block = pt.sram_bytes;
+      pt.predicted_s = run_engine(pt.algo, config.problem, pt.blocks, config.gpu, options).predicted_s;
+    }
+    const std::lock_guard<std::mutex> lock(progress_mutex);
+    ++done;
+    if (progress) progress(done, total);
+  });
   return points;
 }
 

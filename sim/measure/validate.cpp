@@ -14,6 +14,7 @@
 #include <fmt/ostream.h>
 
 #include "sim/common/error.hpp"
+#include "sim/common/parallel.hpp"
 #include "sim/common/units.hpp"
 #include "sim/scenario/embedded.hpp"
 
@@ -223,8 +224,10 @@ ValidationReport read_measurements(const std::vector<std::string>& files, const 
 ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
                                        FileErrors on_error) {
   ValidationReport report = read_measurements(files, gpu, on_error);
-  std::vector<double> time_errors, dram_errors;
-  for (ValidationRow& row : report.rows) {
+  // Each row's engine run stands alone: spread them over the cores (a large file takes a minute
+  // on one).
+  parallel_for(report.rows.size(), [&](std::size_t i) {
+    ValidationRow& row = report.rows[i];
     const GpuSpec spec = load_gpu(row.gpu);
     EngineOptions options;
     options.launch = row.launch;
@@ -233,6 +236,9 @@ ValidationReport validate_measurements(const std::vector<std::string>& files, co
     row.predicted_dram_read = double(e.dram_read_bytes());
     row.predicted_dram_write = double(e.dram_write_bytes());
     row.predicted_l2_read = double(e.sm_read_bytes());
+  });
+  std::vector<double> time_errors, dram_errors;
+  for (const ValidationRow& row : report.rows) {
     time_errors.push_back(row.time_error());
     dram_errors.push_back(row.dram_read_error());
   }

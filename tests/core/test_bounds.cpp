@@ -1,9 +1,17 @@
-// The IO-complexity bounds: exponent fits against N, d and M, and the bound expressions.
+// The IO-complexity bounds: exponent fits against N, d and M, and the bound expressions; the
+// block size × SRAM sweep, whose engine runs spread over the cores.
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include <catch2/catch.hpp>
 
 #include "sim/bounds/bounds.hpp"
+#include "sim/bounds/sweep.hpp"
+#include "sim/common/error.hpp"
+#include "sim/common/parallel.hpp"
+#include "sim/engine/timing.hpp"
+#include "sim/scenario/embedded.hpp"
 
 using namespace hbmlab;
 
@@ -46,4 +54,50 @@ TEST_CASE("bound expressions and kinds", "[bounds]") {
   CHECK(flash.kind == "Θ and Ω");  // M in [d, Nd]
   CHECK(flash.value == Approx(6.0 * 1024.0 * 1024 * 64 * 64 / 65536));
   CHECK(bound_for(Algo::flash2, p, 32, 1).kind == "Θ");  // M < d: Proposition 3 does not apply
+}
+
+TEST_CASE("parallel_for runs every index once and hands back the first exception", "[sweep]") {
+  for (unsigned threads : {0u, 1u, 3u}) {
+    std::vector<int> hits(1000, 0);
+    parallel_for(hits.size(), [&](std::size_t i) { ++hits[i]; }, threads);
+    CHECK(std::count(hits.begin(), hits.end(), 1) == 1000);
+  }
+  std::atomic<int> ran{0};
+  CHECK_THROWS_WITH(parallel_for(100, [&](std::size_t i) {
+                      ++ran;
+                      if (i == 7) throw InputError("index 7");
+                    }, 4),
+                    "index 7");
+  CHECK(ran <= 100);
+  parallel_for(0, [](std::size_t) { FAIL("no index to run"); });
+}
+
+TEST_CASE("the sweep's engine times match the engine run point by point, and progress reaches the total", "[sweep]") {
+  SweepConfig config;
+  config.gpu = load_gpu("h100-sxm");
+  config.problem = {1, 4, 2048, 64, Dtype::fp16, false};
+  config.algos = {Algo::flash1, Algo::flash2};
+  config.block_rows = {64, 128};
+  config.block_cols = {64, 128, 1024};
+  std::size_t last_done = 0, calls = 0;
+  bool monotone = true;
+  const std::vector<SweepPoint> points = run_sweep(config, [&](std::size_t done, std::size_t total) {
+    monotone = monotone && done == last_done + 1 && total == 12;
+    last_done = done;
+    ++calls;
+  });
+  CHECK(monotone);
+  CHECK(calls == 12);
+  REQUIRE(points.size() == 12);
+  for (const SweepPoint& pt : points) {
+    INFO(to_string(pt.algo) << " " << pt.blocks.Br << "×" << pt.blocks.Bc);
+    if (!pt.fits) {
+      CHECK(std::isnan(pt.predicted_s));
+      continue;
+    }
+    EngineOptions options;
+    options.sram_bytes_per_sm = options.sram_bytes_per_block = pt.sram_bytes;
+    CHECK(pt.predicted_s == run_engine(pt.algo, config.problem, pt.blocks, config.gpu, options).predicted_s);
+  }
+  CHECK(std::count_if(points.begin(), points.end(), [](const SweepPoint& p) { return !p.fits; }) > 0);
 }
