@@ -14,11 +14,15 @@
 //
 // Build: nvcc -O3 -arch=sm_90 -o l2_layout gpu/bench/l2_layout.cu
 // Run:   l2_layout          (one launch per (layout, W), printed in launch order; profile it with ncu)
+//        LAYOUTS="128:2048 16:256" FRACTIONS="0.5 0.6" l2_layout   (regions:strides in KiB, working
+//        sets as shares of the L2: these replace the default lists)
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "bench_util.cuh"
@@ -52,14 +56,37 @@ int main() {
   struct Layout {
     long long region, stride;
   };
-  const std::vector<Layout> layouts = {{1 * kMiB, 1 * kMiB},   {2 * kMiB, 4 * kMiB},   {2 * kMiB, 64 * kMiB},
-                                       {128 * kKiB, 2 * kMiB}, {128 * kKiB, 3 * kMiB}, {16 * kKiB, 2 * kMiB},
-                                       {16 * kKiB, 256 * kKiB}};
+  std::vector<Layout> layouts = {{1 * kMiB, 1 * kMiB},   {2 * kMiB, 4 * kMiB},   {2 * kMiB, 64 * kMiB},
+                                 {128 * kKiB, 2 * kMiB}, {128 * kKiB, 3 * kMiB}, {16 * kKiB, 2 * kMiB},
+                                 {16 * kKiB, 256 * kKiB}};
+  std::vector<double> fractions = {0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9};
+  if (const char* env = std::getenv("LAYOUTS")) {
+    layouts.clear();
+    std::istringstream in(env);
+    long long region_kib = 0, stride_kib = 0;
+    char colon = 0;
+    while (in >> region_kib >> colon >> stride_kib) {
+      if (colon != ':' || region_kib < 1 || stride_kib < region_kib) {
+        std::fprintf(stderr, "l2_layout: LAYOUTS: want REGION_KIB:STRIDE_KIB with STRIDE >= REGION\n");
+        return 2;
+      }
+      layouts.push_back({region_kib * kKiB, stride_kib * kKiB});
+    }
+  }
+  if (const char* env = std::getenv("FRACTIONS")) {
+    fractions.clear();
+    std::istringstream in(env);
+    for (double f = 0; in >> f;) fractions.push_back(f);
+  }
+  if (layouts.empty() || fractions.empty()) {
+    std::fprintf(stderr, "l2_layout: LAYOUTS or FRACTIONS given but empty\n");
+    return 2;
+  }
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  std::vector<long long> sizes;  // working sets from half the L2 to 90 % of it, whole MiB
-  for (const double f : {0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9})
-    sizes.push_back(static_cast<long long>(f * prop.l2CacheSize) / kMiB * kMiB);
+  std::vector<long long> sizes;  // working sets as shares of the L2 the driver reports, whole MiB
+  for (const double f : fractions) sizes.push_back(static_cast<long long>(f * prop.l2CacheSize) / kMiB * kMiB);
+  std::sort(sizes.begin(), sizes.end());
   long long span = 0;
   for (const Layout& l : layouts) span = std::max(span, sizes.back() / l.region * l.stride);
   const int ctas = 2 * prop.multiProcessorCount;

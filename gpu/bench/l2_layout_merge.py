@@ -2,6 +2,7 @@
 """Merge l2_layout runs (the program's stdout) with their Nsight Compute counters into one record
 file and print, per layout (rows) and working-set size (columns), the share of re-read bytes that
 survived in the L2 (100 % = the working set fits). Usage: l2_layout_merge.py RUNS.txt NCU.csv OUT.json [DEVICE_NAME]"""
+import os
 import sys
 
 from merge_ncu import num, paired_launches, write_json
@@ -9,7 +10,7 @@ from merge_ncu import num, paired_launches, write_json
 
 def label(region, stride):
     def size(b):
-        return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
+        return f"{b >> 20} MiB" if b % (1 << 20) == 0 else f"{b >> 10} KiB"
     return "contiguous" if region == stride else f"{size(region)} every {size(stride)}"
 
 
@@ -28,7 +29,8 @@ def main():
                         "l2_sm_read_bytes": 32 * num(row["lts__t_sectors_srcunit_tex_op_read.sum"]),
                         "time_s": num(row["gpu__time_duration.sum"]) * 1e-9,
                         "survived": 1.0 - max(0.0, dram - size) / (size * (rounds - 1))})
-    doc = {"device": {"name": device}, "command": "gpu/bench/l2_layout.sh OUTDIR",
+    options = " ".join(f'{k}="{os.environ[k]}"' for k in ("LAYOUTS", "FRACTIONS") if k in os.environ)
+    doc = {"device": {"name": device}, "command": (options + " " if options else "") + "gpu/bench/l2_layout.sh OUTDIR",
            "method": "gpu/bench/l2_layout.cu: all SMs read `regions` regions of `region_bytes`, `stride_bytes` "
                      "apart, `rounds` times in the same order; ncu --clock-control none --cache-control all; "
                      "dram_read_bytes less those of a launch of no regions (baseline_bytes); survived = "
