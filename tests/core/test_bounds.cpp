@@ -1,7 +1,6 @@
 // The IO-complexity bounds: exponent fits against N, d and M, and the bound expressions; the
 // block size × SRAM sweep, whose engine runs spread over the cores.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
 #include <catch2/catch.hpp>
@@ -62,13 +61,10 @@ TEST_CASE("parallel_for runs every index once and hands back the first exception
     parallel_for(hits.size(), [&](std::size_t i) { ++hits[i]; }, threads);
     CHECK(std::count(hits.begin(), hits.end(), 1) == 1000);
   }
-  std::atomic<int> ran{0};
   CHECK_THROWS_WITH(parallel_for(100, [&](std::size_t i) {
-                      ++ran;
                       if (i == 7) throw InputError("index 7");
                     }, 4),
                     "index 7");
-  CHECK(ran <= 100);
   parallel_for(0, [](std::size_t) { FAIL("no index to run"); });
 }
 
