@@ -681,6 +681,12 @@ void ShowMeasuredPanel(AppState& app) {
     } else {
       ImGui::TextWrapped("Reading %s/*.json and running the timing engine on every recorded configuration "
                          "(the same as hbmlab validate; it takes a while)…", app.measurements_dir.c_str());
+      const std::size_t done = app.measured_progress ? app.measured_progress->done.load() : 0;
+      const std::size_t total = app.measured_progress ? app.measured_progress->total.load() : 0;
+      if (total > 0) {
+        const std::string label = fmt::format("{} of {} configurations", done, total);
+        ImGui::ProgressBar(float(done) / float(total), ImVec2(-1, 0), label.c_str());
+      }
     }
     return;
   }

@@ -155,7 +155,14 @@ void request_times(AppState& app) {
 void request_measured(AppState& app) {
   if (app.measured || !app.measured_error.empty() || app.measured_job.started()) return;
   const std::string dir = app.measurements_dir;
-  app.measured_job.start([dir] { return view::load_measured(dir); });
+  auto progress = std::make_shared<AppState::Progress>();
+  app.measured_progress = progress;
+  app.measured_job.start([dir, progress] {
+    return view::load_measured(dir, [progress](std::size_t done, std::size_t total) {
+      progress->total = total;
+      progress->done = done;
+    });
+  });
 }
 
 void poll_jobs(AppState& app, bool wait) {

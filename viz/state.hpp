@@ -3,6 +3,7 @@
 // Nothing here counts: every figure comes from sim/view (which takes it from sim/).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <memory>
@@ -135,6 +136,10 @@ struct AppState {
   std::string times_error;
   std::optional<view::TimelineView> timeline;
   Job<ValidationReport> measured_job;  // started when the Measured tab is first shown
+  struct Progress {
+    std::atomic<std::size_t> done{0}, total{0};
+  };
+  std::shared_ptr<Progress> measured_progress;  // records predicted so far, for the panel
   std::optional<ValidationReport> measured;
   std::string measured_error;
 

@@ -466,8 +466,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (app.got_subcommand("bounds")) return run_bounds_command(bounds_flags, out);
     if (app.got_subcommand("sweep")) return run_sweep_command(sweep_flags, out, err);
     if (app.got_subcommand("validate")) {
+      ProgressBar bar(err, "validate");
       const ValidationReport report = validate_measurements(
-          validate_files, validate_gpu.empty() ? std::nullopt : std::optional<std::string>(validate_gpu));
+          validate_files, validate_gpu.empty() ? std::nullopt : std::optional<std::string>(validate_gpu),
+          FileErrors::fail, std::ref(bar));
       if (validate_json) out << validation_json(report).dump(2) << "\n";
       else print_validation(out, report);
       return 0;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <regex>
 
 #include <fmt/format.h>
@@ -222,8 +223,10 @@ ValidationReport read_measurements(const std::vector<std::string>& files, const 
 }
 
 ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
-                                       FileErrors on_error) {
+                                       FileErrors on_error, const ValidationProgress& progress) {
   ValidationReport report = read_measurements(files, gpu, on_error);
+  std::mutex progress_mutex;
+  std::size_t done = 0;
   // Each row's engine run stands alone: spread them over the cores (a large file takes a minute
   // on one).
   parallel_for(report.rows.size(), [&](std::size_t i) {
@@ -236,6 +239,9 @@ ValidationReport validate_measurements(const std::vector<std::string>& files, co
     row.predicted_dram_read = double(e.dram_read_bytes());
     row.predicted_dram_write = double(e.dram_write_bytes());
     row.predicted_l2_read = double(e.sm_read_bytes());
+    const std::lock_guard<std::mutex> lock(progress_mutex);
+    ++done;
+    if (progress) progress(done, report.rows.size());
   });
   std::vector<double> time_errors, dram_errors;
   for (const ValidationRow& row : report.rows) {

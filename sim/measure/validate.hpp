@@ -4,6 +4,7 @@
 // Run: hbmlab validate --measurements assets/measurements/calibration-h100.json [--json]
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -61,9 +62,12 @@ enum class FileErrors { fail, skip };
 ValidationReport read_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
                                    FileErrors on_error = FileErrors::fail);
 
+// Called after each row's prediction with the rows done and the rows in all, one call at a time.
+using ValidationProgress = std::function<void(std::size_t done, std::size_t total)>;
+
 // read_measurements, then the timing engine on every row (on all cores) and the summaries.
 ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
-                                       FileErrors on_error = FileErrors::fail);
+                                       FileErrors on_error = FileErrors::fail, const ValidationProgress& progress = {});
 
 void print_validation(std::ostream& out, const ValidationReport& report);
 nlohmann::ordered_json validation_json(const ValidationReport& report);

@@ -63,14 +63,14 @@ TimelineView timeline_view(const SimulationResult& result, int max_lanes, int bi
   return v;
 }
 
-ValidationReport load_measured(const std::string& dir) {
+ValidationReport load_measured(const std::string& dir, const ValidationProgress& progress) {
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
     if (entry.path().extension() == ".json") files.push_back(entry.path().string());
   std::sort(files.begin(), files.end());
   if (files.empty()) return {};
-  return validate_measurements(files, std::nullopt, FileErrors::skip);
+  return validate_measurements(files, std::nullopt, FileErrors::skip, progress);
 }
 
 }  // namespace hbmlab::view

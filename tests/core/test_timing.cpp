@@ -394,8 +394,11 @@ TEST_CASE("the window's Measured tab reads the attention records of a folder and
   std::ofstream(dir / "d-cut.json") << R"({"device": {"name": )";
   std::ofstream(dir / "notes.txt") << "not a measurement";
 
-  const ValidationReport r = view::load_measured(dir.string());
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  const ValidationReport r =
+      view::load_measured(dir.string(), [&](std::size_t done, std::size_t total) { calls.push_back({done, total}); });
   REQUIRE(r.rows.size() == 1);
+  CHECK(calls == std::vector<std::pair<std::size_t, std::size_t>>{{1, 1}});  // one record predicted, of one
   CHECK(r.rows[0].predicted_dram_read == 786432);
   REQUIRE(r.skipped_files.size() == 3);
   CHECK(r.skipped_files[0].find("b-l2-reuse.json: neither") != std::string::npos);
