@@ -440,7 +440,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   bool validate_json = false;
   CLI::App* validate = app.add_subcommand("validate", "predicted against measured for recorded measurement files, "
                                                       "per record and summarised (mean and worst error)");
-  validate->add_option("--measurements", validate_files, "measurement or calibration files (assets/measurements/*.json)")
+  validate->add_option("--measurements", validate_files,
+                       "measurement or calibration files, or folders of them (assets/measurements: every file there "
+                       "that holds attention records)")
       ->required();
   validate->add_option("--gpu", validate_gpu, "GPU preset for the predictions [from each file's device name]");
   validate->add_flag("--json", validate_json, "print JSON");
@@ -467,9 +469,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (app.got_subcommand("sweep")) return run_sweep_command(sweep_flags, out, err);
     if (app.got_subcommand("validate")) {
       ProgressBar bar(err, "validate");
-      const ValidationReport report = validate_measurements(
-          validate_files, validate_gpu.empty() ? std::nullopt : std::optional<std::string>(validate_gpu),
-          FileErrors::fail, std::ref(bar));
+      const ValidationReport report = validate_paths(
+          validate_files, validate_gpu.empty() ? std::nullopt : std::optional<std::string>(validate_gpu), std::ref(bar));
       if (validate_json) out << validation_json(report).dump(2) << "\n";
       else print_validation(out, report);
       return 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <mutex>
 #include <regex>
@@ -203,6 +204,15 @@ ValidationReport read_file(const std::string& path, const std::optional<std::str
 
 }  // namespace
 
+std::vector<std::string> json_files_in(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".json") files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 ValidationReport read_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
                                    FileErrors on_error) {
   if (files.empty()) fail_input("--measurements: give at least one measurement file");
@@ -253,6 +263,33 @@ ValidationReport validate_measurements(const std::vector<std::string>& files, co
   return report;
 }
 
+ValidationReport validate_paths(const std::vector<std::string>& paths, const std::optional<std::string>& gpu,
+                                const ValidationProgress& progress) {
+  if (paths.empty()) fail_input("--measurements: give at least one measurement file or folder");
+  std::vector<std::string> named, files;
+  std::vector<std::filesystem::path> seen;  // a file named twice, or also in a named folder, counts once
+  auto add = [&](const std::string& file) {
+    std::error_code ec;
+    const std::filesystem::path canonical = std::filesystem::weakly_canonical(file, ec);
+    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) return;
+    seen.push_back(canonical);
+    files.push_back(file);
+  };
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      const std::vector<std::string> found = json_files_in(path);
+      if (found.empty()) fail_input("--measurements: {}: no *.json files in this folder", path);
+      for (const std::string& file : found) add(file);
+    } else {
+      named.push_back(path);
+      add(path);
+    }
+  }
+  if (!named.empty()) read_measurements(named, gpu, FileErrors::fail);  // a bad named file fails now
+  return validate_measurements(files, gpu, FileErrors::skip, progress);
+}
+
 // [SECTION] Reports
 
 namespace {
@@ -293,6 +330,7 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
     if (it == reasons.end()) reasons.push_back({reason, 1}); else ++it->second;
   }
   for (const auto& [reason, count] : reasons) fmt::print(out, "skipped {} records: {}\n", count, reason);
+  for (const std::string& why : r.skipped_files) fmt::print(out, "left out {}\n", why);
 }
 
 nlohmann::ordered_json validation_json(const ValidationReport& r) {
@@ -317,7 +355,7 @@ nlohmann::ordered_json validation_json(const ValidationReport& r) {
                 {"within", s.within}};
   };
   return {{"rows", rows}, {"summary", {{"time", summary(r.time)}, {"dram_read", summary(r.dram_read)}}},
-          {"skipped", r.skipped}};
+          {"skipped", r.skipped}, {"skipped_files", r.skipped_files}};
 }
 
 }  // namespace hbmlab

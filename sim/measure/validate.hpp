@@ -56,6 +56,9 @@ struct ValidationReport {
 // L2 microbenchmarks' files and others that hold no attention records).
 enum class FileErrors { fail, skip };
 
+// The *.json files directly in `dir`, sorted by name (none when it cannot be listed).
+std::vector<std::string> json_files_in(const std::string& dir);
+
 // The records of `files` as rows, measured figures only (predictions and summaries left at 0).
 // `gpu` overrides the preset chosen from each file's device name. With FileErrors::fail, throws
 // InputError naming the file and the record when a file cannot be read or has the wrong shape.
@@ -68,6 +71,12 @@ using ValidationProgress = std::function<void(std::size_t done, std::size_t tota
 // read_measurements, then the timing engine on every row (on all cores) and the summaries.
 ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
                                        FileErrors on_error = FileErrors::fail, const ValidationProgress& progress = {});
+
+// What `hbmlab validate --measurements` does with its arguments: a file must hold attention
+// records (InputError otherwise, before any engine work); a folder gives its *.json files, and
+// those that hold none are left out with why.
+ValidationReport validate_paths(const std::vector<std::string>& paths, const std::optional<std::string>& gpu,
+                                const ValidationProgress& progress = {});
 
 void print_validation(std::ostream& out, const ValidationReport& report);
 nlohmann::ordered_json validation_json(const ValidationReport& report);

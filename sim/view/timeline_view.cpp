@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 namespace hbmlab::view {
 
@@ -64,11 +63,7 @@ TimelineView timeline_view(const SimulationResult& result, int max_lanes, int bi
 }
 
 ValidationReport load_measured(const std::string& dir, const ValidationProgress& progress) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    if (entry.path().extension() == ".json") files.push_back(entry.path().string());
-  std::sort(files.begin(), files.end());
+  const std::vector<std::string> files = json_files_in(dir);
   if (files.empty()) return {};
   return validate_measurements(files, std::nullopt, FileErrors::skip, progress);
 }

@@ -404,9 +404,23 @@ TEST_CASE("the window's Measured tab reads the attention records of a folder and
   CHECK(r.skipped_files[0].find("b-l2-reuse.json: neither") != std::string::npos);
   CHECK(r.skipped_files[1].find("c-layout.json: records[0].kernel") != std::string::npos);
   CHECK(r.skipped_files[2].find("d-cut.json: not JSON") != std::string::npos);
-  // Named on the command line, the same file is an error.
+  // Named on the command line, the same file is an error; a folder there reads as the window
+  // does, and a file named as well as found in the folder counts once.
   std::ostringstream out, err;
   CHECK(run_cli({"validate", "--measurements", (dir / "b-l2-reuse.json").string()}, out, err) == 2);
+  CHECK(err.str().find("b-l2-reuse.json: neither") != std::string::npos);
+  const ValidationReport both = validate_paths({dir.string(), (dir / "a-records.json").string()}, std::nullopt);
+  CHECK(both.rows.size() == 1);
+  CHECK(both.skipped_files.size() == 3);
+  CHECK_THROWS_AS(validate_paths({dir.string(), (dir / "d-cut.json").string()}, std::nullopt), InputError);
+  out.str("");
+  CHECK(run_cli({"validate", "--measurements", dir.string()}, out, err) == 0);
+  CHECK(out.str().find("1 of 1 within 10%") != std::string::npos);
+  CHECK(out.str().find("left out " + (dir / "c-layout.json").string()) != std::string::npos);
+  const std::filesystem::path empty = dir / "empty";
+  std::filesystem::create_directories(empty);
+  CHECK_THROWS_WITH(validate_paths({empty.string()}, std::nullopt),
+                    "--measurements: " + empty.string() + ": no *.json files in this folder");
   std::filesystem::remove_all(dir);
 
   // The recorded folder: only the L2 microbenchmarks' files and the layout study (SDPA records of
