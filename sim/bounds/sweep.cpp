@@ -2,7 +2,6 @@
 #include "sim/bounds/sweep.hpp"
 
 #include <limits>
-#include <mutex>
 
 #include "sim/common/parallel.hpp"
 #include "sim/engine/replay.hpp"
@@ -38,19 +37,16 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const SweepProgress
         }
   // The timing engine costs far more than the counts; the points run on all cores. It needs the
   // tiles to fit, so points that do not have no time.
-  std::mutex progress_mutex;
-  std::size_t done = 0;
-  parallel_for(points.size(), [&](std::size_t i) {
-    SweepPoint& pt = points[i];
-    if (pt.fits) {
-      EngineOptions options;
-      options.sram_bytes_per_sm = options.sram_bytes_per_block = pt.sram_bytes;
-      pt.predicted_s = run_engine(pt.algo, config.problem, pt.blocks, config.gpu, options).predicted_s;
-    }
-    const std::lock_guard<std::mutex> lock(progress_mutex);
-    ++done;
-    if (progress) progress(done, total);
-  });
+  parallel_for(
+      points.size(),
+      [&](std::size_t i) {
+        SweepPoint& pt = points[i];
+        if (!pt.fits) return;
+        EngineOptions options;
+        options.sram_bytes_per_sm = options.sram_bytes_per_block = pt.sram_bytes;
+        pt.predicted_s = run_engine(pt.algo, config.problem, pt.blocks, config.gpu, options).predicted_s;
+      },
+      progress);
   return points;
 }
 

@@ -7,31 +7,46 @@
 #include <atomic>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace hbmlab {
 
+// Called after each finished body with how many are done and how many there are in all, one
+// call at a time.
+using Progress = std::function<void(std::size_t done, std::size_t total)>;
+
 // The first exception a call throws stops the others from starting and is rethrown here once
 // every thread has finished. `threads` = 0: one per hardware thread.
 template <class Body>
-void parallel_for(std::size_t n, Body&& body, unsigned threads = 0) {
+void parallel_for(std::size_t n, Body&& body, const Progress& progress = {}, unsigned threads = 0) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<std::size_t>(threads, n));
+  std::mutex mutex;  // guards `error`, `done` and the progress calls
+  std::exception_ptr error;
+  std::size_t done = 0;
+  auto finished = [&] {
+    const std::lock_guard<std::mutex> lock(mutex);
+    ++done;
+    if (progress) progress(done, n);
+  };
   if (threads <= 1) {
-    for (std::size_t i = 0; i < n; ++i) body(i);
+    for (std::size_t i = 0; i < n; ++i) {
+      body(i);
+      finished();
+    }
     return;
   }
   std::atomic<std::size_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
   auto work = [&] {
     for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
       try {
         body(i);
+        finished();
       } catch (...) {
-        const std::lock_guard<std::mutex> lock(error_mutex);
+        const std::lock_guard<std::mutex> lock(mutex);
         if (!error) error = std::current_exception();
         next.store(n);
       }

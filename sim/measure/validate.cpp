@@ -9,7 +9,6 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <mutex>
 #include <regex>
 
 #include <fmt/format.h>
@@ -182,6 +181,13 @@ double ValidationRow::dram_read_error() const { return relative(predicted_dram_r
 
 namespace {
 
+// Appends `more`'s rows, skipped records and skipped files to `report`.
+void merge(ValidationReport& report, const ValidationReport& more) {
+  report.rows.insert(report.rows.end(), more.rows.begin(), more.rows.end());
+  report.skipped.insert(report.skipped.end(), more.skipped.begin(), more.skipped.end());
+  report.skipped_files.insert(report.skipped_files.end(), more.skipped_files.begin(), more.skipped_files.end());
+}
+
 // The rows and skipped records of one file; InputError when it cannot be read or has the wrong shape.
 ValidationReport read_file(const std::string& path, const std::optional<std::string>& gpu) {
   ValidationReport one;
@@ -200,6 +206,32 @@ ValidationReport read_file(const std::string& path, const std::optional<std::str
     fail_input("{}: {}", path, e.what());
   }
   return one;
+}
+
+// The timing engine on every row (on all cores: a large file takes a minute on one), then the
+// summaries.
+void predict(ValidationReport& report, const ValidationProgress& progress) {
+  parallel_for(
+      report.rows.size(),
+      [&](std::size_t i) {
+        ValidationRow& row = report.rows[i];
+        const GpuSpec spec = load_gpu(row.gpu);
+        EngineOptions options;
+        options.launch = row.launch;
+        const EngineResult e = run_engine(row.algo, row.problem, row.blocks, spec, options);
+        row.predicted_time_s = e.predicted_s;
+        row.predicted_dram_read = double(e.dram_read_bytes());
+        row.predicted_dram_write = double(e.dram_write_bytes());
+        row.predicted_l2_read = double(e.sm_read_bytes());
+      },
+      progress);
+  std::vector<double> time_errors, dram_errors;
+  for (const ValidationRow& row : report.rows) {
+    time_errors.push_back(row.time_error());
+    dram_errors.push_back(row.dram_read_error());
+  }
+  report.time = summarise(time_errors, kTimeTolerance);
+  report.dram_read = summarise(dram_errors, kDramReadTolerance);
 }
 
 }  // namespace
@@ -226,8 +258,7 @@ ValidationReport read_measurements(const std::vector<std::string>& files, const 
       report.skipped_files.push_back(e.what());  // the message starts with the file's path
       continue;
     }
-    report.rows.insert(report.rows.end(), one.rows.begin(), one.rows.end());
-    report.skipped.insert(report.skipped.end(), one.skipped.begin(), one.skipped.end());
+    merge(report, one);
   }
   return report;
 }
@@ -235,59 +266,48 @@ ValidationReport read_measurements(const std::vector<std::string>& files, const 
 ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
                                        FileErrors on_error, const ValidationProgress& progress) {
   ValidationReport report = read_measurements(files, gpu, on_error);
-  std::mutex progress_mutex;
-  std::size_t done = 0;
-  // Each row's engine run stands alone: spread them over the cores (a large file takes a minute
-  // on one).
-  parallel_for(report.rows.size(), [&](std::size_t i) {
-    ValidationRow& row = report.rows[i];
-    const GpuSpec spec = load_gpu(row.gpu);
-    EngineOptions options;
-    options.launch = row.launch;
-    const EngineResult e = run_engine(row.algo, row.problem, row.blocks, spec, options);
-    row.predicted_time_s = e.predicted_s;
-    row.predicted_dram_read = double(e.dram_read_bytes());
-    row.predicted_dram_write = double(e.dram_write_bytes());
-    row.predicted_l2_read = double(e.sm_read_bytes());
-    const std::lock_guard<std::mutex> lock(progress_mutex);
-    ++done;
-    if (progress) progress(done, report.rows.size());
-  });
-  std::vector<double> time_errors, dram_errors;
-  for (const ValidationRow& row : report.rows) {
-    time_errors.push_back(row.time_error());
-    dram_errors.push_back(row.dram_read_error());
-  }
-  report.time = summarise(time_errors, kTimeTolerance);
-  report.dram_read = summarise(dram_errors, kDramReadTolerance);
+  predict(report, progress);
   return report;
 }
 
 ValidationReport validate_paths(const std::vector<std::string>& paths, const std::optional<std::string>& gpu,
                                 const ValidationProgress& progress) {
   if (paths.empty()) fail_input("--measurements: give at least one measurement file or folder");
-  std::vector<std::string> named, files;
-  std::vector<std::filesystem::path> seen;  // a file named twice, or also in a named folder, counts once
-  auto add = [&](const std::string& file) {
+  // Every file is read once, before any engine work, so a bad named file fails at once; a file
+  // named and also found in a named folder is read as named.
+  auto canonical = [](const std::string& file) {
     std::error_code ec;
-    const std::filesystem::path canonical = std::filesystem::weakly_canonical(file, ec);
-    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) return;
-    seen.push_back(canonical);
-    files.push_back(file);
+    return std::filesystem::weakly_canonical(file, ec);
   };
+  std::vector<std::filesystem::path> named, seen;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) named.push_back(canonical(path));
+  }
+  auto first_time = [&](const std::filesystem::path& file) {
+    if (std::find(seen.begin(), seen.end(), file) != seen.end()) return false;
+    seen.push_back(file);
+    return true;
+  };
+  auto is_named = [&](const std::filesystem::path& file) {
+    return std::find(named.begin(), named.end(), file) != named.end();
+  };
+  ValidationReport report;
   for (const std::string& path : paths) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) {
-      const std::vector<std::string> found = json_files_in(path);
+      std::vector<std::string> found = json_files_in(path);
       if (found.empty()) fail_input("--measurements: {}: no *.json files in this folder", path);
-      for (const std::string& file : found) add(file);
-    } else {
-      named.push_back(path);
-      add(path);
+      found.erase(std::remove_if(found.begin(), found.end(),
+                                 [&](const std::string& f) { return is_named(canonical(f)) || !first_time(canonical(f)); }),
+                  found.end());
+      if (!found.empty()) merge(report, read_measurements(found, gpu, FileErrors::skip));
+    } else if (first_time(canonical(path))) {
+      merge(report, read_measurements({path}, gpu, FileErrors::fail));
     }
   }
-  if (!named.empty()) read_measurements(named, gpu, FileErrors::fail);  // a bad named file fails now
-  return validate_measurements(files, gpu, FileErrors::skip, progress);
+  predict(report, progress);
+  return report;
 }
 
 // [SECTION] Reports

@@ -58,12 +58,17 @@ TEST_CASE("bound expressions and kinds", "[bounds]") {
 TEST_CASE("parallel_for runs every index once and hands back the first exception", "[sweep]") {
   for (unsigned threads : {0u, 1u, 3u}) {
     std::vector<int> hits(1000, 0);
-    parallel_for(hits.size(), [&](std::size_t i) { ++hits[i]; }, threads);
+    std::size_t calls = 0, last = 0;
+    parallel_for(hits.size(), [&](std::size_t i) { ++hits[i]; }, [&](std::size_t done, std::size_t total) {
+      calls += done == last + 1 && total == 1000;
+      last = done;
+    }, threads);
     CHECK(std::count(hits.begin(), hits.end(), 1) == 1000);
+    CHECK(calls == 1000);  // progress: 1, 2, … 1000 of 1000, one call at a time
   }
   CHECK_THROWS_WITH(parallel_for(100, [&](std::size_t i) {
                       if (i == 7) throw InputError("index 7");
-                    }, 4),
+                    }, {}, 4),
                     "index 7");
   parallel_for(0, [](std::size_t) { FAIL("no index to run"); });
 }
