@@ -17,9 +17,9 @@
 #include <fmt/format.h>
 
 #include "sim/common/error.hpp"
+#include "sim/algo/algorithms.hpp"
 #include "sim/common/sum.hpp"
 #include "sim/engine/l2.hpp"
-#include "sim/engine/replay.hpp"
 
 namespace hbmlab {
 namespace {
@@ -73,23 +73,20 @@ public:
     (s.flop_kind == FlopKind::matmul ? ph.matmul_flops : ph.non_matmul_flops) += s.flops;
     ph.sram_bytes += s.sram_read_bytes;
   }
-  // Appends a recorded run of steps, starting a new phase wherever a load follows compute or a
-  // store: a phase is "bring tiles in, work on them, write results".
-  void steps(const std::vector<Step>& steps, bool paper_equals_request = true) {
-    bool worked = false;
-    for (const Step& s : steps) {
-      if (s.kind == StepKind::skip) continue;
-      if (s.kind == StepKind::load && worked) {
-        begin_phase();
-        worked = false;
-      }
-      if (s.kind == StepKind::compute) {
-        compute(s);
-        worked = true;
-      } else {
-        access(s, paper_equals_request ? s.bytes : 0);
-        if (s.kind == StepKind::store) worked = true;
-      }
+  // Appends the next step of the core's stream, starting a new phase wherever a load follows
+  // compute or a store: a phase is "bring tiles in, work on them, write results".
+  void step(const Step& s) {
+    if (s.kind == StepKind::skip) return;
+    if (s.kind == StepKind::load && worked_) {
+      begin_phase();
+      worked_ = false;
+    }
+    if (s.kind == StepKind::compute) {
+      compute(s);
+      worked_ = true;
+    } else {
+      access(s, s.bytes);
+      if (s.kind == StepKind::store) worked_ = true;
     }
   }
 
@@ -97,7 +94,7 @@ private:
   KernelPlan& plan_;
   const AttentionProblem& p_;
   std::int64_t Tc_, sector_;
-  bool open_ = false;
+  bool open_ = false, worked_ = false;
 };
 
 // [SECTION] flash1 and flash2 plans (from the core's step streams)
@@ -115,7 +112,12 @@ KernelPlan plan_flash1(const AttentionProblem& p, Blocks b, const GpuSpec& gpu) 
   const BlockGrid g(p.seq_len, b, p.causal);
   PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
   builder.begin_program();  // one CTA per (batch, head): the K/V outer loop stays in one CTA
-  builder.steps(record_steps(Algo::flash1, p, b));
+  struct Sink final : StepSink {
+    PlanBuilder& builder;
+    explicit Sink(PlanBuilder& b) : builder(b) {}
+    void on_step(const Step& s) override { builder.step(s); }
+  } sink(builder);
+  emit_steps(Algo::flash1, p, b, sink);  // streamed: a 64K-token problem has millions of steps
   return plan;
 }
 
@@ -137,39 +139,55 @@ KernelPlan plan_flash2(const AttentionProblem& p, Blocks b, const GpuSpec& gpu, 
   plan.cta_overhead_cycles = kFlash2CtaOverheadCycles;
   const BlockGrid g(p.seq_len, b, p.causal);
   PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
-  const std::vector<Step> steps = record_steps(Algo::flash2, p, b);
 
-  // Split the stream of each Q_i (one CTA, line 3) into its prologue (line 4), one segment per
+  // The core's stream, one Q_i (one CTA, line 3) at a time: its prologue (line 4), one segment per
   // unskipped K_j (lines 7 to 10) and its epilogue (lines 12 to 15), so that the K/V order can be
-  // reversed as FlashAttention-2's kernel visits it.
-  std::size_t k = 0;
-  while (k < steps.size()) {
-    std::vector<Step> prologue, epilogue;
-    std::vector<std::vector<Step>> segments;
-    prologue.push_back(steps[k++]);  // load Q_i
-    while (k < steps.size() && !(steps[k].kind == StepKind::load && steps[k].tensor == Tensor::Q)) {
-      const Step& s = steps[k++];
-      if (s.kind == StepKind::skip) continue;
-      if (s.line >= 12) epilogue.push_back(s);
-      else if (s.kind == StepKind::load && s.tensor == Tensor::K) segments.push_back({s});
-      else segments.back().push_back(s);
-    }
-    if (kv_descending) std::reverse(segments.begin(), segments.end());
-    builder.begin_program();
-    builder.begin_phase();
-    for (const Step& s : prologue) builder.access(s, s.bytes);
-    for (std::size_t n = 0; n < segments.size(); ++n) {
-      if (n > 0) builder.begin_phase();
-      for (const Step& s : segments[n]) {
-        if (s.kind == StepKind::compute) builder.compute(s);
-        else builder.access(s, s.bytes);
+  // reversed as FlashAttention-2's kernel visits it. Streamed: only one CTA's steps are kept.
+  class Programs final : public StepSink {
+  public:
+    Programs(PlanBuilder& builder, bool kv_descending) : builder_(builder), kv_descending_(kv_descending) {}
+    void on_step(const Step& s) override {
+      if (s.kind == StepKind::skip) return;
+      if (s.kind == StepKind::load && s.tensor == Tensor::Q) {
+        finish();
+        prologue_.push_back(s);
+      } else if (s.line >= 12) {
+        epilogue_.push_back(s);
+      } else if (s.kind == StepKind::load && s.tensor == Tensor::K) {
+        segments_.push_back({s});
+      } else {
+        segments_.back().push_back(s);
       }
     }
-    for (const Step& s : epilogue) {
-      if (s.kind == StepKind::compute) builder.compute(s);
-      else builder.access(s, s.bytes);
+    // Builds the CTA of the Q_i seen so far, if any.
+    void finish() {
+      if (prologue_.empty()) return;
+      if (kv_descending_) std::reverse(segments_.begin(), segments_.end());
+      builder_.begin_program();
+      builder_.begin_phase();
+      for (const Step& s : prologue_) builder_.access(s, s.bytes);
+      for (std::size_t n = 0; n < segments_.size(); ++n) {
+        if (n > 0) builder_.begin_phase();
+        for (const Step& s : segments_[n]) work(s);
+      }
+      for (const Step& s : epilogue_) work(s);
+      prologue_.clear();
+      segments_.clear();
+      epilogue_.clear();
     }
-  }
+
+  private:
+    void work(const Step& s) {
+      if (s.kind == StepKind::compute) builder_.compute(s);
+      else builder_.access(s, s.bytes);
+    }
+    PlanBuilder& builder_;
+    bool kv_descending_;
+    std::vector<Step> prologue_, epilogue_;
+    std::vector<std::vector<Step>> segments_;
+  } programs(builder, kv_descending);
+  emit_steps(Algo::flash2, p, b, programs);
+  programs.finish();
   return plan;
 }
 
