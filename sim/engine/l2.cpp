@@ -2,6 +2,7 @@
 #include "sim/engine/l2.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 
@@ -19,6 +20,7 @@ double poisson_cdf(double lambda, std::int64_t k) {
 }
 
 constexpr double kUnreachable = 1e-9;  // below this resident fraction a tile leaves the stack
+constexpr std::size_t kCdfPoints = 16384;  // table of P(Poisson(λ) ≤ ways − 1) over λ
 
 }  // namespace
 
@@ -27,6 +29,21 @@ TileL2::TileL2(std::int64_t capacity_bytes, std::int64_t ways, std::int64_t line
   assert(capacity_bytes > 0 && "TileL2 needs a positive capacity: check numbers.l2_effective_bytes");
   if (ways_ * line_ >= capacity_) ways_ = 0;  // one set: fully associative
   tree_.assign(4097, 0);
+  if (ways_ > 0) {
+    // The Poisson tail is looked up, not summed, on every touch: the table runs to 12 standard
+    // deviations past the mean, where the chance is far below kUnreachable, and linear
+    // interpolation between its points is off by less than 1e-6 (a fraction of a byte per tile).
+    const double max_lambda = double(ways_) + 12.0 * std::sqrt(double(ways_)) + 20.0;
+    cdf_step_ = max_lambda / double(kCdfPoints - 1);
+    cdf_.resize(kCdfPoints);
+    for (std::size_t n = 0; n < kCdfPoints; ++n) cdf_[n] = poisson_cdf(double(n) * cdf_step_, ways_ - 1);
+    table_per_byte_ = double(ways_) / double(capacity_) / cdf_step_;
+    // Depths well short of where the tail falls below kUnreachable: a tile there is reachable
+    // without a lookup (drop_unreachable asks on every touch).
+    std::size_t n = 0;
+    while (n < kCdfPoints && cdf_[n] > kUnreachable) ++n;
+    surely_reachable_depth_ = 0.99 * double(n > 0 ? n - 1 : 0) / table_per_byte_;
+  }
 }
 
 double TileL2::resident_fraction(std::int64_t distance, std::int64_t bytes) const {
@@ -35,7 +52,64 @@ double TileL2::resident_fraction(std::int64_t distance, std::int64_t bytes) cons
     return std::clamp(double(capacity_ - distance) / double(bytes), 0.0, 1.0);
   }
   const double depth = double(distance) + 0.5 * double(bytes);  // the tile's middle sector
-  return poisson_cdf(depth * double(ways_) / double(capacity_), ways_ - 1);
+  const double x = depth * table_per_byte_;
+  if (x >= double(kCdfPoints - 1)) return 0.0;
+  const auto n = static_cast<std::size_t>(x);
+  const double t = x - double(n);
+  return cdf_[n] + t * (cdf_[n + 1] - cdf_[n]);
+}
+
+std::int32_t& TileL2::Index::find_or_insert(std::uint64_t key, bool& inserted) {
+  if (2 * (size_ + 1) > keys_.size()) grow();  // at most half full: probes stay short
+  std::size_t i = home(key);
+  for (; keys_[i] != kEmpty; i = (i + 1) & mask_)
+    if (keys_[i] == key) {
+      inserted = false;
+      return values_[i];
+    }
+  keys_[i] = key;
+  values_[i] = -1;
+  ++size_;
+  inserted = true;
+  return values_[i];
+}
+
+// Backward-shift deletion: later keys of the probe run move up into the hole, so that lookups
+// never need tombstones.
+void TileL2::Index::erase(std::uint64_t key) {
+  std::size_t hole = home(key);
+  while (keys_[hole] != key) {
+    assert(keys_[hole] != kEmpty && "erasing a key that is not in the index");
+    hole = (hole + 1) & mask_;
+  }
+  for (std::size_t i = (hole + 1) & mask_; keys_[i] != kEmpty; i = (i + 1) & mask_) {
+    const std::size_t h = home(keys_[i]);
+    // keys_[i] may move to the hole only if its home is not in (hole, i] (cyclically).
+    if (((i - h) & mask_) >= ((i - hole) & mask_)) {
+      keys_[hole] = keys_[i];
+      values_[hole] = values_[i];
+      hole = i;
+    }
+  }
+  keys_[hole] = kEmpty;
+  --size_;
+}
+
+void TileL2::Index::grow() {
+  std::vector<std::uint64_t> old_keys = std::move(keys_);
+  std::vector<std::int32_t> old_values = std::move(values_);
+  const std::size_t capacity = std::max<std::size_t>(1024, 2 * old_keys.size());
+  keys_.assign(capacity, kEmpty);
+  values_.assign(capacity, -1);
+  mask_ = capacity - 1;
+  shift_ = 64 - std::countr_zero(capacity);
+  for (std::size_t n = 0; n < old_keys.size(); ++n) {
+    if (old_keys[n] == kEmpty) continue;
+    std::size_t i = home(old_keys[n]);
+    while (keys_[i] != kEmpty) i = (i + 1) & mask_;
+    keys_[i] = old_keys[n];
+    values_[i] = old_values[n];
+  }
 }
 
 void TileL2::tree_add(std::int64_t time, std::int64_t delta) {
@@ -77,10 +151,11 @@ void TileL2::push_mru(std::int32_t e) {
 
 std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, std::int64_t& resident, std::int64_t& dirty_left) {
   if (next_time_ + 1 >= static_cast<std::int64_t>(tree_.size())) renumber();
-  auto [it, inserted] = index_.try_emplace(key, -1);
+  bool inserted = false;
+  std::int32_t& slot = index_.find_or_insert(key, inserted);
   std::int32_t e;
   if (!inserted) {
-    e = it->second;
+    e = slot;
     Entry& x = pool_[e];
     const double f = resident_fraction(distance(x), x.bytes);
     resident = std::llround(f * double(x.bytes));
@@ -100,7 +175,7 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, std::int64_t& 
       pool_.emplace_back();
     }
     pool_[e].key = key;
-    it->second = e;
+    slot = e;
   }
   Entry& x = pool_[e];
   x.bytes = bytes;
@@ -116,6 +191,7 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, std::int64_t& 
 void TileL2::drop_unreachable() {
   while (lru_ >= 0 && lru_ != mru_) {
     Entry& v = pool_[lru_];
+    if (ways_ > 0 && double(stack_bytes_) - 0.5 * double(v.bytes) < surely_reachable_depth_) break;
     if (resident_fraction(stack_bytes_ - v.bytes, v.bytes) > (ways_ == 0 ? 0.0 : kUnreachable)) break;
     writebacks_[static_cast<int>(tile_key_tensor(v.key))] += v.dirty;
     const std::int32_t victim = lru_;

@@ -21,7 +21,6 @@
 
 #include <array>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/algo/step.hpp"
@@ -59,6 +58,25 @@ public:
   double resident_fraction(std::int64_t distance, std::int64_t bytes) const;
 
 private:
+  // Tile key → pool slot: open addressing with linear probing (a node-based map spent a third of
+  // the engine's time on every touch chasing pointers).
+  class Index {
+  public:
+    // The slot's value for `key`, inserted as -1 if absent; `inserted` says which.
+    std::int32_t& find_or_insert(std::uint64_t key, bool& inserted);
+    void erase(std::uint64_t key);
+    std::size_t size() const { return size_; }
+
+  private:
+    static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};  // no tile key has every bit set
+    std::size_t home(std::uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> shift_; }
+    void grow();
+    std::vector<std::uint64_t> keys_;
+    std::vector<std::int32_t> values_;
+    std::size_t size_ = 0, mask_ = 0;
+    int shift_ = 64;
+  };
+
   struct Entry {
     std::uint64_t key = 0;
     std::int64_t bytes = 0, dirty = 0;  // size and dirty bytes at the last touch
@@ -77,10 +95,13 @@ private:
   void renumber();
 
   std::int64_t capacity_ = 0, ways_ = 0, line_ = 128;
+  std::vector<double> cdf_;  // set-associative: P(Poisson(λ) ≤ ways − 1) at λ = 0, step, 2·step, …
+  double cdf_step_ = 0, table_per_byte_ = 0;  // λ per table point; table points per byte of depth
+  double surely_reachable_depth_ = 0;         // set-associative: shallower tiles are surely reachable
   std::int64_t stack_bytes_ = 0;  // all tiles in the stack, at their full size
   std::vector<Entry> pool_;
   std::vector<std::int32_t> free_;
-  std::unordered_map<std::uint64_t, std::int32_t> index_;
+  Index index_;
   std::int32_t lru_ = -1, mru_ = -1;
   std::vector<std::int64_t> tree_;  // Fenwick tree of tile sizes by touch time (1-based)
   std::int64_t next_time_ = 0;

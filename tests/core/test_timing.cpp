@@ -1,10 +1,12 @@
 // The timing engine on hand-worked cases: the paper's counts with the L2 off, streaming at the
 // bandwidth bound, the bytes-in-flight cap, L2 reuse, occupancy and waves, bad configurations.
 // Run: ./build/tests/hbmlab_tests_core "[engine]"
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -178,6 +180,66 @@ TEST_CASE("a working set that fits in L2 is read from DRAM once", "[engine]") {
     l2.write(tile_key(0, Tensor::O, 0), 300);                          // evicts 200 B of K_1
     CHECK(l2.read(tile_key(0, Tensor::K, 1), 300).hit_bytes == 100);
     CHECK(l2.used_bytes() <= 1000);
+  }
+}
+
+TEST_CASE("a fully associative TileL2 is an exact LRU over a long random stream", "[engine]") {
+  // Reference: the stack of tiles, most recent last; a tile read again keeps the part of it that
+  // lies less than the capacity deep. Keys across instances and tensors; the touch times run out
+  // (renumbering) many times.
+  struct Stream {
+    std::int64_t capacity, min_bytes, max_bytes, keys, recent;  // `recent`: how deep the re-reads reach
+    std::int64_t mismatches = 0, hits = 0, partial = 0, misses = 0;
+  };
+  auto run = [](Stream& s) {
+    TileL2 l2(s.capacity);
+    std::mt19937 rng(7);
+    struct Tile {
+      std::uint64_t key;
+      std::int64_t bytes;
+    };
+    std::vector<Tile> tiles;
+    for (std::int64_t n = 0; n < s.keys; ++n)
+      tiles.push_back({tile_key(n % 97, static_cast<Tensor>(n % 3), n / 97),
+                       s.min_bytes + std::int64_t(rng() % std::uint64_t(s.max_bytes - s.min_bytes + 1))});
+    std::vector<std::size_t> stack;  // indices into tiles, least recent first
+    for (int step = 0; step < 20000; ++step) {
+      // Mostly a tile touched lately, at depths on both sides of the capacity, sometimes any tile.
+      std::size_t t = rng() % tiles.size();
+      if (rng() % 4 != 0 && !stack.empty())
+        t = stack[stack.size() - 1 - rng() % std::min<std::size_t>(stack.size(), std::size_t(s.recent))];
+      std::int64_t depth = 0, expected = 0;
+      for (std::size_t k = stack.size(); k-- > 0;) {
+        if (stack[k] == t) {
+          expected = std::clamp(s.capacity - depth, std::int64_t{0}, tiles[t].bytes);
+          stack.erase(stack.begin() + std::ptrdiff_t(k));
+          break;
+        }
+        depth += tiles[stack[k]].bytes;
+      }
+      stack.push_back(t);
+      const std::int64_t hit = l2.read(tiles[t].key, tiles[t].bytes).hit_bytes;
+      s.mismatches += hit != expected;
+      s.hits += hit == tiles[t].bytes;
+      s.partial += hit > 0 && hit < tiles[t].bytes;
+      s.misses += hit == 0;
+    }
+    CHECK(l2.used_bytes() <= s.capacity);
+  };
+  SECTION("thousands of small tiles: the tile index grows, wraps and deletes") {
+    Stream s{1 << 20, 128, 1024, 3000, 2500};
+    run(s);
+    CHECK(s.mismatches == 0);
+    CHECK(s.hits > 1000);
+    CHECK(s.misses > 1000);
+  }
+  SECTION("tiles of up to 1/16 of the capacity: many straddle it and partly hit") {
+    Stream s{1 << 20, 4096, 64 << 10, 100, 40};
+    run(s);
+    CHECK(s.mismatches == 0);
+    CHECK(s.hits > 1000);
+    CHECK(s.partial > 200);
+    CHECK(s.misses > 1000);
   }
 }
 
