@@ -366,6 +366,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
       std::cout << "scenario error shown in the window: " << app.scenario_error << "\n";
     const bool last = headless && frame + 1 >= options.frames;
     poll_jobs(app, last && !options.screenshot.empty());  // the picture shows the explorer finished
+    if (!headless) prefetch_measured(app);
 
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();

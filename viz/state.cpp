@@ -165,6 +165,10 @@ void request_measured(AppState& app) {
   });
 }
 
+void prefetch_measured(AppState& app) {
+  if (app.explorer && !app.explorer_job.running() && !app.times_job.running()) request_measured(app);
+}
+
 void poll_jobs(AppState& app, bool wait) {
   if (wait) {  // a screenshot shows finished panels: wait for what the visible tab needs
     app.explorer_job.wait(120);

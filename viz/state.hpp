@@ -161,6 +161,9 @@ void rebuild(AppState& app);  // after a change of settings
 void poll_jobs(AppState& app, bool wait);  // wait: for the jobs the visible tab needs (screenshots)
 void request_times(AppState& app);
 void request_measured(AppState& app);
+// An interactive window starts reading the measurements as soon as the explorer's grid is in, so that
+// the Measured tab is ready, or nearly, when the class gets to it (screenshot runs do not).
+void prefetch_measured(AppState& app);
 void advance(AppState& app, double dt_seconds);  // playback
 void step_by(AppState& app, std::int64_t delta);
 void jump_to(AppState& app, std::int64_t pos);
