@@ -125,6 +125,10 @@ void read_records(const Json& file, const std::string& path, const std::string& 
     const Json& r = records[n];
     const std::string where = fmt::format("{}: records[{}]", path, n);
     const auto algo = parse_algo(r.value("kernel", ""));
+    if (!algo && r.value("kernel", "").find("flash_fwd_kernel") != std::string::npos)
+      fail_input("{}.kernel: PyTorch's FlashAttention-2 kernel without its registers and shared memory per CTA, "
+                 "which set how many CTAs share an SM (a layout study); calibration files' \"sdpa\" records carry them",
+                 where);
     if (!algo) fail_input("{}.kernel: '{}' is not standard, flash1 or flash2", where, r.value("kernel", ""));
     ValidationRow row;
     row.file = path;
