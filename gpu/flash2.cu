@@ -91,7 +91,8 @@ constexpr int kFlash2Threads = kBr / (16 * kRowGroupsPerWarp<kBr>) * 32;
 template <typename T, int kD, int kBr, int kBc, bool kCausal>
 __global__ void __launch_bounds__(kFlash2Threads<kBr>)
 flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T* __restrict__ hbm_V,
-              T* __restrict__ hbm_O, float* __restrict__ hbm_L, int N, float scale_log2, bool kv_descending) {
+              T* __restrict__ hbm_O, float* __restrict__ hbm_L, int N, float scale_log2, bool kv_descending,
+              unsigned long long* __restrict__ hbm_trace) {
   constexpr int kWM = kRowGroupsPerWarp<kBr>;
   constexpr int kThreads = kFlash2Threads<kBr>;
   constexpr bool kQInRegisters = kWM == 1;
@@ -107,6 +108,17 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
   const std::uint32_t sram_V = sram_K + 2 * kBc * kD * 2;            // 2 × (Bc, d)
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  // The CTA schedule, when asked for (gpu/bench/cta_schedule.cpp): start ns, end ns and SM of each
+  // CTA, written as they happen so that nothing stays live in registers across the kernel.
+  if (hbm_trace != nullptr && tid == 0) {
+    unsigned long long start = 0;
+    unsigned sm = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    unsigned long long* at = hbm_trace + 3 * (std::int64_t{blockIdx.y} * gridDim.x + blockIdx.x);
+    at[0] = start;
+    at[2] = sm;
+  }
   const int i = blockIdx.x;                         // row block Q_i
   const std::int64_t bh = blockIdx.y;               // (batch, head)
   const T* Q = hbm_Q + bh * N * kD;
@@ -304,6 +316,11 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
       }
     }
   }
+  if (hbm_trace != nullptr && tid == 0) {
+    unsigned long long end = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end));
+    hbm_trace[3 * (bh * gridDim.x + i) + 1] = end;
+  }
 }
 
 template <typename T, int kD, int kBr, int kBc, bool kCausal>
@@ -329,7 +346,7 @@ void launch_shape(const AttentionProblem& p, bool kv_descending, const DeviceTen
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)) * 1.4426950408889634);
   kernel<<<grid, kThreads, kSmem, stream>>>(static_cast<const T*>(t.Q), static_cast<const T*>(t.K),
                                             static_cast<const T*>(t.V), static_cast<T*>(t.O), t.L, N, scale_log2,
-                                            kv_descending);
+                                            kv_descending, t.trace);
   CUDA_CHECK_LAUNCH();
 }
 

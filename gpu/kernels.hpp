@@ -22,6 +22,7 @@ struct DeviceTensors {
   void* P = nullptr;    // standard: [B·H][N][N]
   float* l = nullptr;   // flash1: running row sums in HBM, [B·H][N]
   float* m = nullptr;   // flash1: running row maxima in HBM, [B·H][N]
+  unsigned long long* trace = nullptr;  // flash2, optional: start ns, end ns, SM of each CTA, [B·H][Tr][3]
 };
 
 struct KernelShape {
