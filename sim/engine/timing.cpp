@@ -16,8 +16,8 @@
 
 #include <fmt/format.h>
 
-#include "sim/common/error.hpp"
 #include "sim/algo/algorithms.hpp"
+#include "sim/common/error.hpp"
 #include "sim/common/sum.hpp"
 #include "sim/engine/l2.hpp"
 
@@ -35,7 +35,8 @@ std::int64_t sector_bytes_of(const Step& s, std::int64_t full_width, std::int64_
   return s.rows * round_up(s.bytes / s.rows);
 }
 
-class PlanBuilder {
+// Builds a KernelPlan CTA by CTA; as a StepSink it takes the core's stream of one CTA (flash1) directly.
+class PlanBuilder final : public StepSink {
 public:
   PlanBuilder(KernelPlan& plan, const AttentionProblem& p, std::int64_t Tc, std::int64_t sector)
       : plan_(plan), p_(p), Tc_(Tc), sector_(sector) {}
@@ -75,7 +76,7 @@ public:
   }
   // Appends the next step of the core's stream, starting a new phase wherever a load follows
   // compute or a store: a phase is "bring tiles in, work on them, write results".
-  void step(const Step& s) {
+  void on_step(const Step& s) override {
     if (s.kind == StepKind::skip) return;
     if (s.kind == StepKind::load && worked_) {
       begin_phase();
@@ -112,12 +113,7 @@ KernelPlan plan_flash1(const AttentionProblem& p, Blocks b, const GpuSpec& gpu) 
   const BlockGrid g(p.seq_len, b, p.causal);
   PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
   builder.begin_program();  // one CTA per (batch, head): the K/V outer loop stays in one CTA
-  struct Sink final : StepSink {
-    PlanBuilder& builder;
-    explicit Sink(PlanBuilder& b) : builder(b) {}
-    void on_step(const Step& s) override { builder.step(s); }
-  } sink(builder);
-  emit_steps(Algo::flash1, p, b, sink);  // streamed: a 64K-token problem has millions of steps
+  emit_steps(Algo::flash1, p, b, builder);  // streamed: a 64K-token problem has millions of steps
   return plan;
 }
 
