@@ -23,7 +23,9 @@
 //        hands CTAs to its GPCs in turn, likely in the same GPC and L2 half);
 //        SHIFT = -2 the chunk of a CTA on SM (s + 64) mod 128 by %smid, SM 128+ on SM s − 8: on the
 //        H100 SMs 0–63 sit in four GPCs and 64–119 in four others, so the other L2 half;
-//        SHIFT = -3 the chunk of a CTA on SM s xor 2: another SM of the same GPC, so the same half.
+//        SHIFT = -3 the chunk of a CTA on SM s xor 2: another SM of the same GPC, so the same half;
+//        SHIFT = -4 alternates: re-read r comes from the -2 partner when r is odd, the -3 one when
+//        even, so a chunk re-read REUSES times is read from both L2 halves in turn.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,7 +39,7 @@ namespace {
 void check(cudaError_t e, const char* what) { bench::check(e, "l2_reuse", what); }
 
 __device__ unsigned int g_smid[4096];
-__device__ unsigned int g_unpaired = 0;  // CTAs that found no CTA on the partner SM (SHIFT -2, -3)
+__device__ unsigned int g_unpaired = 0;  // CTAs that found no CTA on the partner SM (SHIFT -2 to -4)
 
 __device__ unsigned int sm_id() {
   unsigned int s;
@@ -82,16 +84,21 @@ __global__ void reuse_kernel(const uint4* data, uint4* sink, uint4* out, const u
                              int lag, int reuses, int shift, int iterations, int write_vectors, int stream_vectors) {
   const unsigned int ctas = gridDim.x;
   const unsigned int cta = blockIdx.x;
-  __shared__ unsigned int owner_shared;
+  __shared__ unsigned int owner_shared, second_owner_shared;
   if (shift < 0) {  // the partner by SM: every CTA's %smid first, then the same-rank CTA on the partner SM
     if (threadIdx.x == 0) g_smid[cta] = sm_id();
     bench::grid_barrier(ctas);
-    if (threadIdx.x == 0) owner_shared = partner_cta(cta, ctas, shift);
+    if (threadIdx.x == 0) {
+      owner_shared = partner_cta(cta, ctas, shift == -4 ? -2 : shift);
+      second_owner_shared = shift == -4 ? partner_cta(cta, ctas, -3) : owner_shared;
+    }
   } else if (threadIdx.x == 0) {
-    owner_shared = (cta + unsigned(shift)) % ctas;
+    owner_shared = second_owner_shared = (cta + unsigned(shift)) % ctas;
   }
   __syncthreads();
-  const unsigned int owner = owner_shared;
+  // SHIFT -4 alternates: odd re-reads come from the other L2 half, even ones from the same half, so
+  // that every chunk is read from both halves in turn.
+  const unsigned int owner = owner_shared, second_owner = second_owner_shared;
   uint4 acc{0, 0, 0, 0};
   for (int k = 0; k < iterations; ++k) {
     const uint4 fresh = load_chunk(data + (std::size_t(k) * ctas + cta) * chunk_vectors, chunk_vectors);
@@ -99,7 +106,8 @@ __global__ void reuse_kernel(const uint4* data, uint4* sink, uint4* out, const u
     for (int r = 1; r <= reuses; ++r) {
       const int old = k - r * lag;
       if (old < 0) break;
-      const uint4 again = load_chunk(data + (std::size_t(old) * ctas + owner) * chunk_vectors, chunk_vectors);
+      const unsigned int from = r % 2 == 1 ? owner : second_owner;
+      const uint4 again = load_chunk(data + (std::size_t(old) * ctas + from) * chunk_vectors, chunk_vectors);
       acc.x ^= again.x, acc.y ^= again.y, acc.z ^= again.z, acc.w ^= again.w;
     }
     if (stream_vectors > 0) {
@@ -142,8 +150,8 @@ int main(int argc, char** argv) {
   int per_sm = 0;
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reuse_kernel, threads, smem), "occupancy");
   const int ctas = per_sm * prop.multiProcessorCount;
-  if (ctas > 4096 || shift_arg < -3) {
-    std::fprintf(stderr, "l2_reuse: SHIFT must be -3, -2, -1 or at least 0 (and at most 4096 CTAs)\n");
+  if (ctas > 4096 || shift_arg < -4) {
+    std::fprintf(stderr, "l2_reuse: SHIFT must be -4, -3, -2, -1 or at least 0 (and at most 4096 CTAs)\n");
     return 2;
   }
   const int shift = shift_arg == -1 ? ctas / 2 : shift_arg;
