@@ -22,6 +22,7 @@
 #include "gpu/frontend.hpp"
 #include "gpu/runner.hpp"
 #include "sim/common/files.hpp"
+#include "sim/report/report.hpp"
 
 namespace hbmlab::gpu {
 namespace {
@@ -240,11 +241,6 @@ std::vector<Config> plan(const Options& o) {
         }
   }
   return configs;
-}
-
-nlohmann::ordered_json problem_json(const AttentionProblem& p) {
-  return {{"batch", p.batch}, {"heads", p.heads}, {"seq_len", p.seq_len}, {"head_dim", p.head_dim},
-          {"dtype", std::string(to_string(p.dtype))}, {"causal", p.causal}};
 }
 
 std::string describe(const Config& c) {

@@ -135,7 +135,7 @@ struct AppState {
   bool times_ready = false;
   std::string times_error;
   std::optional<view::TimelineView> timeline;
-  Job<ValidationReport> measured_job;  // started when the Measured tab is first shown
+  Job<ValidationReport> measured_job;  // started by prefetch_measured, or when the Measured tab is first shown
   struct Progress {
     std::atomic<std::size_t> done{0}, total{0};
   };

@@ -15,6 +15,7 @@
 
 #include "gpu/runner.hpp"
 #include "sim/common/files.hpp"
+#include "sim/report/report.hpp"
 
 namespace {
 
@@ -107,8 +108,7 @@ int main(int argc, char** argv) {
   nlohmann::json out;
   out["device"] = {{"name", device.name}, {"sm_count", device.sm_count}, {"l2_bytes", device.l2_bytes}};
   out["command"] = "hbmlab_cta_schedule (gpu/bench/cta_schedule.cpp)";
-  out["problem"] = {{"batch", p.batch}, {"heads", p.heads}, {"seq_len", p.seq_len}, {"head_dim", p.head_dim},
-                    {"dtype", "fp16"}, {"causal", p.causal}};
+  out["problem"] = hbmlab::problem_json(p);
   out["blocks"] = {{"Br", o.blocks.Br}, {"Bc", o.blocks.Bc}};
   out["kv_descending"] = o.kv_descending;
   const LaunchInfo info = launch_info(hbmlab::Algo::flash2, p, o.blocks, o.kv_descending);

@@ -9,7 +9,7 @@
 
 namespace hbmlab {
 
-std::vector<SweepPoint> run_sweep(const SweepConfig& config, const SweepProgress& progress) {
+std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& progress) {
   config.problem.validate();
   std::vector<std::int64_t> srams = config.sram_bytes;
   if (srams.empty()) srams.push_back(config.gpu.sram_bytes_per_sm);

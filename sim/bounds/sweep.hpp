@@ -2,9 +2,9 @@
 // choices that do not fit (marked, for the explorer to shade). `hbmlab sweep` and the GUI use it.
 #pragma once
 
-#include <functional>
 #include <vector>
 
+#include "sim/common/progress.hpp"
 #include "sim/engine/simulate.hpp"
 
 namespace hbmlab {
@@ -31,8 +31,7 @@ struct SweepPoint {
   double predicted_s = 0;  // the timing engine's, L2 on; NaN where the tiles do not fit the SRAM
 };
 
-using SweepProgress = std::function<void(std::size_t done, std::size_t total)>;
-
-std::vector<SweepPoint> run_sweep(const SweepConfig& config, const SweepProgress& progress = {});
+// The grid of points; the timing engine runs on all cores, with `progress` after each point.
+std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& progress = {});
 
 }  // namespace hbmlab

@@ -355,8 +355,7 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
                       {"hbm_read_bytes", pt.total.hbm_read_bytes()}, {"hbm_write_bytes", pt.total.hbm_write_bytes()},
                       {"accesses", pt.total.accesses()}, {"bound_ratio", pt.bound_ratio}, {"predicted_s", pt.predicted_s}});
     text = Json{{"gpu", config.gpu.name},
-                {"problem", {{"batch", s.problem.batch}, {"heads", s.problem.heads}, {"seq_len", s.problem.seq_len},
-                             {"head_dim", s.problem.head_dim}, {"dtype", to_string(s.problem.dtype)}, {"causal", s.problem.causal}}},
+                {"problem", problem_json(s.problem)},
                 {"points", rows}}.dump(2) + "\n";
   } else {
     text = "algorithm,sram_bytes,M_elements,Br,Bc,Tr,Tc,working_set_bytes,fits,hbm_read_bytes,hbm_write_bytes,accesses,bound_ratio,predicted_s\n";

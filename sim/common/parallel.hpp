@@ -12,11 +12,9 @@
 #include <thread>
 #include <vector>
 
-namespace hbmlab {
+#include "sim/common/progress.hpp"
 
-// Called after each finished body with how many are done and how many there are in all, one
-// call at a time.
-using Progress = std::function<void(std::size_t done, std::size_t total)>;
+namespace hbmlab {
 
 // The first exception a call throws stops the others from starting and is rethrown here once
 // every thread has finished. `threads` = 0: one per hardware thread.

@@ -17,12 +17,12 @@
 #include "sim/common/error.hpp"
 #include "sim/common/parallel.hpp"
 #include "sim/common/units.hpp"
+#include "sim/report/report.hpp"
 #include "sim/scenario/embedded.hpp"
 
 namespace hbmlab {
 namespace {
 
-using Json = nlohmann::ordered_json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // [SECTION] Reading the two file kinds
@@ -214,7 +214,7 @@ ValidationReport read_file(const std::string& path, const std::optional<std::str
 
 // The timing engine on every row (on all cores: a large file takes a minute on one), then the
 // summaries.
-void predict(ValidationReport& report, const ValidationProgress& progress) {
+void predict(ValidationReport& report, const Progress& progress) {
   parallel_for(
       report.rows.size(),
       [&](std::size_t i) {
@@ -268,14 +268,14 @@ ValidationReport read_measurements(const std::vector<std::string>& files, const 
 }
 
 ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
-                                       FileErrors on_error, const ValidationProgress& progress) {
+                                       FileErrors on_error, const Progress& progress) {
   ValidationReport report = read_measurements(files, gpu, on_error);
   predict(report, progress);
   return report;
 }
 
 ValidationReport validate_paths(const std::vector<std::string>& paths, const std::optional<std::string>& gpu,
-                                const ValidationProgress& progress) {
+                                const Progress& progress) {
   if (paths.empty()) fail_input("--measurements: give at least one measurement file or folder");
   // Every file is read once, before any engine work, so a bad named file fails at once; a file
   // named and also found in a named folder is read as named.
@@ -303,7 +303,10 @@ ValidationReport validate_paths(const std::vector<std::string>& paths, const std
       std::vector<std::string> found = json_files_in(path);
       if (found.empty()) fail_input("--measurements: {}: no *.json files in this folder", path);
       found.erase(std::remove_if(found.begin(), found.end(),
-                                 [&](const std::string& f) { return is_named(canonical(f)) || !first_time(canonical(f)); }),
+                                 [&](const std::string& f) {
+                                   const std::filesystem::path file = canonical(f);
+                                   return is_named(file) || !first_time(file);
+                                 }),
                   found.end());
       if (!found.empty()) merge(report, read_measurements(found, gpu, FileErrors::skip));
     } else if (first_time(canonical(path))) {
@@ -361,10 +364,8 @@ nlohmann::ordered_json validation_json(const ValidationReport& r) {
   auto num = [](double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); };
   Json rows = Json::array();
   for (const ValidationRow& row : r.rows) {
-    const AttentionProblem& p = row.problem;
     rows.push_back({{"file", row.file}, {"source", row.source}, {"gpu", row.gpu}, {"algorithm", to_string(row.algo)},
-                    {"problem", {{"batch", p.batch}, {"heads", p.heads}, {"seq_len", p.seq_len}, {"head_dim", p.head_dim},
-                                 {"dtype", to_string(p.dtype)}, {"causal", p.causal}}},
+                    {"problem", problem_json(row.problem)},
                     {"blocks", {{"Br", row.blocks.Br}, {"Bc", row.blocks.Bc}}},
                     {"measured", {{"time_s", num(row.measured_time_s)}, {"dram_read_bytes", num(row.measured_dram_read)},
                                   {"dram_write_bytes", num(row.measured_dram_write)},

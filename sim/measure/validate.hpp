@@ -4,7 +4,6 @@
 // Run: hbmlab validate --measurements assets/measurements/calibration-h100.json [--json]
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/common/progress.hpp"
 #include "sim/engine/timing.hpp"
 
 namespace hbmlab {
@@ -65,18 +65,15 @@ std::vector<std::string> json_files_in(const std::string& dir);
 ValidationReport read_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
                                    FileErrors on_error = FileErrors::fail);
 
-// Called after each row's prediction with the rows done and the rows in all, one call at a time.
-using ValidationProgress = std::function<void(std::size_t done, std::size_t total)>;
-
 // read_measurements, then the timing engine on every row (on all cores) and the summaries.
 ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
-                                       FileErrors on_error = FileErrors::fail, const ValidationProgress& progress = {});
+                                       FileErrors on_error = FileErrors::fail, const Progress& progress = {});
 
 // What `hbmlab validate --measurements` does with its arguments: a file must hold attention
 // records (InputError otherwise, before any engine work); a folder gives its *.json files, and
 // those that hold none are left out with why.
 ValidationReport validate_paths(const std::vector<std::string>& paths, const std::optional<std::string>& gpu,
-                                const ValidationProgress& progress = {});
+                                const Progress& progress = {});
 
 void print_validation(std::ostream& out, const ValidationReport& report);
 nlohmann::ordered_json validation_json(const ValidationReport& report);

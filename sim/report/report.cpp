@@ -173,6 +173,11 @@ void print_comparison(std::ostream& out, std::span<const SimulationResult> resul
                                             : "predicted by the timing engine, L2 off (--no-l2)");
 }
 
+Json problem_json(const AttentionProblem& p) {
+  return {{"batch", p.batch}, {"heads", p.heads}, {"seq_len", p.seq_len}, {"head_dim", p.head_dim},
+          {"dtype", to_string(p.dtype)}, {"causal", p.causal}};
+}
+
 Json simulation_json(const SimulationResult& r) {
   const AttentionProblem& p = r.problem;
   const Counts& c = r.total;
@@ -184,8 +189,7 @@ Json simulation_json(const SimulationResult& r) {
                {"sram_bytes_per_sm", r.sram_bytes_per_sm}, {"sram_bytes_per_block", r.sram_bytes_per_block},
                {"l2_bytes", r.gpu.l2_bytes}, {"hbm_bandwidth_gbps", r.gpu.hbm_bandwidth_gbps},
                {"tensor_tflops", r.gpu.tensor_tflops}, {"non_matmul_tflops", r.gpu.non_matmul_tflops}}},
-      {"problem", {{"batch", p.batch}, {"heads", p.heads}, {"seq_len", p.seq_len}, {"head_dim", p.head_dim},
-                   {"dtype", to_string(p.dtype)}, {"causal", p.causal}}},
+      {"problem", problem_json(p)},
       {"algorithm", to_string(r.algo)},
       {"blocks", {{"Br", r.blocks.blocks.Br}, {"Bc", r.blocks.blocks.Bc}, {"Tr", r.Tr}, {"Tc", r.Tc},
                   {"M_elements", r.blocks.M_elements}, {"origin", r.blocks.origin}, {"note", r.blocks.note}}},

@@ -13,6 +13,9 @@ namespace hbmlab {
 
 using Json = nlohmann::ordered_json;
 
+// A problem as every JSON output writes it: batch, heads, seq_len, head_dim, dtype, causal.
+Json problem_json(const AttentionProblem& problem);
+
 void print_simulation(std::ostream& out, const SimulationResult& result);
 void print_comparison(std::ostream& out, std::span<const SimulationResult> results);
 Json simulation_json(const SimulationResult& result);

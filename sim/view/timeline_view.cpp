@@ -62,7 +62,7 @@ TimelineView timeline_view(const SimulationResult& result, int max_lanes, int bi
   return v;
 }
 
-ValidationReport load_measured(const std::string& dir, const ValidationProgress& progress) {
+ValidationReport load_measured(const std::string& dir, const Progress& progress) {
   const std::vector<std::string> files = json_files_in(dir);
   if (files.empty()) return {};
   return validate_measurements(files, std::nullopt, FileErrors::skip, progress);

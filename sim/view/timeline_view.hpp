@@ -37,6 +37,6 @@ TimelineView timeline_view(const SimulationResult& result, int max_lanes, int bi
 // Every *.json under `dir` that holds attention records, validated (timing engine against
 // measured); the others (the L2 microbenchmarks', a file that is not JSON) are listed in
 // skipped_files with why. `progress` as for validate_measurements.
-ValidationReport load_measured(const std::string& dir, const ValidationProgress& progress = {});
+ValidationReport load_measured(const std::string& dir, const Progress& progress = {});
 
 }  // namespace hbmlab::view
