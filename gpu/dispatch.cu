@@ -1,5 +1,5 @@
-// The dispatcher by name: (algorithm, dtype, d, Br, Bc) → the compiled kernel template, and the
-// list of what is compiled (each algorithm's file holds its own shape table).
+// The registry of kernel families (one line each, with its declaration) and the dispatch by name:
+// (algorithm, dtype, d, Br, Bc) → the row of the family's shape table that launches it.
 #include <stdexcept>
 #include <string>
 
@@ -7,27 +7,43 @@
 
 namespace hbmlab::gpu {
 
-extern const int kStandardShapes[][3];
-extern const int kStandardShapeCount;
-extern const int kFlash1Shapes[][3];
-extern const int kFlash1ShapeCount;
-extern const int kFlash2Shapes[][3];
-extern const int kFlash2ShapeCount;
-bool launch_standard(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info);
-bool launch_flash1(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info);
-bool launch_flash2(const AttentionProblem& p, Blocks b, bool kv_descending, const DeviceTensors& t, cudaStream_t s,
-                   LaunchInfo* info);
+const KernelFamily& standard_kernels();  // gpu/standard.cu
+const KernelFamily& flash1_kernels();    // gpu/flash1.cu
+const KernelFamily& flash2_kernels();    // gpu/flash2.cu
+
+std::span<const KernelFamily* const> kernel_families() {
+  static const KernelFamily* const families[] = {&standard_kernels(), &flash1_kernels(), &flash2_kernels()};
+  return families;
+}
+
+const KernelFamily& family_of(Algo algo) {
+  for (const KernelFamily* f : kernel_families())
+    if (f->algo() == algo) return *f;
+  throw std::invalid_argument(std::string(to_string(algo)) + " has no CUDA kernel in this build");
+}
+
+Tolerance KernelFamily::tolerance(Dtype dtype) const {
+  const double u = dtype == Dtype::fp16 ? 4.9e-4 : 3.9e-3;
+  return {8 * u, 8 * u};
+}
+
+bool KernelFamily::launch(const AttentionProblem& p, Blocks b, bool kv_descending, const DeviceTensors& t,
+                          cudaStream_t stream, LaunchInfo* info) const {
+  for (const CompiledShape& s : shapes()) {
+    if (s.d != p.head_dim || s.Br != b.Br || s.Bc != b.Bc) continue;
+    const LaunchFn fn = p.dtype == Dtype::fp16 ? s.fp16 : p.dtype == Dtype::bf16 ? s.bf16 : nullptr;
+    if (fn == nullptr) return false;
+    fn(p, kv_descending, t, stream, info);
+    return true;
+  }
+  return false;
+}
 
 std::vector<KernelShape> compiled_shapes() {
   std::vector<KernelShape> shapes;
-  auto add = [&](Algo algo, const int (*table)[3], int count) {
+  for (const KernelFamily* f : kernel_families())
     for (Dtype dtype : {Dtype::fp16, Dtype::bf16})
-      for (int k = 0; k < count; ++k)
-        shapes.push_back({algo, dtype, table[k][0], Blocks{table[k][1], table[k][2]}});
-  };
-  add(Algo::standard, kStandardShapes, kStandardShapeCount);
-  add(Algo::flash1, kFlash1Shapes, kFlash1ShapeCount);
-  add(Algo::flash2, kFlash2Shapes, kFlash2ShapeCount);
+      for (const CompiledShape& s : f->shapes()) shapes.push_back({f->algo(), dtype, s.d, Blocks{s.Br, s.Bc}});
   return shapes;
 }
 
@@ -45,27 +61,20 @@ Blocks default_blocks(Algo algo, Dtype dtype, int d) {
 }
 
 std::int64_t scratch_bytes(Algo algo, const AttentionProblem& p) {
-  const std::int64_t rows = p.instances() * p.seq_len;
-  switch (algo) {
-    case Algo::standard: return 2 * rows * p.seq_len * p.elem_bytes();
-    case Algo::flash1: return 2 * rows * 4;
-    case Algo::flash2: return rows * 4;
-  }
-  return 0;
+  std::int64_t bytes = 0;
+  for (const ScratchTensor& s : family_of(algo).scratch(p)) bytes += s.bytes;
+  return bytes;
 }
 
 void launch(Algo algo, const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, bool kv_descending) {
-  if (t.Q == nullptr || t.K == nullptr || t.V == nullptr || t.O == nullptr)
-    throw std::invalid_argument("launch: Q, K, V and O must be device buffers");
-  if (kv_descending && algo != Algo::flash2)
-    throw std::invalid_argument(std::string(to_string(algo)) + " visits K/V blocks in ascending order only (descending: flash2)");
-  bool launched = false;
-  switch (algo) {
-    case Algo::standard: launched = t.S && t.P && launch_standard(p, b, t, s, nullptr); break;
-    case Algo::flash1: launched = t.l && t.m && launch_flash1(p, b, t, s, nullptr); break;
-    case Algo::flash2: launched = launch_flash2(p, b, kv_descending, t, s, nullptr); break;
-  }
-  if (!launched)
+  for (Tensor needed : {Tensor::Q, Tensor::K, Tensor::V, Tensor::O})
+    if (t.at(needed) == nullptr) throw std::invalid_argument("launch: Q, K, V and O must be device buffers");
+  if (kv_descending && !algo->has_kv_order())
+    throw std::invalid_argument(std::string(to_string(algo)) + " visits K/V blocks in ascending order only");
+  const KernelFamily& family = family_of(algo);
+  bool tensors = true;
+  for (const ScratchTensor& st : family.scratch(p)) tensors = tensors && t.at(st.tensor) != nullptr;
+  if (!tensors || !family.launch(p, b, kv_descending, t, s))
     throw std::invalid_argument(std::string(to_string(algo)) + " has no compiled kernel for " +
                                 std::string(to_string(p.dtype)) + ", d = " + std::to_string(p.head_dim) +
                                 ", Br x Bc = " + std::to_string(b.Br) + "x" + std::to_string(b.Bc) +
@@ -74,23 +83,11 @@ void launch(Algo algo, const AttentionProblem& p, Blocks b, const DeviceTensors&
 
 LaunchInfo launch_info(Algo algo, const AttentionProblem& p, Blocks b, bool kv_descending) {
   LaunchInfo info;
-  bool found = false;
-  switch (algo) {
-    case Algo::standard: found = launch_standard(p, b, DeviceTensors{}, nullptr, &info); break;
-    case Algo::flash1: found = launch_flash1(p, b, DeviceTensors{}, nullptr, &info); break;
-    case Algo::flash2: found = launch_flash2(p, b, kv_descending, DeviceTensors{}, nullptr, &info); break;
-  }
-  if (!found) throw std::invalid_argument(std::string(to_string(algo)) + ": no compiled kernel for this shape");
+  if (!family_of(algo).launch(p, b, kv_descending, DeviceTensors{}, nullptr, &info))
+    throw std::invalid_argument(std::string(to_string(algo)) + ": no compiled kernel for this shape");
   return info;
 }
 
-const char* kernel_name_pattern(Algo algo) {
-  switch (algo) {
-    case Algo::standard: return "qk_kernel|softmax_kernel|pv_kernel";
-    case Algo::flash1: return "flash1_kernel";
-    case Algo::flash2: return "flash2_kernel";
-  }
-  return "";
-}
+const char* kernel_name_pattern(Algo algo) { return family_of(algo).profiler_names(); }
 
 }  // namespace hbmlab::gpu

@@ -123,7 +123,7 @@ flash1_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
 }
 
 template <typename T, int kD, int kBr, int kBc>
-void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
+void launch_shape(const AttentionProblem& p, bool, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
   constexpr int kSmem = (kBc * (kD + 1) + kBc * kD + 2 * kBr * kD + kBr * kBc + 4 * kBr) * 4;
   auto kernel = flash1_kernel<T, kD, kBr, kBc>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
@@ -140,34 +140,43 @@ void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_
   const int N = static_cast<int>(p.seq_len);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)));
   kernel<<<static_cast<unsigned>(p.instances()), kFlash1Threads, kSmem, stream>>>(
-      static_cast<const T*>(t.Q), static_cast<const T*>(t.K), static_cast<const T*>(t.V), static_cast<T*>(t.O),
-      t.l, t.m, N, scale, p.causal);
+      t.at<const T>(Tensor::Q), t.at<const T>(Tensor::K), t.at<const T>(Tensor::V), t.at<T>(Tensor::O),
+      t.at<float>(Tensor::l), t.at<float>(Tensor::m), N, scale, p.causal);
   CUDA_CHECK_LAUNCH();
 }
 
-template <typename T>
-bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
-  const auto d = p.head_dim;
-#define HBMLAB_FLASH1_SHAPE(D, BR, BC) \
-  if (d == D && b.Br == BR && b.Bc == BC) { launch_shape<T, D, BR, BC>(p, t, s, info); return true; }
-  HBMLAB_FLASH1_SHAPE(64, 64, 64)
-  HBMLAB_FLASH1_SHAPE(128, 64, 64)
-  HBMLAB_FLASH1_SHAPE(64, 32, 32)
-  HBMLAB_FLASH1_SHAPE(128, 32, 32)
-  HBMLAB_FLASH1_SHAPE(64, 64, 128)
-#undef HBMLAB_FLASH1_SHAPE
-  return false;
+// A row of the shape table: launch_shape in fp16 and bf16.
+template <int D, int BR, int BC>
+constexpr CompiledShape shape() {
+  return {D, BR, BC, &launch_shape<__half, D, BR, BC>, &launch_shape<__nv_bfloat16, D, BR, BC>};
 }
+
+constexpr CompiledShape kShapes[] = {shape<64, 64, 64>(), shape<128, 64, 64>(), shape<64, 32, 32>(),
+                                     shape<128, 32, 32>(), shape<64, 64, 128>()};
+
+class Flash1Kernels final : public KernelFamily {
+public:
+  Algo algo() const override { return algo_named("flash1"); }
+  std::span<const CompiledShape> shapes() const override { return kShapes; }
+  std::vector<ScratchTensor> scratch(const AttentionProblem& p) const override {
+    const std::int64_t bytes = p.instances() * p.seq_len * kStatBytes;
+    return {{Tensor::l, bytes}, {Tensor::m, bytes}};
+  }
+  // O lives in HBM in the dtype and is rounded again on each of the Tc outer steps, so its error
+  // grows like √Tc roundoffs: twice the default budget.
+  Tolerance tolerance(Dtype dtype) const override {
+    const Tolerance t = KernelFamily::tolerance(dtype);
+    return {2 * t.atol, 2 * t.rtol};
+  }
+  const char* profiler_names() const override { return "flash1_kernel"; }
+  std::int64_t default_max_n() const override { return 8192; }
+};
 
 }  // namespace
 
-extern const int kFlash1Shapes[][3] = {{64, 64, 64}, {128, 64, 64}, {64, 32, 32}, {128, 32, 32}, {64, 64, 128}};
-extern const int kFlash1ShapeCount = sizeof(kFlash1Shapes) / sizeof(kFlash1Shapes[0]);
-
-bool launch_flash1(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
-  if (p.dtype == Dtype::fp16) return launch_dtype<__half>(p, b, t, s, info);
-  if (p.dtype == Dtype::bf16) return launch_dtype<__nv_bfloat16>(p, b, t, s, info);
-  return false;
+const KernelFamily& flash1_kernels() {
+  static const Flash1Kernels family;
+  return family;
 }
 
 }  // namespace hbmlab::gpu

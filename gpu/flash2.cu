@@ -1,7 +1,7 @@
 // flash2: FlashAttention-2 forward (Q outer loop), the fast kernel.
 // Run: hbmlab measure --algo flash2 --seq-len 4096 --head-dim 128 [--causal both] [--blocks 128x64]
 //
-// Versions, in increasing sophistication (the dispatcher is launch_flash2 at the bottom):
+// Versions, in increasing sophistication (the shape table and the family are at the bottom):
 //   v1 flash2_kernel: one CTA per (Q_i, batch·head); Br/16 warps, each owning 16 rows of Q_i.
 //      Q_i goes to registers once (ldmatrix); K_j, V_j stream through a two-stage cp.async ring
 //      in XOR-swizzled shared memory; S_ij = Q_i K_jᵀ and O_i += P̃_ij V_j on tensor cores
@@ -344,9 +344,9 @@ void launch_shape(const AttentionProblem& p, bool kv_descending, const DeviceTen
     return;
   }
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)) * 1.4426950408889634);
-  kernel<<<grid, kThreads, kSmem, stream>>>(static_cast<const T*>(t.Q), static_cast<const T*>(t.K),
-                                            static_cast<const T*>(t.V), static_cast<T*>(t.O), t.L, N, scale_log2,
-                                            kv_descending, t.trace);
+  kernel<<<grid, kThreads, kSmem, stream>>>(t.at<const T>(Tensor::Q), t.at<const T>(Tensor::K),
+                                            t.at<const T>(Tensor::V), t.at<T>(Tensor::O), t.at<float>(Tensor::lse), N,
+                                            scale_log2, kv_descending, t.trace);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -356,34 +356,34 @@ void launch_causal(const AttentionProblem& p, bool desc, const DeviceTensors& t,
   else launch_shape<T, kD, kBr, kBc, false>(p, desc, t, s, info);
 }
 
-template <typename T>
-bool launch_dtype(const AttentionProblem& p, Blocks b, bool desc, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
-  const auto d = p.head_dim;
-#define HBMLAB_FLASH2_SHAPE(D, BR, BC) \
-  if (d == D && b.Br == BR && b.Bc == BC) { launch_causal<T, D, BR, BC>(p, desc, t, s, info); return true; }
-  HBMLAB_FLASH2_SHAPE(64, 128, 64)
-  HBMLAB_FLASH2_SHAPE(128, 128, 64)
-  HBMLAB_FLASH2_SHAPE(64, 64, 64)
-  HBMLAB_FLASH2_SHAPE(128, 64, 64)
-  HBMLAB_FLASH2_SHAPE(64, 128, 128)
-  HBMLAB_FLASH2_SHAPE(128, 128, 32)
-#undef HBMLAB_FLASH2_SHAPE
-  return false;
+// A row of the shape table: the kernel in fp16 and bf16, causal or not chosen at launch.
+template <int D, int BR, int BC>
+constexpr CompiledShape shape() {
+  return {D, BR, BC, &launch_causal<__half, D, BR, BC>, &launch_causal<__nv_bfloat16, D, BR, BC>};
 }
+
+// The first per d is the default: 128 × 128 for d = 64 and 128 × 64 for d = 128 (FlashAttention-2's
+// own choices) were the fastest on the H100, or within 2 % of 64 × 64 (d = 128, causal, N ≤ 4096),
+// in assets/measurements/h100-speed-hbmlab.json.
+constexpr CompiledShape kShapes[] = {shape<64, 128, 128>(), shape<128, 128, 64>(), shape<64, 128, 64>(),
+                                     shape<128, 64, 64>(),  shape<64, 64, 64>(),   shape<128, 128, 32>()};
+
+class Flash2Kernels final : public KernelFamily {
+public:
+  Algo algo() const override { return algo_named("flash2"); }
+  std::span<const CompiledShape> shapes() const override { return kShapes; }
+  std::vector<ScratchTensor> scratch(const AttentionProblem& p) const override {
+    return {{Tensor::lse, p.instances() * p.seq_len * kStatBytes}};
+  }
+  const char* profiler_names() const override { return "flash2_kernel"; }
+  std::int64_t default_max_n() const override { return 65536; }
+};
 
 }  // namespace
 
-// The compiled (d, Br, Bc) shapes, fp16 and bf16 each; the first per d is the default: 128 × 128 for
-// d = 64 and 128 × 64 for d = 128 (FlashAttention-2's own choices) were the fastest on the H100, or
-// within 2 % of 64 × 64 (d = 128, causal, N ≤ 4096), in assets/measurements/h100-speed-hbmlab.json.
-extern const int kFlash2Shapes[][3] = {{64, 128, 128}, {128, 128, 64}, {64, 128, 64}, {128, 64, 64}, {64, 64, 64}, {128, 128, 32}};
-extern const int kFlash2ShapeCount = sizeof(kFlash2Shapes) / sizeof(kFlash2Shapes[0]);
-
-bool launch_flash2(const AttentionProblem& p, Blocks b, bool kv_descending, const DeviceTensors& t, cudaStream_t s,
-                   LaunchInfo* info) {
-  if (p.dtype == Dtype::fp16) return launch_dtype<__half>(p, b, kv_descending, t, s, info);
-  if (p.dtype == Dtype::bf16) return launch_dtype<__nv_bfloat16>(p, b, kv_descending, t, s, info);
-  return false;
+const KernelFamily& flash2_kernels() {
+  static const Flash2Kernels family;
+  return family;
 }
 
 }  // namespace hbmlab::gpu

@@ -56,7 +56,7 @@ Options (lists are comma-separated):
 )";
 
 struct Options {
-  std::vector<Algo> algos{Algo::standard, Algo::flash1, Algo::flash2};
+  std::vector<Algo> algos{algorithms().begin(), algorithms().end()};
   std::vector<std::int64_t> seq_lens{512, 1024, 2048, 4096, 8192, 16384};
   std::vector<int> head_dims{64, 128};
   std::vector<Dtype> dtypes{Dtype::fp16};
@@ -64,7 +64,12 @@ struct Options {
   std::string blocks = "default";
   std::vector<bool> kv_descending{false};
   std::int64_t tokens = 262144, heads = 16;
-  std::map<Algo, std::int64_t> max_n{{Algo::standard, 16384}, {Algo::flash1, 8192}, {Algo::flash2, 65536}};
+  std::map<std::string, std::int64_t, std::less<>> max_n;  // --max-n-NAME given; else the family's default
+
+  std::int64_t max_n_of(Algo algo) const {
+    const auto it = max_n.find(to_string(algo));
+    return it != max_n.end() ? it->second : family_of(algo).default_max_n();
+  }
   double max_scratch_gb = 24;
   int reps = 50, warmup = 5;
   bool warm_l2 = false, stress = false, check_only = false, profile_pass = false, list = false, debug = false;
@@ -117,7 +122,7 @@ Options parse(const std::vector<std::string>& args) {
       o.algos.clear();
       for (const auto& s : split(value())) {
         auto algo = parse_algo(s);
-        if (!algo) throw BadOption("--algo: unknown algorithm '" + s + "' (standard, flash1, flash2)");
+        if (!algo) throw BadOption("--algo: unknown algorithm '" + s + "' (" + algo_names() + ")");
         o.algos.push_back(*algo);
       }
     } else if (a == "--seq-len") {
@@ -143,12 +148,8 @@ Options parse(const std::vector<std::string>& args) {
       o.tokens = to_int(a, value());
     } else if (a == "--heads") {
       o.heads = to_int(a, value());
-    } else if (a == "--max-n-standard") {
-      o.max_n[Algo::standard] = to_int(a, value());
-    } else if (a == "--max-n-flash1") {
-      o.max_n[Algo::flash1] = to_int(a, value());
-    } else if (a == "--max-n-flash2") {
-      o.max_n[Algo::flash2] = to_int(a, value());
+    } else if (a.starts_with("--max-n-") && parse_algo(a.substr(8))) {
+      o.max_n[a.substr(8)] = to_int(a, value());
     } else if (a == "--max-scratch-gb") {
       o.max_scratch_gb = static_cast<double>(to_int(a, value()));
     } else if (a == "--reps") {
@@ -206,12 +207,12 @@ std::vector<Blocks> blocks_for(const Options& o, Algo algo, Dtype dtype, int d) 
   return out;
 }
 
-// B and H for one run: B·H·N = --tokens, H at most --heads; standard also keeps S and P under
-// --max-scratch-gb.
+// B and H for one run: B·H·N = --tokens, H at most --heads, and the scratch tensors (standard's S
+// and P) under --max-scratch-gb.
 AttentionProblem problem_for(const Options& o, Algo algo, Dtype dtype, int d, std::int64_t N, bool causal) {
   std::int64_t bh = std::max<std::int64_t>(1, o.tokens / N);
-  if (algo == Algo::standard) {
-    const double per_instance = 2.0 * static_cast<double>(N) * N * 2;
+  const double per_instance = static_cast<double>(scratch_bytes(algo, AttentionProblem(1, 1, N, d, dtype, causal)));
+  if (per_instance > 0) {
     const auto cap = static_cast<std::int64_t>(o.max_scratch_gb * 1e9 / per_instance);
     bh = std::max<std::int64_t>(1, std::min(bh, cap));
   }
@@ -228,11 +229,11 @@ AttentionProblem problem_for(const Options& o, Algo algo, Dtype dtype, int d, st
 std::vector<Config> plan(const Options& o) {
   std::vector<Config> configs;
   for (Algo algo : o.algos) {
-    const std::vector<bool> orders = algo == Algo::flash2 ? o.kv_descending : std::vector<bool>{false};
+    const std::vector<bool> orders = algo->has_kv_order() ? o.kv_descending : std::vector<bool>{false};
     for (Dtype dtype : o.dtypes)
       for (int d : o.head_dims)
         for (std::int64_t N : o.seq_lens) {
-          if (N > o.max_n.at(algo)) continue;
+          if (N > o.max_n_of(algo)) continue;
           for (bool causal : o.causal) {
             const AttentionProblem p = problem_for(o, algo, dtype, d, N, causal);
             for (Blocks b : blocks_for(o, algo, dtype, d))
@@ -284,7 +285,8 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
         out << "\n";
       };
       const DeviceTensors t = buf.tensors();
-      dump("Q", t.Q); dump("K", t.K); dump("S", t.S); dump("P", t.P); dump("O", t.O);
+      for (Tensor tensor : {Tensor::Q, Tensor::K, Tensor::S, Tensor::P, Tensor::O})
+        dump(std::string(tensor_key(tensor)).c_str(), t.at(tensor));
     }
     return 0;
   }
@@ -348,7 +350,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     }
     bool pass = true;
     for (const auto& [kind, r] : checks) {
-      const bool intended = c.algo == Algo::standard && kind == InputKind::large_logits;
+      const bool intended = !family_of(c.algo).intended_difference(kind).empty();
       if (!r.pass && !intended) pass = false;
     }
     all_pass = all_pass && pass;
@@ -367,7 +369,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
       rec["launch"] = {{"threads_per_cta", li.threads_per_cta}, {"registers_per_thread", li.registers_per_thread},
                        {"smem_bytes_per_cta", li.smem_bytes_per_cta}, {"ctas", li.ctas},
                        {"ctas_per_sm", li.ctas_per_sm}, {"kv_descending", li.kv_descending}};
-      if (c.algo == Algo::standard) rec["launch"]["note"] = "the S = QK^T kernel of the three";
+      if (const char* note = family_of(c.algo).launch_note()) rec["launch"]["note"] = note;
     }
     if (!o.check_only && pass) {
       // Fewer repetitions for slow launches (flash1 at large N): about 2 s of timed work at most.

@@ -63,33 +63,14 @@ DeviceInfo device_info() {
 AttentionBuffers::AttentionBuffers(const AttentionProblem& p, Algo algo) : algo_(algo) {
   elems_ = p.instances() * p.seq_len * p.head_dim;
   const std::size_t bytes = static_cast<std::size_t>(elems_ * p.elem_bytes());
-  const std::size_t rows = static_cast<std::size_t>(p.instances() * p.seq_len);
-  Q_ = DeviceBuffer(bytes);
-  K_ = DeviceBuffer(bytes);
-  V_ = DeviceBuffer(bytes);
-  O_ = DeviceBuffer(bytes);
-  if (algo == Algo::flash2) L_ = DeviceBuffer(rows * 4);
-  if (algo == Algo::standard) {
-    S_ = DeviceBuffer(rows * static_cast<std::size_t>(p.seq_len * p.elem_bytes()));
-    P_ = DeviceBuffer(rows * static_cast<std::size_t>(p.seq_len * p.elem_bytes()));
-  }
-  if (algo == Algo::flash1) {
-    l_ = DeviceBuffer(rows * 4);
-    m_ = DeviceBuffer(rows * 4);
-  }
+  for (Tensor t : {Tensor::Q, Tensor::K, Tensor::V, Tensor::O}) buffers_[static_cast<int>(t)] = DeviceBuffer(bytes);
+  for (const ScratchTensor& s : family_of(algo).scratch(p))
+    buffers_[static_cast<int>(s.tensor)] = DeviceBuffer(static_cast<std::size_t>(s.bytes));
 }
 
 DeviceTensors AttentionBuffers::tensors() const {
   DeviceTensors t;
-  t.Q = Q_.get();
-  t.K = K_.get();
-  t.V = V_.get();
-  t.O = O_.get();
-  t.L = L_.get<float>();
-  t.S = S_.get();
-  t.P = P_.get();
-  t.l = l_.get<float>();
-  t.m = m_.get<float>();
+  for (Tensor tensor : kAllTensors) t.set(tensor, buffers_[static_cast<int>(tensor)].get());
   return t;
 }
 
@@ -170,18 +151,6 @@ double attention_flops(const AttentionProblem& p) {
 
 // [SECTION] check against the fp64 reference
 
-Tolerance tolerance(Algo algo, Dtype dtype) {
-  // fp16 keeps 11 significant bits (unit roundoff 4.9e-4), bf16 8 (3.9e-3). The output is a convex
-  // combination of V rows (|O| ≲ 1.7 for these inputs); the kernels round P̃ (flash2, standard: also
-  // S and P) to the dtype before the P·V product and round O once at the end: a few unit roundoffs.
-  // flash1 keeps O in HBM in the dtype and rounds it again on each of its Tc outer steps, so its
-  // error grows like √Tc roundoffs: twice the budget.
-  const double u = dtype == Dtype::fp16 ? 4.9e-4 : 3.9e-3;
-  Tolerance t{8 * u, 8 * u};
-  if (algo == Algo::flash1) t = {16 * u, 16 * u};
-  return t;
-}
-
 CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, bool kv_descending, InputKind kind, std::uint64_t seed,
                          AttentionBuffers& buffers, std::int64_t full_rows_max_n) {
   const Algo algo = buffers.algo();
@@ -189,9 +158,9 @@ CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, bool kv_desce
   const std::int64_t N = p.seq_len, d = p.head_dim, BH = p.instances();
   const std::int64_t per = N * d;
   // Every instance random, then the checked ones overwritten with make_inputs' draws.
-  fill_random(const_cast<void*>(t.Q), buffers.elems(), p.dtype, seed * 3 + 1);
-  fill_random(const_cast<void*>(t.K), buffers.elems(), p.dtype, seed * 3 + 2);
-  fill_random(const_cast<void*>(t.V), buffers.elems(), p.dtype, seed * 3 + 3);
+  fill_random(t.at(Tensor::Q), buffers.elems(), p.dtype, seed * 3 + 1);
+  fill_random(t.at(Tensor::K), buffers.elems(), p.dtype, seed * 3 + 2);
+  fill_random(t.at(Tensor::V), buffers.elems(), p.dtype, seed * 3 + 3);
   std::vector<std::int64_t> checked = {0};
   if (BH > 1) checked.push_back(BH - 1);
   std::vector<Inputs> inputs;
@@ -207,14 +176,14 @@ CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, bool kv_desce
       in.V.data[e] = from_bits(v[e], p.dtype);
     }
     const std::size_t off = static_cast<std::size_t>(bh * per * 2);
-    CUDA_CHECK(cudaMemcpy(static_cast<char*>(const_cast<void*>(t.Q)) + off, q.data(), per * 2, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(static_cast<char*>(const_cast<void*>(t.K)) + off, k.data(), per * 2, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(static_cast<char*>(const_cast<void*>(t.V)) + off, v.data(), per * 2, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(t.at<char>(Tensor::Q) + off, q.data(), per * 2, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(t.at<char>(Tensor::K) + off, k.data(), per * 2, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(t.at<char>(Tensor::V) + off, v.data(), per * 2, cudaMemcpyHostToDevice));
     in.scale = 1.0 / std::sqrt(static_cast<double>(d));
     inputs.push_back(std::move(in));
   }
   // Poison O with all-ones bits (NaN in fp16 and bf16): an unwritten element stays NaN.
-  CUDA_CHECK(cudaMemset(t.O, 0xFF, static_cast<std::size_t>(buffers.elems() * 2)));
+  CUDA_CHECK(cudaMemset(t.at(Tensor::O), 0xFF, static_cast<std::size_t>(buffers.elems() * 2)));
   launch(algo, p, blocks, t, nullptr, kv_descending);
   CUDA_CHECK(cudaDeviceSynchronize());
 
@@ -223,7 +192,7 @@ CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, bool kv_desce
   std::vector<std::uint16_t> o(static_cast<std::size_t>(per));
   for (std::size_t c = 0; c < checked.size(); ++c) {
     const std::int64_t bh = checked[c];
-    CUDA_CHECK(cudaMemcpy(o.data(), static_cast<const char*>(t.O) + bh * per * 2, per * 2, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(o.data(), t.at<const char>(Tensor::O) + bh * per * 2, per * 2, cudaMemcpyDeviceToHost));
     for (std::uint16_t bits : o)
       if (!std::isfinite(from_bits(bits, p.dtype))) r.all_written = false;
     std::vector<std::int64_t> rows;
@@ -249,8 +218,7 @@ CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, bool kv_desce
   }
   r.pass = r.all_written && r.worst_ratio <= 1.0;
   if (!r.all_written) r.note = "output has NaN/inf (unwritten or overflowed elements)";
-  if (algo == Algo::standard && kind == InputKind::large_logits)
-    r.note = "standard rounds S to the dtype before the softmax: at logits ~1e4 that is an intended difference";
+  if (const std::string intended = family_of(algo).intended_difference(kind); !intended.empty()) r.note = intended;
   return r;
 }
 

@@ -2,6 +2,7 @@
 // check against sim/numerics' fp64 reference (with written tolerances), and CUDA-event timing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -22,7 +23,7 @@ DeviceInfo device_info();
 // Number of CUDA devices; 0 (not an error) when there is no GPU or no driver.
 int device_count();
 
-// Q, K, V, O and whatever scratch the algorithm needs, for one problem.
+// Q, K, V, O and whatever scratch the algorithm's kernel family needs, for one problem.
 class AttentionBuffers {
  public:
   AttentionBuffers(const AttentionProblem& problem, Algo algo);
@@ -33,14 +34,12 @@ class AttentionBuffers {
  private:
   Algo algo_;
   std::int64_t elems_ = 0;
-  DeviceBuffer Q_, K_, V_, O_, L_, S_, P_, l_, m_;
+  std::array<DeviceBuffer, kTensorCount> buffers_;  // by Tensor
 };
 
-// |O − O_ref| ≤ atol + rtol·|O_ref| elementwise; see tolerance() for the figures and why.
-struct Tolerance {
-  double atol = 0, rtol = 0;
-};
-Tolerance tolerance(Algo algo, Dtype dtype);
+// |O − O_ref| ≤ atol + rtol·|O_ref| elementwise: the kernel family's figures and why
+// (KernelFamily::tolerance).
+inline Tolerance tolerance(Algo algo, Dtype dtype) { return family_of(algo).tolerance(dtype); }
 
 struct CheckResult {
   double max_abs_error = 0;   // max |O − O_ref| over the rows checked

@@ -263,7 +263,7 @@ pv_kernel(const T* __restrict__ hbm_P, const T* __restrict__ hbm_V, T* __restric
 }
 
 template <typename T, int kD, int kBr, int kBc>
-void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
+void launch_shape(const AttentionProblem& p, bool, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
   const int N = static_cast<int>(p.seq_len);
   const unsigned bh = static_cast<unsigned>(p.instances());
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)));
@@ -282,44 +282,52 @@ void launch_shape(const AttentionProblem& p, const DeviceTensors& t, cudaStream_
     return;
   }
   qk<<<dim3((N + kBc - 1) / kBc, (N + kBr - 1) / kBr, bh), kWarps * 32, kSmemQK, stream>>>(
-      static_cast<const T*>(t.Q), static_cast<const T*>(t.K), static_cast<T*>(t.S), N, scale);
+      t.at<const T>(Tensor::Q), t.at<const T>(Tensor::K), t.at<T>(Tensor::S), N, scale);
   CUDA_CHECK_LAUNCH();
   const int smem_row = N * 4;
   CUDA_CHECK(cudaFuncSetAttribute(softmax_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_row));
   softmax_kernel<T><<<static_cast<unsigned>(bh * static_cast<unsigned>(N)), softmax_threads(N), smem_row, stream>>>(
-      static_cast<const T*>(t.S), static_cast<T*>(t.P), N, p.causal);
+      t.at<const T>(Tensor::S), t.at<T>(Tensor::P), N, p.causal);
   CUDA_CHECK_LAUNCH();
   constexpr int kSmemPV = PvTiles<T, kD, kBr, kBc>::kSmem;
   auto pv = pv_kernel<T, kD, kBr, kBc>;
   CUDA_CHECK(cudaFuncSetAttribute(pv, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemPV));
-  pv<<<dim3((N + kBr - 1) / kBr, bh), kWarps * 32, kSmemPV, stream>>>(static_cast<const T*>(t.P),
-                                                                      static_cast<const T*>(t.V),
-                                                                      static_cast<T*>(t.O), N);
+  pv<<<dim3((N + kBr - 1) / kBr, bh), kWarps * 32, kSmemPV, stream>>>(t.at<const T>(Tensor::P),
+                                                                      t.at<const T>(Tensor::V), t.at<T>(Tensor::O), N);
   CUDA_CHECK_LAUNCH();
 }
 
-template <typename T>
-bool launch_dtype(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
-  const auto d = p.head_dim;
-#define HBMLAB_STANDARD_SHAPE(D, BR, BC) \
-  if (d == D && b.Br == BR && b.Bc == BC) { launch_shape<T, D, BR, BC>(p, t, s, info); return true; }
-  HBMLAB_STANDARD_SHAPE(64, 64, 64)
-  HBMLAB_STANDARD_SHAPE(128, 64, 64)
-  HBMLAB_STANDARD_SHAPE(64, 128, 128)
-  HBMLAB_STANDARD_SHAPE(128, 128, 64)
-#undef HBMLAB_STANDARD_SHAPE
-  return false;
+// A row of the shape table: launch_shape in fp16 and bf16.
+template <int D, int BR, int BC>
+constexpr CompiledShape shape() {
+  return {D, BR, BC, &launch_shape<__half, D, BR, BC>, &launch_shape<__nv_bfloat16, D, BR, BC>};
 }
+
+constexpr CompiledShape kShapes[] = {shape<64, 64, 64>(), shape<128, 64, 64>(), shape<64, 128, 128>(),
+                                     shape<128, 128, 64>()};
+
+class StandardKernels final : public KernelFamily {
+public:
+  Algo algo() const override { return algo_named("standard"); }
+  std::span<const CompiledShape> shapes() const override { return kShapes; }
+  std::vector<ScratchTensor> scratch(const AttentionProblem& p) const override {
+    const std::int64_t bytes = p.instances() * p.seq_len * p.seq_len * p.elem_bytes();
+    return {{Tensor::S, bytes}, {Tensor::P, bytes}};
+  }
+  std::string intended_difference(InputKind kind) const override {
+    if (kind != InputKind::large_logits) return {};
+    return "standard rounds S to the dtype before the softmax: at logits ~1e4 that is an intended difference";
+  }
+  const char* profiler_names() const override { return "qk_kernel|softmax_kernel|pv_kernel"; }
+  std::int64_t default_max_n() const override { return 16384; }
+  const char* launch_note() const override { return "the S = QK^T kernel of the three"; }
+};
 
 }  // namespace
 
-extern const int kStandardShapes[][3] = {{64, 64, 64}, {128, 64, 64}, {64, 128, 128}, {128, 128, 64}};
-extern const int kStandardShapeCount = sizeof(kStandardShapes) / sizeof(kStandardShapes[0]);
-
-bool launch_standard(const AttentionProblem& p, Blocks b, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
-  if (p.dtype == Dtype::fp16) return launch_dtype<__half>(p, b, t, s, info);
-  if (p.dtype == Dtype::bf16) return launch_dtype<__nv_bfloat16>(p, b, t, s, info);
-  return false;
+const KernelFamily& standard_kernels() {
+  static const StandardKernels family;
+  return family;
 }
 
 }  // namespace hbmlab::gpu

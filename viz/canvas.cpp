@@ -143,8 +143,8 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   std::vector<HbmLayout> layout;
   float x = hbm_a.x + pad;
   view::MatrixView mv;
-  const bool standard = r.algo() == Algo::standard;
-  if (standard) mv = r.matrix(pos, 48);
+  const bool scores_in_hbm = r.algo()->window().scores_in_hbm;
+  if (scores_in_hbm) mv = r.matrix(pos, 48);
   for (const view::HbmTensor& t : tensors) {
     const float w = unit * (is_stat(t.tensor) ? 0.45f : (t.cols == t.rows ? 2.2f : 1.0f));
     HbmLayout h{t, ImVec2(x, col_top), ImVec2(x + w, col_bottom)};
@@ -152,7 +152,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
     layout.push_back(h);
     const ImU32 col = tensor_colour(t.tensor);
     dl->AddRectFilled(h.a, h.b, tensor_colour(t.tensor, 0.28f), 3.0f);
-    if (standard && (t.tensor == Tensor::S || t.tensor == Tensor::P)) {  // S and P fill HBM, block by block
+    if (scores_in_hbm && (t.tensor == Tensor::S || t.tensor == Tensor::P)) {  // S and P fill HBM, block by block
       const float cw = (h.b.x - h.a.x) / float(mv.cols), ch = (h.b.y - h.a.y) / float(mv.rows);
       for (std::int64_t rr = 0; rr < mv.rows; ++rr)
         for (std::int64_t cc = 0; cc < mv.cols; ++cc) {
@@ -238,8 +238,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const std::string fill_text = fmt::format("{} of {} in use ({:.0f}%), working set {}", format_bytes(double(sram.bytes())),
                                             format_bytes(double(sram_cap)), fill * 100,
                                             format_bytes(double(r.working_set_bytes())));
-  const char* regs = r.algo() == Algo::standard ? "S_ij, P_ij and O_i are staged in SRAM; S and P go back to HBM."
-                                                : "S_ij and P̃_ij stay in registers: never written to HBM.";
+  const std::string regs(r.algo()->window().sram_note);
   dl->AddText(nullptr, 0, ImVec2(box_a.x, box_b.y + pad * 0.4f), kDim, (compact ? fill_text : fill_text + ". " + regs).c_str(),
               nullptr, box_b.x - box_a.x);
   // All SMs as small squares: the one shown is outlined; the rest run other heads alike.
@@ -345,14 +344,12 @@ void DrawMatrixGrid(const view::MatrixView& m, Algo algo, Tensor fill_tensor, in
         const ImVec2 p(g0.x + cw * float(col), g0.y + ch * float(r));
         dl->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(p.x + cw, p.y + ch), kCurrent, 0, 0, 3.0f);
       }
-  // Loop order: flash1 walks down a column (K/V outer), flash2 along a row (Q outer).
+  // Loop order, as the room says it (flash1 walks down a column, flash2 along a row).
   const ImVec2 g1(g0.x + cw * float(m.cols), g0.y + ch * float(m.rows));
-  const char* order = algo == Algo::flash1   ? "visit order: down each column (K_j, V_j outer; Q_i inner)"
-                      : algo == Algo::flash2 ? "visit order: along each row (Q_i outer; K_j, V_j inner)"
-                                             : nullptr;
-  if (order && which == 0) {
+  const std::string_view order = algo->window().visit_order;
+  if (!order.empty() && which == 0) {
     if (g1.x + fs * 12 < b.x) {
-      dl->AddText(nullptr, 0, ImVec2(g1.x + fs, g0.y), kDim, order, nullptr, b.x - g1.x - fs);
+      dl->AddText(nullptr, 0, ImVec2(g1.x + fs, g0.y), kDim, order.data(), order.data() + order.size(), b.x - g1.x - fs);
     }
   }
   if (c.hovered && ImGui::IsMouseHoveringRect(g0, g1)) {
@@ -401,7 +398,7 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
   // Cell aspect: a cell spans (Tc/cols)·Bc columns of S and (Tr/rows)·Br rows.
   const float aspect = float(double(m.Tc) / double(m.cols) * double(r.blocks().Bc)) /
                        float(double(m.Tr) / double(m.rows) * double(r.blocks().Br));
-  if (r.algo() == Algo::standard) {
+  if (r.algo()->window().scores_in_hbm) {
     const float mid = (a.x + b.x) / 2;
     const std::int64_t N = res.problem.seq_len;
     DrawMatrixGrid(m, r.algo(), Tensor::S, 1, c, ga, ImVec2(mid - fs, b.y - fs * 1.4f), "S in HBM (line 1 writes it)", aspect);
@@ -753,7 +750,7 @@ void ShowMeasuredPanel(AppState& app) {
   Text(dl, ImVec2(c.p0.x, a.y), kDim, "pred.");
   Text(dl, ImVec2(c.p0.x, a.y + fs * 1.1f), kDim, "↑");
   float ly = a.y + fs * 0.3f;  // legend inside the plot's upper left, where points are rare
-  for (Algo al : kAllAlgos) {
+  for (Algo al : algorithms()) {
     dl->AddCircleFilled(ImVec2(a.x + fs * 0.8f, ly + fs * 0.55f), fs * 0.25f, algo_colour(al));
     Text(dl, ImVec2(a.x + fs * 1.3f, ly), kDim, std::string(to_string(al)));
     ly += fs * 1.2f;

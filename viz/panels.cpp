@@ -33,6 +33,15 @@ ImVec4 tensor_colour_v(Tensor t) {
       {0.15f, 0.78f, 0.85f},  // ℓ
       {0.80f, 0.62f, 0.45f},  // m
       {0.60f, 0.68f, 0.78f},  // L
+      {0.98f, 0.75f, 0.35f},  // dO
+      {0.45f, 0.65f, 1.00f},  // dQ
+      {0.45f, 0.85f, 0.50f},  // dK
+      {0.80f, 0.60f, 0.95f},  // dV
+      {0.98f, 0.50f, 0.75f},  // dP
+      {0.95f, 0.45f, 0.40f},  // dS
+      {0.40f, 0.85f, 0.75f},  // D
+      {0.96f, 0.70f, 0.40f},  // O_part
+      {0.70f, 0.76f, 0.85f},  // L_part
   };
   const float* v = c[static_cast<int>(t)];
   return {v[0], v[1], v[2], 1.0f};
@@ -45,12 +54,8 @@ ImU32 tensor_colour(Tensor t, float alpha) {
 }
 
 ImU32 algo_colour(Algo a) {
-  switch (a) {
-    case Algo::standard: return IM_COL32(230, 90, 80, 255);
-    case Algo::flash1: return IM_COL32(90, 170, 250, 255);
-    case Algo::flash2: return IM_COL32(120, 220, 130, 255);
-  }
-  return IM_COL32_WHITE;
+  const auto& rgb = a->window().colour;
+  return IM_COL32(rgb[0], rgb[1], rgb[2], 255);
 }
 
 void TextWrappedColoured(ImU32 colour, const char* text) {
@@ -86,14 +91,7 @@ bool Pow2Slider(const char* label, std::int64_t& value, int lo, int hi, const ch
   return ImGui::IsItemDeactivatedAfterEdit();
 }
 
-const char* algo_label(Algo a) {
-  switch (a) {
-    case Algo::standard: return "standard (Alg. 0)";
-    case Algo::flash1: return "flash1 (Alg. 1)";
-    case Algo::flash2: return "flash2 (FA-2)";
-  }
-  return "";
-}
+const char* algo_label(Algo a) { return a->window().label.data(); }
 
 }  // namespace
 
@@ -136,7 +134,7 @@ void ShowControlsPanel(AppState& app) {
     ImGui::EndCombo();
   }
   if (ImGui::BeginCombo("##algorithm", algo_label(s.algo))) {
-    for (Algo a : kAllAlgos)
+    for (Algo a : algorithms())
       if (ImGui::Selectable(algo_label(a), a == s.algo)) {
         s.algo = a;
         changed = true;
@@ -147,7 +145,7 @@ void ShowControlsPanel(AppState& app) {
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-1);
   if (ImGui::BeginCombo("##algo_b", to_string(s.algo_b).data())) {
-    for (Algo a : kAllAlgos)
+    for (Algo a : algorithms())
       if (ImGui::Selectable(algo_label(a), a == s.algo_b)) {
         s.algo_b = a;
         changed = s.side_by_side;
@@ -265,14 +263,14 @@ void ShowSoftmaxPanel(AppState& app) {
                      "the exact answer in fp64 beside it.",
                      static_cast<long long>(sm.row), static_cast<long long>(sm.row_block + 1));
   const std::int64_t pos = app.play.pos;
-  if (r.algo() == Algo::standard) {
+  if (const WindowTraits& w = r.algo()->window(); !w.running_softmax) {
     ImGui::Spacing();
-    ImGui::TextWrapped("Standard attention does not keep a running max: line 2 reads the whole row of S back "
-                       "from HBM and takes its softmax at once.");
+    ImGui::TextWrapped("%s", w.softmax_note.data());
     if (sm.exact_step >= 0 && pos > sm.exact_step) {
-      ImGui::Text("m = %.5f   ℓ = %.5f   (computed at line 2)", sm.m_exact, sm.l_exact);
+      ImGui::Text("m = %.5f   ℓ = %.5f   (computed at line %d)", sm.m_exact, sm.l_exact, w.row_softmax_line);
     } else {
-      ImGui::TextDisabled("waiting for line 2 to reach row block Q_%lld", static_cast<long long>(sm.row_block + 1));
+      ImGui::TextDisabled("waiting for line %d to reach row block Q_%lld", w.row_softmax_line,
+                          static_cast<long long>(sm.row_block + 1));
     }
     return;
   }
@@ -431,8 +429,11 @@ void ShowIoPanel(AppState& app) {
   double most = 0;
   for (const view::AlgoBar& b : app.bars)
     if (b.ok) most = std::max(most, double(b.result.total.accesses()));
-  const double standard = !app.bars.empty() && app.bars[0].ok ? double(app.bars[0].result.total.accesses()) : 0;
-  const float label_w = ImGui::CalcTextSize("standard").x + ImGui::GetStyle().WindowPadding.x + ImGui::GetStyle().ItemSpacing.x * 2;
+  // Every bar against the first (standard attention, the registry's first room).
+  const double first = !app.bars.empty() && app.bars[0].ok ? double(app.bars[0].result.total.accesses()) : 0;
+  float name_w = 0;
+  for (const view::AlgoBar& b : app.bars) name_w = std::max(name_w, ImGui::CalcTextSize(to_string(b.algo).data()).x);
+  const float label_w = name_w + ImGui::GetStyle().WindowPadding.x + ImGui::GetStyle().ItemSpacing.x * 2;
   for (const view::AlgoBar& b : app.bars) {
     ImGui::PushStyleColor(ImGuiCol_Text, algo_colour(b.algo));
     ImGui::TextUnformatted(to_string(b.algo).data());
@@ -446,7 +447,8 @@ void ShowIoPanel(AppState& app) {
     StackedBar(b.result.total, most > 0 ? 1.0 / most : 0, ImGui::GetContentRegionAvail().x, ImGui::GetFrameHeight());
     std::string note = fmt::format("{} accesses, Br={} Bc={}, {}({})", format_count(acc), b.result.blocks.blocks.Br,
                                    b.result.blocks.blocks.Bc, b.result.bound.kind, b.result.bound.expression);
-    if (b.algo != Algo::standard && standard > 0 && acc > 0) note += fmt::format(": {:.1f}× fewer than standard", standard / acc);
+    if (!(b.algo == app.bars[0].algo) && first > 0 && acc > 0)
+      note += fmt::format(": {:.1f}× fewer than {}", first / acc, to_string(app.bars[0].algo));
     ImGui::SetCursorPosX(label_w);
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     ImGui::TextWrapped("%s", note.c_str());
@@ -503,7 +505,7 @@ void ShowHelpOverlay(AppState& app) {
     }
     ImGui::Spacing();
     ImGui::TextDisabled("One colour per tensor in every panel:");
-    for (Tensor t : kAllTensors) {
+    for (Tensor t : view::tensors_in_use()) {
       ImGui::SameLine();
       ImGui::TextColored(tensor_colour_v(t), "%s", tensor_symbol(t).data());
     }

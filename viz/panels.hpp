@@ -8,10 +8,11 @@
 
 namespace hbmlab::viz {
 
-// Q blue, K green, V purple, O orange, S red, P pink, ℓ cyan, m brown, L grey-blue.
+// Q blue, K green, V purple, O orange, S red, P pink, ℓ cyan, m brown, L grey-blue; the gradients
+// and partial outputs in lighter shades of their forward tensors.
 ImU32 tensor_colour(Tensor t, float alpha = 1.0f);
 ImVec4 tensor_colour_v(Tensor t);
-ImU32 algo_colour(Algo a);
+ImU32 algo_colour(Algo a);  // the room's WindowTraits::colour
 
 // Layout: controls on the left; memory hierarchy over the attention matrix in the middle; the
 // tabbed panels (softmax, IO and bounds, explorer, timeline, measured) on the right.

@@ -12,6 +12,8 @@ namespace hbmlab::viz {
 
 const GpuSpec& current_gpu(const AppState& app) { return app.gpus[static_cast<std::size_t>(app.settings.gpu)]; }
 
+Algo partner_of(Algo algo) { return algo_named(algo->window().partner, algo->pass()); }
+
 view::ReplayRequest replay_request(const AppState& app, Algo algo) {
   const Settings& s = app.settings;
   view::ReplayRequest r;
@@ -51,8 +53,8 @@ void load_scenario_into(AppState& app, const std::string& name_or_path) {
   app.scenario_error.clear();
   app.scenario = sc;
   Settings& s = app.settings;
-  s.algo = sc.algorithms.empty() ? Algo::flash1 : sc.algorithms.front();
-  s.algo_b = sc.algorithms.size() > 1 ? sc.algorithms[1] : (s.algo == Algo::flash2 ? Algo::flash1 : Algo::flash2);
+  s.algo = sc.algorithms.empty() ? default_algo() : sc.algorithms.front();
+  s.algo_b = sc.algorithms.size() > 1 ? sc.algorithms[1] : partner_of(s.algo);
   s.N = sc.problem.seq_len;
   s.d = sc.problem.head_dim;
   s.batch = sc.problem.batch;
@@ -106,7 +108,7 @@ void rebuild(AppState& app) {
   if (s.watch_row >= s.N) s.watch_row = static_cast<int>(s.N - 1);
   try {
     app.replay[0] = std::make_unique<view::ReplayView>(replay_request(app, s.algo));
-    if (s.side_by_side && s.algo_b == s.algo) s.algo_b = s.algo == Algo::flash1 ? Algo::flash2 : Algo::flash1;
+    if (s.side_by_side && s.algo_b == s.algo) s.algo_b = partner_of(s.algo);
     if (s.side_by_side) app.replay[1] = std::make_unique<view::ReplayView>(replay_request(app, s.algo_b));
   } catch (const InputError& e) {
     app.replay_error = e.what();

@@ -83,12 +83,15 @@ private:
 // The tabs of the right-hand pane, which lesson stages bring forward by their `panel` key.
 enum class Tab { softmax, io, explorer, timeline, measured };
 
+// The algorithm a room names to be shown beside it (WindowTraits::partner).
+Algo partner_of(Algo algo);
+
 // What the user chose in the controls; a change rebuilds the replays.
 struct Settings {
   int gpu = 0;                  // index into AppState::gpus
-  Algo algo = Algo::flash1;
+  Algo algo = default_algo();
   bool side_by_side = false;
-  Algo algo_b = Algo::flash2;   // the right-hand algorithm when side by side
+  Algo algo_b = partner_of(default_algo());  // the right-hand algorithm when side by side
   std::int64_t N = 1024, d = 64;  // sliders move them by powers of two
   std::int64_t batch = 1, heads = 1;  // B and H
   Dtype dtype = Dtype::fp16;

@@ -50,6 +50,7 @@ int usage_error(const std::string& what) {
 
 int main(int argc, char** argv) {
   using namespace hbmlab::gpu;
+  const hbmlab::Algo flash2 = hbmlab::algo_named("flash2");
   Options o;
   const std::vector<std::string> args(argv + 1, argv + argc);
   for (std::size_t k = 0; k < args.size(); ++k) {
@@ -73,12 +74,12 @@ int main(int argc, char** argv) {
   }
   if (o.out.empty()) return usage_error("--out: give the schedule file to write");
   if (device_count() == 0) return usage_error("no CUDA device: the schedule is read off a GPU");
-  if (o.blocks.Br == 0) o.blocks = default_blocks(hbmlab::Algo::flash2, o.problem.dtype, static_cast<int>(o.problem.head_dim));
-  if (!is_compiled({hbmlab::Algo::flash2, o.problem.dtype, static_cast<int>(o.problem.head_dim), o.blocks}))
+  if (o.blocks.Br == 0) o.blocks = default_blocks(flash2, o.problem.dtype, static_cast<int>(o.problem.head_dim));
+  if (!is_compiled({flash2, o.problem.dtype, static_cast<int>(o.problem.head_dim), o.blocks}))
     return usage_error("--blocks: this (d, Br x Bc) shape of flash2 is not compiled (hbmlab measure --list)");
 
   const AttentionProblem& p = o.problem;
-  AttentionBuffers buffers(p, hbmlab::Algo::flash2);
+  AttentionBuffers buffers(p, flash2);
   const CheckResult check = check_kernel(p, o.blocks, o.kv_descending, hbmlab::InputKind::unit, 1, buffers);
   if (!check.pass) {
     std::cerr << "hbmlab_cta_schedule: flash2 does not match the reference here (" << check.note << ")\n";
@@ -91,10 +92,10 @@ int main(int argc, char** argv) {
   // The kernel's time without the trace (CUDA events, L2 flushed), to show the trace costs nothing.
   const Timing untraced = time_kernel(p, o.blocks, o.kv_descending, buffers, 11, 2, true);
   DeviceTensors t = buffers.tensors();
-  for (int n = 0; n < o.warmup; ++n) launch(hbmlab::Algo::flash2, p, o.blocks, t, nullptr, o.kv_descending);
+  for (int n = 0; n < o.warmup; ++n) launch(flash2, p, o.blocks, t, nullptr, o.kv_descending);
   flush_l2(scratch);
   t.trace = trace.get<unsigned long long>();
-  launch(hbmlab::Algo::flash2, p, o.blocks, t, nullptr, o.kv_descending);
+  launch(flash2, p, o.blocks, t, nullptr, o.kv_descending);
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<unsigned long long> spans(static_cast<std::size_t>(ctas) * 3);
   CUDA_CHECK(cudaMemcpy(spans.data(), trace.get(), spans.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
   out["problem"] = hbmlab::problem_json(p);
   out["blocks"] = {{"Br", o.blocks.Br}, {"Bc", o.blocks.Bc}};
   out["kv_descending"] = o.kv_descending;
-  const LaunchInfo info = launch_info(hbmlab::Algo::flash2, p, o.blocks, o.kv_descending);
+  const LaunchInfo info = launch_info(flash2, p, o.blocks, o.kv_descending);
   out["launch"] = {{"threads_per_cta", info.threads_per_cta}, {"registers_per_thread", info.registers_per_thread},
                    {"smem_bytes_per_cta", info.smem_bytes_per_cta}, {"ctas_per_sm", info.ctas_per_sm}};
   out["span_ns"] = last - first;

@@ -1,5 +1,5 @@
 // Step: one thing an algorithm does to one (batch, head) — load a tile from HBM into SRAM,
-// compute on chip, store a tile to HBM, or skip a causally masked block pair — with its bytes,
+// compute on chip, store a tile to HBM, or skip a masked block pair — with its bytes,
 // FLOPs and the line of the paper's algorithm it carries out. Algorithms only emit steps;
 // observers (engine/) count them.
 #pragma once
@@ -13,14 +13,20 @@
 
 namespace hbmlab {
 
-enum class Tensor : std::uint8_t { Q, K, V, O, S, P, l, m, lse };
-inline constexpr int kTensorCount = 9;
+// Every tensor an algorithm may move (DESIGN.md's names): the forward's Q, K, V, O, S, P and row
+// statistics ℓ, m, L; the backward's gradients dO, dQ, dK, dV, dP, dS and D = rowsum(dO ∘ O);
+// split-KV decoding's partial outputs O_part and their log-sum-exp lse_part.
+enum class Tensor : std::uint8_t { Q, K, V, O, S, P, l, m, lse, dO, dQ, dK, dV, dP, dS, D, O_part, lse_part };
+inline constexpr int kTensorCount = 18;
 inline constexpr std::array<Tensor, kTensorCount> kAllTensors = {
-    Tensor::Q, Tensor::K, Tensor::V, Tensor::O, Tensor::S, Tensor::P, Tensor::l, Tensor::m, Tensor::lse};
+    Tensor::Q,  Tensor::K,  Tensor::V,  Tensor::O,  Tensor::S,  Tensor::P, Tensor::l, Tensor::m,      Tensor::lse,
+    Tensor::dO, Tensor::dQ, Tensor::dK, Tensor::dV, Tensor::dP, Tensor::dS, Tensor::D, Tensor::O_part, Tensor::lse_part};
 
-std::string_view tensor_key(Tensor t);     // JSON key: "Q", ..., "l", "m", "lse"
-std::string_view tensor_symbol(Tensor t);  // as printed: "Q", ..., "ℓ", "m", "L"
-bool is_stat(Tensor t);                    // ℓ, m and L are fp32 vectors of N
+std::string_view tensor_key(Tensor t);     // JSON key: "Q", ..., "l", "m", "lse", "dO", ..., "lse_part"
+std::string_view tensor_symbol(Tensor t);  // as printed: "Q", ..., "ℓ", "m", "L", "dO", ..., "L_part"
+bool is_stat(Tensor t);                    // ℓ, m, L, D and lse_part: fp32 vectors, one value per row
+// Bytes of one element: the problem's dtype, but fp32 for the statistics and the partial outputs.
+std::int64_t element_bytes(Tensor t, Dtype dtype);
 
 enum class StepKind : std::uint8_t { load, store, compute, skip };
 enum class FlopKind : std::uint8_t { matmul, non_matmul };
@@ -39,8 +45,12 @@ struct Step {
   std::int64_t sram_read_bytes = 0; // compute: operand bytes read from SRAM
 };
 
-// The step in the paper's words: "line 8: load Q_3 (64×64, 8 KiB) from HBM into SRAM".
-std::string narrate(Algo algo, const Step& step);
+// A step in the paper's words, with `compute_text` saying what a compute step computes:
+// "line 8: load Q_3 (64×64, 8 KiB) from HBM into SRAM". Each room (sim/algo/*/) narrates its own
+// steps through this (Algorithm::narrate).
+std::string narrate_step(const Step& step, const std::string& compute_text);
+// A block's name as printed: K_2, S_1,3, Q_4, or the tensor alone.
+std::string block_name(const Step& step);
 
 // Receives the steps of one (batch, head), in order.
 class StepSink {

@@ -1,11 +1,13 @@
-// The paper's closed forms for HBM traffic, the Θ/Ω bound expressions, and the exponent fits
-// behind `hbmlab bounds`: counted accesses against N, d and M in log-log space.
+// The exponent fits behind `hbmlab bounds`: counted accesses against N, d and M in log-log space,
+// beside each room's closed form and bound (Algorithm::closed_form, Algorithm::bound).
 #pragma once
 
 #include <span>
 #include <string>
 #include <vector>
 
+#include "sim/algo/algorithm.hpp"
+#include "sim/bounds/bound.hpp"
 #include "sim/engine/counters.hpp"
 
 namespace hbmlab {
@@ -14,19 +16,11 @@ namespace hbmlab {
 // than from the step streams, so that the two can check each other.
 Counts closed_form(Algo algo, const AttentionProblem& problem, Blocks blocks);
 
-struct Bound {
-  std::string expression;  // "N d + N^2" or "N^2 d^2 / M"
-  std::string kind;        // "Θ" (standard), "Θ and Ω" (flash, M in [d, Nd]) or "Θ" outside that range
-  double value = 0;        // the expression for the whole problem (× B·H)
-  double ratio = 0;        // counted accesses / value
-};
+// The room's bound, with counted accesses over it.
 Bound bound_for(Algo algo, const AttentionProblem& problem, std::int64_t M_elements, std::int64_t accesses);
 
 // Least-squares slope of log y against log x.
 double fit_exponent(std::span<const double> x, std::span<const double> y);
-
-enum class SweepAxis { N, d, M };
-std::string_view to_string(SweepAxis axis);
 
 struct BoundsPoint {
   std::int64_t N = 0, d = 0, M = 0;  // M in elements
@@ -38,7 +32,7 @@ struct BoundsPoint {
 };
 
 struct BoundsRow {
-  Algo algo;
+  Algo algo = default_algo();
   SweepAxis axis;
   std::vector<BoundsPoint> points;
   double fitted = 0;
@@ -50,7 +44,7 @@ struct BoundsRow {
 };
 
 struct BoundsConfig {
-  std::vector<Algo> algos = {Algo::standard, Algo::flash1, Algo::flash2};
+  std::vector<Algo> algos{algorithms().begin(), algorithms().end()};
   std::vector<std::int64_t> seq_lens = {8192, 16384, 32768, 65536};
   std::vector<std::int64_t> head_dims = {32, 64, 128};
   std::vector<std::int64_t> sram_elems = {16384, 32768, 65536, 131072};  // M values
@@ -58,9 +52,6 @@ struct BoundsConfig {
   Dtype dtype = Dtype::fp16;
   double tolerance = 0.05;
 };
-
-// Expected exponents in the paper's regime: standard N², flash N² d² M⁻¹.
-double expected_exponent(Algo algo, SweepAxis axis);
 
 // Counts every point with blocks from the paper's rule for its M.
 std::vector<BoundsRow> run_bounds(const BoundsConfig& config);

@@ -25,10 +25,10 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
           pt.sram_bytes = sram;
           pt.M_elements = sram / config.problem.elem_bytes();
           pt.blocks = {std::min(Br, config.problem.seq_len), std::min(Bc, config.problem.seq_len)};
-          const BlockGrid grid(config.problem.seq_len, pt.blocks, config.problem.causal);
+          const BlockGrid grid(config.problem, pt.blocks);
           pt.Tr = grid.Tr;
           pt.Tc = grid.Tc;
-          pt.working_set_bytes = sram_working_set_bytes(algo, config.problem, pt.blocks);
+          pt.working_set_bytes = algo->working_set_bytes(config.problem, pt.blocks);
           pt.fits = pt.working_set_bytes <= sram;
           pt.total = count_problem(algo, config.problem, pt.blocks);
           pt.bound_ratio = bound_for(algo, config.problem, pt.M_elements, pt.total.accesses()).ratio;

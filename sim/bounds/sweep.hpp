@@ -12,14 +12,14 @@ namespace hbmlab {
 struct SweepConfig {
   GpuSpec gpu;
   AttentionProblem problem;
-  std::vector<Algo> algos = {Algo::flash1};
+  std::vector<Algo> algos = {default_algo()};
   std::vector<std::int64_t> block_rows = {16, 32, 64, 128, 256};
   std::vector<std::int64_t> block_cols = {16, 32, 64, 128, 256, 512};
   std::vector<std::int64_t> sram_bytes;  // empty: the GPU's SRAM per SM
 };
 
 struct SweepPoint {
-  Algo algo = Algo::flash1;
+  Algo algo = default_algo();
   std::int64_t sram_bytes = 0;     // per SM and per CTA
   std::int64_t M_elements = 0;
   Blocks blocks;

@@ -17,7 +17,7 @@
 #include <fmt/ostream.h>
 #include <unistd.h>
 
-#include "sim/algo/algorithms.hpp"
+#include "sim/algo/algorithm.hpp"
 #include "sim/bounds/sweep.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/files.hpp"
@@ -47,17 +47,20 @@ std::vector<std::int64_t> parse_int_list(const std::string& text, std::string_vi
   return values;
 }
 
+// "standard, flash1, flash2, a comma list, or all": what --algo takes, from the registry.
+std::string algo_choices() { return algo_names() + ", a comma list, or all"; }
+
 std::vector<Algo> parse_algos(const std::string& text) {
-  if (text == "all") return {std::begin(kAllAlgos), std::end(kAllAlgos)};
+  if (text == "all") return {algorithms().begin(), algorithms().end()};
   std::vector<Algo> algos;
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
     const auto algo = parse_algo(item);
-    if (!algo) fail_input("--algo: unknown algorithm '{}' (expected standard, flash1, flash2, a comma list, or all)", item);
+    if (!algo) fail_input("--algo: unknown algorithm '{}' (expected {})", item, algo_choices());
     algos.push_back(*algo);
   }
-  if (algos.empty()) fail_input("--algo: expected standard, flash1, flash2, a comma list, or all");
+  if (algos.empty()) fail_input("--algo: expected {}", algo_choices());
   return algos;
 }
 
@@ -71,7 +74,7 @@ struct ProblemFlags {
   void add_to(CLI::App& cmd) {
     o_scenario = cmd.add_option("--scenario", scenario, "workload or lesson: a .toml path or an embedded name (gpt2-medium)");
     o_gpu = cmd.add_option("--gpu", gpu, "GPU preset (hbmlab presets) or a .toml path [a100-40gb]");
-    o_algo = cmd.add_option("--algo", algo, "standard, flash1, flash2, a comma list, or all [flash1]");
+    o_algo = cmd.add_option("--algo", algo, fmt::format("{} [{}]", algo_choices(), default_algo()->name()));
     o_batch = cmd.add_option("--batch", batch, "batch size B [1]");
     o_heads = cmd.add_option("--heads", heads, "heads H [1]");
     o_seq_len = cmd.add_option("--seq-len", seq_len, "sequence length N [1024]");
@@ -223,7 +226,7 @@ void print_steps(std::ostream& out, const SimulationResult& r, std::int64_t limi
   for (std::int64_t k = 0; k < shown; ++k) {
     running.on_step(steps[k]);
     fmt::print(out, "  {:>6}  read {:>9}  written {:>9}  {}\n", k + 1, format_bytes(double(running.counts().hbm_read_bytes())),
-               format_bytes(double(running.counts().hbm_write_bytes())), narrate(r.algo, steps[k]));
+               format_bytes(double(running.counts().hbm_write_bytes())), r.algo->narrate(steps[k]));
   }
   if (shown < static_cast<std::int64_t>(steps.size()))
     fmt::print(out, "  ... {} more steps (--steps-limit to show more)\n", format_count(double(steps.size() - shown)));

@@ -28,11 +28,13 @@
 namespace hbmlab {
 
 // A tile's identity: the (batch, head) instance, the tensor and the tile's index in it.
+// Bits: instance from 41 (B·H < 2^20), tensor 36 to 40, tile 0 to 35.
+static_assert(kTensorCount <= 32, "tile_key keeps the tensor in 5 bits");
 inline std::uint64_t tile_key(std::int64_t instance, Tensor tensor, std::int64_t tile) {
-  return (static_cast<std::uint64_t>(instance) << 40) | (static_cast<std::uint64_t>(tensor) << 36) |
+  return (static_cast<std::uint64_t>(instance) << 41) | (static_cast<std::uint64_t>(tensor) << 36) |
          static_cast<std::uint64_t>(tile);
 }
-inline Tensor tile_key_tensor(std::uint64_t key) { return static_cast<Tensor>((key >> 36) & 0xF); }
+inline Tensor tile_key_tensor(std::uint64_t key) { return static_cast<Tensor>((key >> 36) & 0x1F); }
 
 class TileL2 {
 public:

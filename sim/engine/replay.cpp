@@ -1,13 +1,12 @@
 // Counts-only and recorded replays.
 #include "sim/engine/replay.hpp"
 
-#include "sim/algo/algorithms.hpp"
 
 namespace hbmlab {
 
 Counts count_instance(Algo algo, const AttentionProblem& problem, Blocks blocks) {
   IoCounter counter;
-  emit_steps(algo, problem, blocks, counter);
+  algo->emit(problem, blocks, counter);
   return counter.counts();
 }
 
@@ -17,7 +16,7 @@ Counts count_problem(Algo algo, const AttentionProblem& problem, Blocks blocks) 
 
 std::vector<Step> record_steps(Algo algo, const AttentionProblem& problem, Blocks blocks) {
   Trace trace;
-  emit_steps(algo, problem, blocks, trace);
+  algo->emit(problem, blocks, trace);
   return std::move(trace.steps);
 }
 

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "sim/algo/algorithm.hpp"
 #include "sim/engine/counters.hpp"
 
 namespace hbmlab {

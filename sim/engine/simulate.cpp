@@ -61,10 +61,7 @@ TimeEstimate estimate_roofline(const GpuSpec& gpu, Algo algo, const AttentionPro
   t.compute_s = double(total.matmul_flops) / (gpu.tensor_tflops * 1e12) +
                 double(total.non_matmul_flops) / (gpu.non_matmul_tflops * 1e12);
   t.predicted_s = std::max(t.hbm_s, t.compute_s);
-  // Launch shape: standard's largest kernel has one CTA per S tile; flash1 one per (batch, head);
-  // flash2 one per (Q block, batch, head).
-  const std::int64_t per_instance = algo == Algo::standard ? g.Tr * g.Tc : algo == Algo::flash1 ? 1 : g.Tr;
-  t.ctas = per_instance * p.instances();
+  t.ctas = algo->roofline_ctas_per_instance(g) * p.instances();
   t.ctas_per_sm = std::clamp<std::int64_t>(sram_bytes_per_sm / std::max<std::int64_t>(working_set_bytes, 1), 1,
                                            gpu.max_ctas_per_sm);
   t.waves = ceil_div(t.ctas, gpu.sm_count * t.ctas_per_sm);
@@ -112,6 +109,7 @@ SimulateRequest request_for(const Scenario& s) {
 
 SimulationResult simulate(const SimulateRequest& request) {
   request.problem.validate();
+  request.algo->check_problem(request.problem);
   SimulationResult r;
   r.gpu = request.gpu;
   r.problem = request.problem;
@@ -127,7 +125,7 @@ SimulationResult simulate(const SimulateRequest& request) {
     if (request.sram_bytes || !message.starts_with("--sram-bytes: ")) throw;
     fail_input("{}: numbers.sram_bytes_per_block: {}", request.gpu.origin, message.substr(14));
   }
-  const BlockGrid grid(request.problem.seq_len, r.blocks.blocks, request.problem.causal);
+  const BlockGrid grid(request.problem, r.blocks.blocks);
   r.Tr = grid.Tr;
   r.Tc = grid.Tc;
   r.per_instance = count_instance(request.algo, request.problem, r.blocks.blocks);

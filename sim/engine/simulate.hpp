@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "sim/algo/blocks.hpp"
 #include "sim/bounds/bounds.hpp"
 #include "sim/engine/counters.hpp"
 #include "sim/engine/timing.hpp"
@@ -18,7 +19,7 @@ enum class NumericsMode { automatic, full, sampled, off };
 struct SimulateRequest {
   GpuSpec gpu;
   AttentionProblem problem;
-  Algo algo = Algo::flash1;
+  Algo algo = default_algo();
   std::optional<std::int64_t> block_rows, block_cols;
   std::optional<std::int64_t> sram_bytes;  // overrides the GPU's SRAM per SM and per CTA
   NumericsMode numerics = NumericsMode::automatic;
@@ -53,7 +54,7 @@ struct TimeEstimate {
 struct SimulationResult {
   GpuSpec gpu;
   AttentionProblem problem;
-  Algo algo = Algo::flash1;
+  Algo algo = default_algo();
   BlockChoice blocks;
   std::int64_t Tr = 0, Tc = 0;
   std::int64_t sram_bytes_per_sm = 0, sram_bytes_per_block = 0;

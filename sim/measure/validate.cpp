@@ -96,7 +96,7 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
     row.file = path;
     row.source = "sdpa flash";
     row.gpu = gpu;
-    row.algo = Algo::flash2;
+    row.algo = algo_named("flash2");  // PyTorch's FlashAttention-2 forward
     row.problem = problem_of({{"batch", r.at("B")}, {"heads", r.at("H")}, {"seq_len", r.at("N")}, {"head_dim", r.at("d")},
                               {"dtype", r.value("dtype", "fp16")}, {"causal", r.value("causal", false)}},
                              where);
@@ -129,7 +129,7 @@ void read_records(const Json& file, const std::string& path, const std::string& 
       fail_input("{}.kernel: PyTorch's FlashAttention-2 kernel without its registers and shared memory per CTA, "
                  "which set how many CTAs share an SM (a layout study); calibration files' \"sdpa\" records carry them",
                  where);
-    if (!algo) fail_input("{}.kernel: '{}' is not standard, flash1 or flash2", where, r.value("kernel", ""));
+    if (!algo) fail_input("{}.kernel: '{}' is not {}", where, r.value("kernel", ""), algo_names(Pass::forward, " or "));
     ValidationRow row;
     row.file = path;
     row.source = std::string(to_string(*algo));
@@ -333,7 +333,7 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
              "source", "gpu", "B", "H", "N", "d", "mask", "Br×Bc", "K/V", "DRAM rd", "pred", "err", "time ms", "pred", "err");
   for (const ValidationRow& row : r.rows) {
     const AttentionProblem& p = row.problem;
-    const char* order = row.algo != Algo::flash2 ? "" : row.launch.kv_descending ? "desc" : "asc";
+    const char* order = !row.algo->has_kv_order() ? "" : row.launch.kv_descending ? "desc" : "asc";
     fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7} {:<4}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
                row.source, row.gpu, p.batch, p.heads, p.seq_len, p.head_dim, p.causal ? "causal" : "full",
                fmt::format("{}×{}", row.blocks.Br, row.blocks.Bc), order, mb_text(row.measured_dram_read),

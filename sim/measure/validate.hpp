@@ -20,7 +20,7 @@ struct ValidationRow {
   std::string file, source;  // source: "sdpa flash" or the kernel name of a measurement record
   std::string gpu;           // preset the prediction used
   AttentionProblem problem;
-  Algo algo = Algo::flash2;
+  Algo algo = default_algo();
   Blocks blocks;
   LaunchOverride launch;
   // Measured (absent fields: NaN) and predicted.

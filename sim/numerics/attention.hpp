@@ -1,7 +1,9 @@
 // Functional mode: attention really computed on seeded random Q, K, V, through each algorithm's
 // tiles (same BlockGrid, same loop order, same causal skips as the step streams), in fp32 or
 // fp64, checked against a plain fp64 reference. The online-softmax state of one watched query
-// row (m, ℓ, the rescale factor, the partial output) is recorded after every K/V block.
+// row (m, ℓ, the rescale factor, the partial output) is recorded after every K/V block. Each room
+// computes its own tiles (Algorithm::run_tiled, with the helpers of tiles.hpp); this file has the
+// inputs, the reference and the checks.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +31,7 @@ enum class InputKind { unit, large_logits, dominant_key };
 std::string_view to_string(InputKind kind);
 
 struct Inputs {
-  Matrix Q, K, V;  // N × d each
+  Matrix Q, K, V;  // Q: NQ × d (the last NQ positions), K and V: N × d; NQ = N for self-attention
   double scale = 1;  // softmax scale applied to QKᵀ, 1/√d
 };
 Inputs make_inputs(std::int64_t N, std::int64_t d, InputKind kind, std::uint64_t seed);
@@ -56,6 +58,9 @@ struct TiledResult {
   std::vector<SoftmaxEvent> watch;   // one per processed K/V block of the watched row
 };
 
+class Algo;  // sim/algo/algorithm.hpp
+
+// The room's run_tiled on the self-attention grid of the inputs.
 TiledResult run_tiled(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
                       const TiledOptions& options = {});
 

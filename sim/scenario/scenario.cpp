@@ -49,7 +49,7 @@ public:
   Algo algo(const toml::node& node, std::string_view key) const {
     const std::string name = text(node, key);
     if (auto a = parse_algo(name)) return *a;
-    fail_input("{}: {}: unknown algorithm '{}' (expected standard, flash1 or flash2)", at(node), key, name);
+    fail_input("{}: {}: unknown algorithm '{}' (expected {})", at(node), key, name, algo_names(Pass::forward, " or "));
   }
 
 private:

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/algo/algorithm.hpp"
 #include "sim/workload/problem.hpp"
 
 namespace hbmlab {
@@ -25,7 +26,7 @@ struct Scenario {
   std::string summary;
   int number = 0;      // lessons are numbered
   std::string gpu = "a100-40gb";
-  std::vector<Algo> algorithms = {Algo::flash1};
+  std::vector<Algo> algorithms = {default_algo()};
   AttentionProblem problem{1, 1, 1024, 64, Dtype::fp16, false};
   std::optional<std::int64_t> block_rows, block_cols;
   std::optional<std::int64_t> sram_bytes;

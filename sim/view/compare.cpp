@@ -11,7 +11,7 @@ namespace hbmlab::view {
 
 std::vector<AlgoBar> compare_algorithms(const SimulateRequest& base) {
   std::vector<AlgoBar> bars;
-  for (Algo algo : kAllAlgos) {
+  for (Algo algo : algorithms()) {
     AlgoBar bar;
     bar.algo = algo;
     SimulateRequest r = base;
@@ -66,10 +66,10 @@ ExplorerView explore(const ExplorerRequest& request) {
       pt.sram_bytes = request.sram_bytes;
       pt.M_elements = request.sram_bytes / p.elem_bytes();
       pt.blocks = {std::min(Br, p.seq_len), std::min(Bc, p.seq_len)};
-      const BlockGrid grid(p.seq_len, pt.blocks, p.causal);
+      const BlockGrid grid(p, pt.blocks);
       pt.Tr = grid.Tr;
       pt.Tc = grid.Tc;
-      pt.working_set_bytes = sram_working_set_bytes(request.algo, p, pt.blocks);
+      pt.working_set_bytes = request.algo->working_set_bytes(p, pt.blocks);
       pt.fits = pt.working_set_bytes <= request.sram_bytes;
       pt.total = count_problem(request.algo, p, pt.blocks);
       pt.bound_ratio = bound_for(request.algo, p, pt.M_elements, pt.total.accesses()).ratio;

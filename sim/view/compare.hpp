@@ -13,7 +13,7 @@ namespace hbmlab::view {
 
 // One bar: an algorithm on the same problem, GPU and SRAM (numerics off: counts only).
 struct AlgoBar {
-  Algo algo = Algo::flash1;
+  Algo algo = default_algo();
   bool ok = false;
   std::string error;  // why this algorithm could not run with these settings
   SimulationResult result;
@@ -26,7 +26,7 @@ std::vector<AlgoBar> compare_algorithms(const SimulateRequest& base);
 struct ExplorerRequest {
   GpuSpec gpu;
   AttentionProblem problem;
-  Algo algo = Algo::flash1;
+  Algo algo = default_algo();
   std::int64_t sram_bytes = 0;  // per SM and per CTA
   Blocks current;               // the replay's blocks, marked on the map
 };

@@ -2,7 +2,6 @@
 // the watched row's online softmax. Counts come from the core's IoCounter, never recomputed here.
 //
 // [SECTION] Counts and checks
-// [SECTION] SRAM residency
 // [SECTION] Building a replay
 // [SECTION] Queries at a position
 // [SECTION] Online softmax of the watched row
@@ -38,13 +37,27 @@ Counts add_counts(const Counts& a, const Counts& b) {
   return out;
 }
 
+const std::vector<Tensor>& tensors_in_use() {
+  static const std::vector<Tensor> in_use = [] {
+    Counts any;
+    for (Pass pass : {Pass::forward, Pass::backward})
+      for (Algo a : algorithms(pass)) any = add_counts(any, count_instance(a, AttentionProblem(1, 1, 16, 4), {4, 4}));
+    std::vector<Tensor> out;
+    for (Tensor t : kAllTensors)
+      if (any.touches(t)) out.push_back(t);
+    return out;
+  }();
+  return in_use;
+}
+
 void check_replayable(const ReplayRequest& request) {
   const SimulateRequest& r = request.sim;
   r.problem.validate();
   const std::int64_t sram_sm = r.sram_bytes.value_or(r.gpu.sram_bytes_per_sm);
   const std::int64_t sram_block = r.sram_bytes.value_or(r.gpu.sram_bytes_per_block);
+  r.algo->check_problem(r.problem);
   const BlockChoice choice = choose_blocks(r.algo, r.problem, {sram_sm, sram_block}, r.block_rows, r.block_cols);
-  const BlockGrid grid(r.problem.seq_len, choice.blocks, r.problem.causal);
+  const BlockGrid grid(r.problem, choice.blocks);
   if (grid.Tr * grid.Tc > kMaxReplayPairs)
     fail_input("--block-rows/--block-cols: Tr×Tc = {}×{} = {} block pairs is too many to replay step by step "
                "(at most {}); choose larger blocks or a smaller N",
@@ -54,81 +67,6 @@ void check_replayable(const ReplayRequest& request) {
                "(at most {}); choose a smaller B·H (every head is alike), or run hbmlab simulate",
                r.problem.instances(), grid.Tr * grid.Tc, kMaxEngineWork);
 }
-
-// [SECTION] SRAM residency
-
-std::int64_t Sram::bytes() const {
-  std::int64_t total = 0;
-  for (const Tile& t : tiles) total += t.bytes;
-  return total;
-}
-
-const Tile* Sram::find(Tensor t) const {
-  for (const Tile& tile : tiles)
-    if (tile.tensor == t) return &tile;
-  return nullptr;
-}
-
-namespace {
-
-void put(Sram& sram, const Tile& tile) {
-  auto it = std::find_if(sram.tiles.begin(), sram.tiles.end(), [&](const Tile& t) { return t.tensor == tile.tensor; });
-  if (it != sram.tiles.end()) {
-    *it = tile;
-    return;
-  }
-  sram.tiles.push_back(tile);
-  std::sort(sram.tiles.begin(), sram.tiles.end(),
-            [](const Tile& a, const Tile& b) { return static_cast<int>(a.tensor) < static_cast<int>(b.tensor); });
-}
-
-void drop(Sram& sram, Tensor t) {
-  std::erase_if(sram.tiles, [&](const Tile& tile) { return tile.tensor == t; });
-}
-
-Tile tile_of(const Step& s) { return {s.tensor, s.i, s.j, s.row0, s.rows, s.col0, s.cols, s.bytes}; }
-
-Tile stat_tile(Tensor t, const Step& s) { return {t, s.i, -1, s.row0, s.rows, 0, 1, s.rows * kStatBytes}; }
-
-// One buffer per tensor, as the kernels allocate them; S_ij and P̃_ij of flash1/flash2 live in
-// registers (sim/workload/problem.hpp's working set leaves them out), so they are not SRAM here.
-void apply(Algo algo, std::int64_t d, std::int64_t elem_bytes, const Step& s, const Step* prev, Sram& sram) {
-  switch (algo) {
-    case Algo::standard:
-      // Three kernels (lines 1, 2, 3): nothing stays on chip from one to the next.
-      if (prev && prev->line != s.line) sram.tiles.clear();
-      if (s.kind == StepKind::load || s.kind == StepKind::store) put(sram, tile_of(s));
-      if (s.kind == StepKind::store && s.tensor == Tensor::P) drop(sram, Tensor::S);  // S_ij consumed
-      if (s.kind == StepKind::compute && s.line == 1) {  // S_ij = Q_i K_jᵀ in SRAM
-        Tile t = tile_of(s);
-        t.bytes = t.rows * t.cols * elem_bytes;
-        put(sram, t);
-      }
-      if (s.kind == StepKind::compute && s.line == 3)  // O_i accumulates on chip
-        put(sram, {Tensor::O, s.i, -1, s.row0, s.rows, 0, d, s.rows * d * elem_bytes});
-      break;
-    case Algo::flash1:
-      if (s.kind == StepKind::load || s.kind == StepKind::store) put(sram, tile_of(s));
-      break;
-    case Algo::flash2:
-      if (s.kind == StepKind::load && s.tensor == Tensor::Q) sram.tiles.clear();  // a new CTA (line 3)
-      if (s.kind == StepKind::load || s.kind == StepKind::store) put(sram, tile_of(s));
-      if (s.kind == StepKind::compute && s.line == 9 && !sram.find(Tensor::m)) {  // line 5: ℓ_i, m_i on chip
-        put(sram, stat_tile(Tensor::l, s));
-        put(sram, stat_tile(Tensor::m, s));
-      }
-      if (s.kind == StepKind::compute && s.tensor == Tensor::O && !sram.find(Tensor::O))  // line 5: O_i on chip
-        put(sram, {Tensor::O, s.i, -1, s.row0, s.rows, 0, d, s.rows * d * elem_bytes});
-      if (s.kind == StepKind::compute && s.tensor == Tensor::lse) {  // line 13: L_i replaces ℓ_i, m_i
-        drop(sram, Tensor::l);
-        drop(sram, Tensor::m);
-        put(sram, stat_tile(Tensor::lse, s));
-      }
-      break;
-  }
-}
-
-}  // namespace
 
 // [SECTION] Building a replay
 
@@ -184,14 +122,13 @@ void ReplayView::build_checkpoints() {
   const std::int64_t n = step_count();
   IoCounter counter;
   Sram sram;
-  const std::int64_t d = result_.problem.head_dim, e = result_.problem.elem_bytes();
   for (std::int64_t k = 0; k < n; ++k) {
     if (k % kCheckpointSteps == 0) {
       count_checkpoints_.push_back(counter.counts());
       sram_checkpoints_.push_back(sram);
     }
     counter.on_step(steps_[k]);
-    apply(algo(), d, e, steps_[k], k > 0 ? &steps_[k - 1] : nullptr, sram);
+    algo()->on_chip(steps_[k], k > 0 ? &steps_[k - 1] : nullptr, result_.problem, sram);
   }
   if (n % kCheckpointSteps == 0) {  // so that pos = n has its own checkpoint
     count_checkpoints_.push_back(counter.counts());
@@ -213,20 +150,19 @@ Sram ReplayView::sram_after(std::int64_t pos) const {
   pos = std::clamp<std::int64_t>(pos, 0, step_count());
   const std::int64_t c = pos / kCheckpointSteps;
   Sram sram = sram_checkpoints_[c];
-  const std::int64_t d = result_.problem.head_dim, e = result_.problem.elem_bytes();
   for (std::int64_t k = c * kCheckpointSteps; k < pos; ++k)
-    apply(algo(), d, e, steps_[k], k > 0 ? &steps_[k - 1] : nullptr, sram);
+    algo()->on_chip(steps_[k], k > 0 ? &steps_[k - 1] : nullptr, result_.problem, sram);
   return sram;
 }
 
 std::int64_t ReplayView::cta_count() const {
-  // Launch shapes as in the roofline estimate: flash2 runs one CTA per Q_i; flash1 one per
-  // (batch, head); standard's kernels are shown as one CTA working through its tiles.
-  return algo() == Algo::flash2 ? result_.Tr : 1;
+  // One CTA per Q_i (flash2), or one working through the whole (batch, head): flash1's CTA, and
+  // standard's kernels shown as one CTA working through its tiles.
+  return algo()->window().cta_per_row_block ? result_.Tr : 1;
 }
 
 std::int64_t ReplayView::cta_of(std::int64_t k) const {
-  if (algo() != Algo::flash2 || k < 0 || k >= step_count()) return 0;
+  if (!algo()->window().cta_per_row_block || k < 0 || k >= step_count()) return 0;
   const std::int32_t p = pair_of_step_[k];
   if (p >= 0) return p / result_.Tc;
   return std::max<std::int32_t>(steps_[k].i, 0);
@@ -264,7 +200,7 @@ MatrixView ReplayView::matrix(std::int64_t pos, std::int64_t max_cells) const {
     v.current_i = static_cast<std::int32_t>(current / v.Tc);
     v.current_j = static_cast<std::int32_t>(current % v.Tc);
   }
-  const bool standard = algo() == Algo::standard;
+  const bool scores_in_hbm = algo()->window().scores_in_hbm;
   v.cells.resize(static_cast<std::size_t>(v.rows * v.cols));
   for (std::int64_t r = 0; r < v.rows; ++r)
     for (std::int64_t c = 0; c < v.cols; ++c) {
@@ -279,8 +215,8 @@ MatrixView ReplayView::matrix(std::int64_t pos, std::int64_t max_cells) const {
           const std::int64_t p = pair(i, j);
           if (skipped_[p]) ++skipped;
           if (pair_end_[p] >= 0 && last >= pair_end_[p]) ++done;
-          if (standard && s_written_[p] >= 0 && last >= s_written_[p]) ++s_hbm;
-          if (standard && p_written_[p] >= 0 && last >= p_written_[p]) ++p_hbm;
+          if (scores_in_hbm && s_written_[p] >= 0 && last >= s_written_[p]) ++s_hbm;
+          if (scores_in_hbm && p_written_[p] >= 0 && last >= p_written_[p]) ++p_hbm;
           if (p == current) cell.current = true;
         }
       const float n = static_cast<float>((cell.i1 - cell.i0) * (cell.j1 - cell.j0));
@@ -295,7 +231,7 @@ MatrixView ReplayView::matrix(std::int64_t pos, std::int64_t max_cells) const {
 
 std::string ReplayView::narration(std::int64_t k) const {
   if (k < 0 || k >= step_count()) return k < 0 ? "ready: nothing has moved yet" : "done";
-  return narrate(algo(), steps_[k]);
+  return algo()->narrate(steps_[k]);
 }
 
 // [SECTION] Online softmax of the watched row
@@ -325,7 +261,7 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
     return run_tiled(algo(), Precision::fp32, in, blocks(), p.causal, options);
   };
   TiledResult tiled = watch(v.row);
-  if (request.watch_row < 0 && algo() != Algo::standard) {
+  if (request.watch_row < 0 && algo()->window().running_softmax) {
     // Look through a few rows for one whose max grows after the first block (a rescale < 1).
     auto rescales = [](const TiledResult& t) {
       for (std::size_t e = 1; e < t.watch.size(); ++e)
@@ -361,9 +297,10 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
   for (double x : s) v.l_exact += std::exp(x - v.m_exact);
   // When each event holds: at the end of block pair (row block, j).
   for (const SoftmaxEvent& e : v.events) v.event_step.push_back(pair_end_[pair(v.row_block, e.j)]);
-  if (algo() == Algo::standard)  // line 2 computes the whole row's softmax at once
+  if (const WindowTraits& w = algo()->window(); !w.running_softmax)  // one line takes the whole row's softmax
     for (std::int64_t k = 0; k < step_count(); ++k)
-      if (steps_[k].kind == StepKind::compute && steps_[k].line == 2 && steps_[k].i == v.row_block) v.exact_step = k;
+      if (steps_[k].kind == StepKind::compute && steps_[k].line == w.row_softmax_line && steps_[k].i == v.row_block)
+        v.exact_step = k;
   v.available = true;
 }
 

@@ -44,21 +44,10 @@ void check_replayable(const ReplayRequest& request);
 
 // [SECTION] Pieces a panel draws
 
-// A tile of a tensor of one (batch, head): rows [row0, row0 + rows) × cols [col0, col0 + cols).
-struct Tile {
-  Tensor tensor = Tensor::Q;
-  std::int32_t i = -1, j = -1;
-  std::int64_t row0 = 0, rows = 0, col0 = 0, cols = 0;
-  std::int64_t bytes = 0;
-  bool operator==(const Tile&) const = default;
-};
-
-// What one SM's SRAM holds after a step: one buffer per tensor, as the kernels allocate them.
-struct Sram {
-  std::vector<Tile> tiles;  // in kAllTensors order
-  std::int64_t bytes() const;
-  const Tile* find(Tensor t) const;
-};
+// A tile of a tensor, and what one SM's SRAM holds after a step (sim/algo/on_chip.hpp; each
+// room fills and frees its buffers with Algorithm::on_chip).
+using hbmlab::Sram;
+using hbmlab::Tile;
 
 // A tensor of one (batch, head) in HBM, with the tile grid the algorithm cuts it into.
 struct HbmTensor {
@@ -73,9 +62,9 @@ struct HbmTensor {
 struct MatrixCell {
   std::int64_t i0 = 0, i1 = 0, j0 = 0, j1 = 0;  // block pairs [i0, i1) × [j0, j1)
   float done = 0;       // fraction finished (standard: P_ij read back by line 3)
-  float skipped = 0;    // fraction skipped by the causal mask
-  float s_in_hbm = 0;   // standard: fraction of S_ij written to HBM so far
-  float p_in_hbm = 0;   // standard: fraction of P_ij written to HBM so far
+  float skipped = 0;    // fraction skipped (causal mask or block mask)
+  float s_in_hbm = 0;   // scores in HBM (WindowTraits::scores_in_hbm): fraction of S_ij written so far
+  float p_in_hbm = 0;   // likewise P_ij
   bool current = false; // holds the pair of the last step
   std::int64_t visit = -1;  // 1-based visit order when the cell is a single pair, else −1
 };
@@ -94,7 +83,7 @@ struct SoftmaxView {
   std::int64_t row = 0, row_block = 0;
   std::vector<SoftmaxEvent> events; // from run_tiled (fp32, as a kernel would)
   std::vector<std::int64_t> event_step;  // index of the step after which event e holds
-  std::int64_t exact_step = -1;     // standard: step after which the exact row is computed
+  std::int64_t exact_step = -1;     // no running softmax: step after which the exact row is computed
   double m_exact = 0, l_exact = 0;  // fp64, over every unmasked key of the row
   std::vector<double> O_exact;      // fp64 reference row of O
   std::vector<double> O_final;      // the algorithm's row of O (fp32)
@@ -144,7 +133,7 @@ private:
   std::vector<Sram> sram_checkpoints_;     // SRAM before step c·kCheckpointSteps
   std::vector<std::int32_t> pair_of_step_;  // block pair each step works for, −1: none
   std::vector<std::int64_t> pair_begin_, pair_end_;  // first and last step of each pair
-  std::vector<std::int64_t> s_written_, p_written_;  // standard: step that stores S_ij, P_ij
+  std::vector<std::int64_t> s_written_, p_written_;  // step that stores S_ij, P_ij (scores in HBM)
   std::vector<std::int64_t> visit_;                  // 1-based order in which pairs start
   std::vector<bool> skipped_;
   SoftmaxView softmax_;
@@ -152,5 +141,9 @@ private:
 
 // Field-by-field sum of two counts (checkpoint + the steps after it).
 Counts add_counts(const Counts& a, const Counts& b);
+
+// The tensors some registered room moves (a tiny problem through each), in kAllTensors order: the
+// window's colour legend.
+const std::vector<Tensor>& tensors_in_use();
 
 }  // namespace hbmlab::view

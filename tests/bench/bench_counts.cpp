@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "sim/algo/blocks.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/engine/simulate.hpp"
 #include "sim/spec/gpu_spec.hpp"
@@ -38,7 +39,7 @@ int main() {
   };
   std::printf("%-40s %-9s %12s %14s %10s\n", "case", "algo", "steps/head", "HBM bytes", "seconds");
   for (const Case& c : cases)
-    for (Algo algo : kAllAlgos) {
+    for (Algo algo : algorithms()) {
       const Blocks b = c.blocks ? *c.blocks
                                 : choose_blocks(algo, c.problem, {a100.sram_bytes_per_sm, a100.sram_bytes_per_block}).blocks;
       Counts counts;
@@ -50,7 +51,7 @@ int main() {
   std::printf("\n%-40s %-9s %10s\n", "simulate --counts-only", "algo", "seconds");
   const GpuSpec h100 = load_gpu("h100-sxm");
   for (const Case& c : cases)
-    for (Algo algo : kAllAlgos) {
+    for (Algo algo : algorithms()) {
       SimulateRequest request;
       request.gpu = c.blocks ? h100 : a100;
       request.problem = c.problem;

@@ -25,12 +25,12 @@ int main() {
   };
   const AttentionProblem gpt2{64, 16, 1024, 64, Dtype::fp16, false};
   const Case cases[] = {
-      {"GPT-2 medium flash2, A100, paper blocks", a100, Algo::flash2, gpt2, {328, 64}, {}},
-      {"GPT-2 medium flash2, H100, FA2 launch", h100, Algo::flash2, gpt2, {128, 128}, fa2},
-      {"GPT-2 medium standard, A100", a100, Algo::standard, gpt2, {64, 328}, {}},
-      {"GPT-2 medium flash1, A100, paper blocks", a100, Algo::flash1, gpt2, {64, 328}, {}},
-      {"64K tokens flash2, H100, B=1 H=16 d=64", h100, Algo::flash2, {1, 16, 65536, 64, Dtype::fp16, false}, {128, 128}, fa2},
-      {"64K tokens flash2 causal, H100", h100, Algo::flash2, {1, 16, 65536, 64, Dtype::fp16, true}, {128, 128}, fa2},
+      {"GPT-2 medium flash2, A100, paper blocks", a100, algo_named("flash2"), gpt2, {328, 64}, {}},
+      {"GPT-2 medium flash2, H100, FA2 launch", h100, algo_named("flash2"), gpt2, {128, 128}, fa2},
+      {"GPT-2 medium standard, A100", a100, algo_named("standard"), gpt2, {64, 328}, {}},
+      {"GPT-2 medium flash1, A100, paper blocks", a100, algo_named("flash1"), gpt2, {64, 328}, {}},
+      {"64K tokens flash2, H100, B=1 H=16 d=64", h100, algo_named("flash2"), {1, 16, 65536, 64, Dtype::fp16, false}, {128, 128}, fa2},
+      {"64K tokens flash2 causal, H100", h100, algo_named("flash2"), {1, 16, 65536, 64, Dtype::fp16, true}, {128, 128}, fa2},
   };
   std::printf("%-42s %10s %12s %12s %12s %8s\n", "case", "wall", "predicted", "DRAM read", "SM-L2 read", "CTAs");
   for (const Case& c : cases) {

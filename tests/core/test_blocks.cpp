@@ -3,7 +3,7 @@
 
 #include "sim/common/error.hpp"
 #include "sim/spec/gpu_spec.hpp"
-#include "sim/workload/problem.hpp"
+#include "sim/algo/blocks.hpp"
 
 using namespace hbmlab;
 
@@ -18,14 +18,14 @@ SramBudget sram_of(const char* preset) {
 
 TEST_CASE("A100, d=64: Bc = ⌈M/4d⌉ = 328, Br = d = 64", "[blocks]") {
   // 164 KiB per SM / 2 B = 83,968 elements; 83,968 / 256 = 328.
-  const BlockChoice c = choose_blocks(Algo::flash1, {1, 1, 1024, 64, Dtype::fp16, false}, sram_of("a100-40gb"));
+  const BlockChoice c = choose_blocks(algo_named("flash1"), {1, 1, 1024, 64, Dtype::fp16, false}, sram_of("a100-40gb"));
   CHECK(c.M_elements == 83968);
   CHECK(c.blocks == Blocks{64, 328});
   CHECK(c.note.empty());
 }
 
 TEST_CASE("defaults clamp to N", "[blocks]") {
-  const BlockChoice c = choose_blocks(Algo::flash1, {1, 1, 100, 64, Dtype::fp16, false}, sram_of("a100-40gb"));
+  const BlockChoice c = choose_blocks(algo_named("flash1"), {1, 1, 100, 64, Dtype::fp16, false}, sram_of("a100-40gb"));
   CHECK(c.blocks == Blocks{64, 100});
 }
 
@@ -33,25 +33,25 @@ TEST_CASE("defaults that do not fit fall back to the largest that do, and say so
   // H100, d = 256: Bc = Br = ⌈116,736/1024⌉ = 114 needs 234,384 B > 232,448 B per CTA.
   const AttentionProblem p{1, 1, 4096, 256, Dtype::fp16, false};
   const SramBudget sram = sram_of("h100-sxm");
-  const BlockChoice c = choose_blocks(Algo::flash1, p, sram);
+  const BlockChoice c = choose_blocks(algo_named("flash1"), p, sram);
   CHECK(c.origin == "largest fitting");
   CHECK_THAT(c.note, Catch::Contains("234384 B"));
   CHECK(c.working_set_bytes <= sram.bytes_per_block);
   CHECK(c.blocks.Bc == 113);  // one key row fewer is enough
-  CHECK(sram_working_set_bytes(Algo::flash1, p, {c.blocks.Br + 1, c.blocks.Bc + 1}) > sram.bytes_per_block);
+  CHECK(algo_named("flash1")->working_set_bytes(p, {c.blocks.Br + 1, c.blocks.Bc + 1}) > sram.bytes_per_block);
 }
 
 TEST_CASE("explicit blocks that do not fit are an error naming the option", "[blocks][errors]") {
   const AttentionProblem p{1, 1, 4096, 64, Dtype::fp16, false};
-  CHECK_THROWS_WITH(choose_blocks(Algo::flash1, p, sram_of("toy"), 64, 64),
+  CHECK_THROWS_WITH(choose_blocks(algo_named("flash1"), p, sram_of("toy"), 64, 64),
                     Catch::StartsWith("--block-cols: Br=64, Bc=64 need"));
-  CHECK_THROWS_WITH(choose_blocks(Algo::flash1, p, sram_of("toy"), 64, std::nullopt),
+  CHECK_THROWS_WITH(choose_blocks(algo_named("flash1"), p, sram_of("toy"), 64, std::nullopt),
                     Catch::StartsWith("--block-rows:"));
-  CHECK_THROWS_AS(choose_blocks(Algo::flash1, p, sram_of("toy"), 0, 4), InputError);
+  CHECK_THROWS_AS(choose_blocks(algo_named("flash1"), p, sram_of("toy"), 0, 4), InputError);
 }
 
 TEST_CASE("SRAM too small for one row of each tile", "[blocks][errors]") {
-  CHECK_THROWS_WITH(choose_blocks(Algo::flash1, {1, 1, 64, 64, Dtype::fp16, false}, {100, 100}),
+  CHECK_THROWS_WITH(choose_blocks(algo_named("flash1"), {1, 1, 64, 64, Dtype::fp16, false}, {100, 100}),
                     Catch::StartsWith("--sram-bytes:"));
 }
 

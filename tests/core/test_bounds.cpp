@@ -36,7 +36,7 @@ TEST_CASE("counted accesses scale as the paper says, within 0.05", "[bounds]") {
 TEST_CASE("flash counts stay within a constant factor of N²d²/M", "[bounds]") {
   // Θ: over the default sweeps the ratio count / (N²d²/M) varies by well under 2×.
   for (const BoundsRow& row : run_bounds(BoundsConfig{}))
-    if (row.algo != Algo::standard) {
+    if (row.algo != algo_named("standard")) {
       INFO(to_string(row.algo) << " over " << to_string(row.axis));
       CHECK(row.ratio_max / row.ratio_min < 1.5);
       CHECK(row.ratio_min > 1.0);  // every count is at least the Ω expression
@@ -45,14 +45,14 @@ TEST_CASE("flash counts stay within a constant factor of N²d²/M", "[bounds]") 
 
 TEST_CASE("bound expressions and kinds", "[bounds]") {
   const AttentionProblem p{2, 3, 1024, 64, Dtype::fp16, false};
-  const Bound standard = bound_for(Algo::standard, p, 65536, 100);
+  const Bound standard = bound_for(algo_named("standard"), p, 65536, 100);
   CHECK(standard.expression == "N d + N^2");
   CHECK(standard.value == Approx(6.0 * (1024.0 * 64 + 1024.0 * 1024)));
-  const Bound flash = bound_for(Algo::flash1, p, 65536, 100);
+  const Bound flash = bound_for(algo_named("flash1"), p, 65536, 100);
   CHECK(flash.expression == "N^2 d^2 / M");
   CHECK(flash.kind == "Θ and Ω");  // M in [d, Nd]
   CHECK(flash.value == Approx(6.0 * 1024.0 * 1024 * 64 * 64 / 65536));
-  CHECK(bound_for(Algo::flash2, p, 32, 1).kind == "Θ");  // M < d: Proposition 3 does not apply
+  CHECK(bound_for(algo_named("flash2"), p, 32, 1).kind == "Θ");  // M < d: Proposition 3 does not apply
 }
 
 TEST_CASE("parallel_for runs every index once and hands back the first exception", "[sweep]") {
@@ -77,7 +77,7 @@ TEST_CASE("the sweep's engine times match the engine run point by point, and pro
   SweepConfig config;
   config.gpu = load_gpu("h100-sxm");
   config.problem = {1, 4, 2048, 64, Dtype::fp16, false};
-  config.algos = {Algo::flash1, Algo::flash2};
+  config.algos = {algo_named("flash1"), algo_named("flash2")};
   config.block_rows = {64, 128};
   config.block_cols = {64, 128, 1024};
   std::size_t last_done = 0, calls = 0;

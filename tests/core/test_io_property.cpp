@@ -40,7 +40,7 @@ std::vector<Shape> random_shapes(int count, std::uint32_t seed) {
 TEST_CASE("replayed counts equal the closed forms on random shapes", "[io][property]") {
   const auto shapes = random_shapes(400, 20261120);
   for (const Shape& s : shapes) {
-    for (Algo algo : kAllAlgos) {
+    for (Algo algo : algorithms()) {
       const AttentionProblem& p = s.problem;
       INFO(to_string(algo) << " B=" << p.batch << " H=" << p.heads << " N=" << p.seq_len << " d=" << p.head_dim
                            << " dtype=" << to_string(p.dtype) << " causal=" << p.causal << " Br=" << s.blocks.Br
@@ -65,22 +65,22 @@ TEST_CASE("non-causal closed forms match DESIGN.md's formulas literally", "[io][
     p.causal = false;
     const std::int64_t N = p.seq_len, d = p.head_dim, e = p.elem_bytes(), Nd = N * d;
     const BlockGrid g(N, s.blocks, false);
-    const Counts f1 = count_instance(Algo::flash1, p, s.blocks);
+    const Counts f1 = count_instance(algo_named("flash1"), p, s.blocks);
     REQUIRE(f1[Tensor::Q].read_bytes == g.Tc * Nd * e);
     REQUIRE(f1[Tensor::O].read_bytes == g.Tc * Nd * e);
     REQUIRE(f1[Tensor::O].write_bytes == (1 + g.Tc) * Nd * e);
     REQUIRE(f1[Tensor::m].write_bytes == (1 + g.Tc) * N * kStatBytes);
-    const Counts f2 = count_instance(Algo::flash2, p, s.blocks);
+    const Counts f2 = count_instance(algo_named("flash2"), p, s.blocks);
     REQUIRE(f2[Tensor::K].read_bytes == g.Tr * Nd * e);
     REQUIRE(f2[Tensor::lse].write_bytes == N * kStatBytes);
-    const Counts st = count_instance(Algo::standard, p, s.blocks);
+    const Counts st = count_instance(algo_named("standard"), p, s.blocks);
     REQUIRE(st.accesses() == 4 * Nd + 4 * N * N);
   }
 }
 
 TEST_CASE("step streams are well formed", "[io][property]") {
   for (const Shape& s : random_shapes(60, 99)) {
-    for (Algo algo : kAllAlgos) {
+    for (Algo algo : algorithms()) {
       const std::vector<Step> steps = record_steps(algo, s.problem, s.blocks);
       const BlockGrid g(s.problem.seq_len, s.blocks, s.problem.causal);
       std::int64_t skips = 0;
@@ -98,7 +98,7 @@ TEST_CASE("step streams are well formed", "[io][property]") {
         }
         if (step.kind == StepKind::compute) REQUIRE(step.flops > 0);
       }
-      if (!s.problem.causal || algo == Algo::standard) REQUIRE(skips == 0);
+      if (!s.problem.causal || algo == algo_named("standard")) REQUIRE(skips == 0);
     }
   }
 }

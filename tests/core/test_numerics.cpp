@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "sim/algo/algorithm.hpp"
 #include "sim/numerics/attention.hpp"
 
 using namespace hbmlab;
@@ -17,7 +18,7 @@ TEST_CASE("tiled == reference on unit-scale inputs (fp32 < 1e-5, fp64 < 1e-12)",
     const Blocks blocks{pick(1, 64), pick(1, 96)};
     const bool causal = k % 2 == 1;
     const Inputs in = make_inputs(N, d, InputKind::unit, 1000 + k);
-    for (Algo algo : kAllAlgos) {
+    for (Algo algo : algorithms()) {
       INFO(to_string(algo) << " N=" << N << " d=" << d << " Br=" << blocks.Br << " Bc=" << blocks.Bc << " causal=" << causal);
       const NumericsCheck f32 = check_numerics(algo, Precision::fp32, in, blocks, causal);
       CHECK(f32.finite);
@@ -31,7 +32,7 @@ TEST_CASE("tiled == reference on unit-scale inputs (fp32 < 1e-5, fp64 < 1e-12)",
 
 TEST_CASE("N not a multiple of any block", "[numerics]") {
   const Inputs in = make_inputs(97, 16, InputKind::unit, 3);
-  for (Algo algo : kAllAlgos)
+  for (Algo algo : algorithms())
     for (bool causal : {false, true}) {
       const NumericsCheck c = check_numerics(algo, Precision::fp32, in, {10, 13}, causal);
       CHECK(c.finite);
@@ -41,7 +42,7 @@ TEST_CASE("N not a multiple of any block", "[numerics]") {
 
 TEST_CASE("large logits (scores around ±1e4): no NaN, error at fp32's resolution of the scores", "[numerics][stress]") {
   const Inputs in = make_inputs(128, 32, InputKind::large_logits, 5);
-  for (Algo algo : kAllAlgos)
+  for (Algo algo : algorithms())
     for (bool causal : {false, true}) {
       INFO(to_string(algo) << " causal=" << causal);
       const NumericsCheck c = check_numerics(algo, Precision::fp32, in, {16, 24}, causal);
@@ -55,7 +56,7 @@ TEST_CASE("large logits (scores around ±1e4): no NaN, error at fp32's resolutio
 
 TEST_CASE("rows dominated by one key", "[numerics][stress]") {
   const Inputs in = make_inputs(150, 64, InputKind::dominant_key, 9);
-  for (Algo algo : kAllAlgos)
+  for (Algo algo : algorithms())
     for (bool causal : {false, true}) {
       const NumericsCheck c = check_numerics(algo, Precision::fp32, in, {32, 40}, causal);
       CHECK(c.finite);
@@ -72,7 +73,7 @@ TEST_CASE("rows dominated by one key", "[numerics][stress]") {
 TEST_CASE("causal rows whose first block is fully masked stay finite", "[numerics][stress]") {
   // Br = 8, Bc = 3: in flash1, block (i=0, j=...) pairs on the diagonal mask whole rows of S_ij.
   const Inputs in = make_inputs(40, 8, InputKind::unit, 11);
-  for (Algo algo : {Algo::flash1, Algo::flash2}) {
+  for (Algo algo : {algo_named("flash1"), algo_named("flash2")}) {
     const NumericsCheck c = check_numerics(algo, Precision::fp32, in, {8, 3}, true);
     CHECK(c.finite);
     CHECK(c.max_abs_error < 1e-5);
@@ -83,7 +84,7 @@ TEST_CASE("online softmax state of a watched row", "[numerics][softmax]") {
   const std::int64_t N = 64, d = 8, row = 37;
   const Inputs in = make_inputs(N, d, InputKind::unit, 21);
   const Matrix ref = reference_attention(in, false);
-  for (Algo algo : {Algo::flash1, Algo::flash2}) {
+  for (Algo algo : {algo_named("flash1"), algo_named("flash2")}) {
     INFO(to_string(algo));
     const TiledResult r = run_tiled(algo, Precision::fp64, in, {16, 12}, false, {{row}, row});
     REQUIRE(r.watch.size() == 6);  // Tc = ⌈64/12⌉ K/V blocks

@@ -67,7 +67,7 @@ TEST_CASE("with the L2 off the engine moves exactly the core's counts", "[engine
       {{1, 1, 64, 16, Dtype::fp16, true}, {16, 8}},
   };
   for (const Case& c : cases)
-    for (Algo algo : kAllAlgos) {
+    for (Algo algo : algorithms()) {
       INFO(to_string(algo) << " N=" << c.p.seq_len << " d=" << c.p.head_dim << " causal=" << c.p.causal);
       const Counts core = count_problem(algo, c.p, c.b);
       const EngineResult e = run_engine(algo, c.p, c.b, gpu, off);
@@ -155,8 +155,8 @@ TEST_CASE("a working set that fits in L2 is read from DRAM once", "[engine]") {
     const GpuSpec gpu = load_gpu("h100-sxm");
     const AttentionProblem p{2, 2, 1024, 64, Dtype::fp16, false};
     const Blocks b{128, 64};
-    const EngineResult e = run_engine(Algo::flash2, p, b, gpu, {});
-    const Counts core = count_problem(Algo::flash2, p, b);
+    const EngineResult e = run_engine(algo_named("flash2"), p, b, gpu, {});
+    const Counts core = count_problem(algo_named("flash2"), p, b);
     const std::int64_t once = p.instances() * p.seq_len * p.head_dim * 2;
     CHECK(e.memory[static_cast<int>(Tensor::Q)].dram_read_bytes == once);
     CHECK(e.memory[static_cast<int>(Tensor::K)].dram_read_bytes == once);
@@ -167,7 +167,7 @@ TEST_CASE("a working set that fits in L2 is read from DRAM once", "[engine]") {
   SECTION("flash1 on the toy GPU: O_i, ℓ_i, m_i written and read back stay in L2") {
     const GpuSpec toy = load_gpu("toy");
     const AttentionProblem p{1, 1, 16, 4, Dtype::fp16, false};
-    const EngineResult e = run_engine(Algo::flash1, p, {4, 8}, toy, {});
+    const EngineResult e = run_engine(algo_named("flash1"), p, {4, 8}, toy, {});
     CHECK(e.dram_read_bytes() == 3 * 16 * 4 * 2);  // Q, K, V once; O, ℓ, m come back from L2
     CHECK(e.dram_write_bytes() == 0);  // O and ℓ, m stay dirty in L2: 128 B of O, and ℓ_i, m_i of
     CHECK(e.dram_dirty_at_end_bytes == 128 + 2 * 4 * 32);  // 4 rows × 4 B, each a whole 32 B sector
@@ -273,8 +273,8 @@ TEST_CASE("hbmlab's own kernels as written (--hbmlab-kernels, validate's records
   own.launch.hbmlab_kernels = true;
   own.launch.threads_per_cta = 256;
   SECTION("flash1: fp32 FMAs reading 8 bytes of shared memory each, one element per thread in flight") {
-    const KernelPlan ref = plan_kernels(Algo::flash1, p, {64, 64}, h100, reference).front();
-    const KernelPlan k = plan_kernels(Algo::flash1, p, {64, 64}, h100, own).front();
+    const KernelPlan ref = plan_kernels(algo_named("flash1"), p, {64, 64}, h100, reference).front();
+    const KernelPlan k = plan_kernels(algo_named("flash1"), p, {64, 64}, h100, own).front();
     REQUIRE(k.phases.size() == ref.phases.size());
     for (std::size_t n = 0; n < k.phases.size(); ++n)
       CHECK(k.phases[n].sram_bytes == ref.phases[n].sram_bytes + 4 * k.phases[n].matmul_flops);
@@ -282,11 +282,11 @@ TEST_CASE("hbmlab's own kernels as written (--hbmlab-kernels, validate's records
     CHECK(k.sram_bound_work);
     CHECK(k.bytes_in_flight_per_cta == 256 * 8);
     // Slower than the reference flash1 by far: CUDA cores instead of tensor cores.
-    CHECK(run_engine(Algo::flash1, p, {64, 64}, h100, own).predicted_s >
-          5 * run_engine(Algo::flash1, p, {64, 64}, h100, reference).predicted_s);
+    CHECK(run_engine(algo_named("flash1"), p, {64, 64}, h100, own).predicted_s >
+          5 * run_engine(algo_named("flash1"), p, {64, 64}, h100, reference).predicted_s);
   }
   SECTION("standard: Br × Bc tiles of 128 threads, one softmax CTA per row; same DRAM traffic") {
-    const std::vector<KernelPlan> k = plan_kernels(Algo::standard, p, {64, 64}, h100, own);
+    const std::vector<KernelPlan> k = plan_kernels(algo_named("standard"), p, {64, 64}, h100, own);
     REQUIRE(k.size() == 3);
     CHECK(k[0].programs.size() == 16 * 16);  // (N / Br) × (N / Bc) tiles of S per (batch, head)
     CHECK(k[0].threads_per_cta == 128);
@@ -295,8 +295,8 @@ TEST_CASE("hbmlab's own kernels as written (--hbmlab-kernels, validate's records
     CHECK(k[2].programs.size() == 16);
     EngineOptions off = own;
     off.l2_enabled = false;
-    const Counts core = count_problem(Algo::standard, p, {64, 64});
-    const EngineResult e = run_engine(Algo::standard, p, {64, 64}, h100, off);
+    const Counts core = count_problem(algo_named("standard"), p, {64, 64});
+    const EngineResult e = run_engine(algo_named("standard"), p, {64, 64}, h100, off);
     CHECK(e.dram_read_bytes() == core.hbm_read_bytes());
     CHECK(e.dram_write_bytes() == core.hbm_write_bytes());
   }
@@ -310,7 +310,7 @@ TEST_CASE("CTAs per SM and waves = ⌈CTAs / (SMs × CTAs per SM)⌉", "[engine]
     o.launch.registers_per_thread = 255;
     o.launch.smem_bytes_per_cta = 49152;
     const AttentionProblem p{32, 16, 512, 64, Dtype::fp16, false};
-    const EngineResult e = run_engine(Algo::flash2, p, {128, 128}, h100, o);
+    const EngineResult e = run_engine(algo_named("flash2"), p, {128, 128}, h100, o);
     const KernelTiming& k = e.kernels.front();
     CHECK(k.ctas == 4 * 32 * 16);
     CHECK(k.ctas_per_sm == 2);  // min(32 cap, 4 by SRAM, 16 by threads, 2 by registers)
@@ -320,7 +320,7 @@ TEST_CASE("CTAs per SM and waves = ⌈CTAs / (SMs × CTAs per SM)⌉", "[engine]
   SECTION("over many shapes") {
     for (std::int64_t N : {256, 1000, 4096})
       for (std::int64_t Br : {32, 64, 128})
-        for (Algo algo : kAllAlgos) {
+        for (Algo algo : algorithms()) {
           const AttentionProblem p{3, 5, N, 64, Dtype::fp16, false};
           const EngineResult e = run_engine(algo, p, {Br, 64}, h100, {});
           for (const KernelTiming& k : e.kernels) {
@@ -337,8 +337,8 @@ TEST_CASE("CTAs per SM and waves = ⌈CTAs / (SMs × CTAs per SM)⌉", "[engine]
 TEST_CASE("the engine's story on GPT-2 medium: standard against flash2", "[engine]") {
   const GpuSpec a100 = load_gpu("a100-40gb");
   const AttentionProblem p{64, 16, 1024, 64, Dtype::fp16, false};
-  const EngineResult standard = run_engine(Algo::standard, p, {64, 328}, a100, {});
-  const EngineResult flash2 = run_engine(Algo::flash2, p, {328, 64}, a100, {});
+  const EngineResult standard = run_engine(algo_named("standard"), p, {64, 328}, a100, {});
+  const EngineResult flash2 = run_engine(algo_named("flash2"), p, {328, 64}, a100, {});
   const double dram_standard = double(standard.dram_read_bytes() + standard.dram_write_bytes());
   const double dram_flash2 = double(flash2.dram_read_bytes() + flash2.dram_write_bytes());
   CHECK(dram_standard / dram_flash2 > 8);                      // about an order of magnitude less DRAM traffic

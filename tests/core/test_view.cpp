@@ -61,7 +61,7 @@ void check_every_step(const ReplayView& v) {
 }  // namespace
 
 TEST_CASE("view: counters, SRAM and block states at every step of full replays", "[view]") {
-  for (Algo algo : kAllAlgos)
+  for (Algo algo : algorithms())
     for (bool causal : {false, true}) {
       DYNAMIC_SECTION(to_string(algo) << (causal ? " causal" : "")) {
         check_every_step(ReplayView(request("toy", algo, 16, 4, causal)));
@@ -71,7 +71,7 @@ TEST_CASE("view: counters, SRAM and block states at every step of full replays",
 }
 
 TEST_CASE("view: an N = 4096 replay spans more than one checkpoint and stepping back is exact", "[view]") {
-  const ReplayView v(request("a100-40gb", Algo::flash1, 4096, 64, false));
+  const ReplayView v(request("a100-40gb", algo_named("flash1"), 4096, 64, false));
   REQUIRE(v.step_count() > 4 * kCheckpointSteps);
   const std::int64_t n = v.step_count();
   for (std::int64_t pos : {n, n - 1, n / 2 + 7, kCheckpointSteps, kCheckpointSteps - 1, std::int64_t{1}, std::int64_t{0}}) {
@@ -82,8 +82,8 @@ TEST_CASE("view: an N = 4096 replay spans more than one checkpoint and stepping 
 }
 
 TEST_CASE("view: flash1 visits K/V blocks outer, flash2 Q blocks outer", "[view]") {
-  const ReplayView f1(request("toy", Algo::flash1, 16, 4, false, 4, 8));
-  const ReplayView f2(request("toy", Algo::flash2, 16, 4, false, 4, 8));
+  const ReplayView f1(request("toy", algo_named("flash1"), 16, 4, false, 4, 8));
+  const ReplayView f2(request("toy", algo_named("flash2"), 16, 4, false, 4, 8));
   const MatrixView m1 = f1.matrix(f1.step_count(), 64), m2 = f2.matrix(f2.step_count(), 64);
   REQUIRE(m1.Tr == 4);
   REQUIRE(m1.Tc == 2);
@@ -95,7 +95,7 @@ TEST_CASE("view: flash1 visits K/V blocks outer, flash2 Q blocks outer", "[view]
 }
 
 TEST_CASE("view: aggregated matrix cells cover every block pair once", "[view]") {
-  const ReplayView v(request("a100-40gb", Algo::flash2, 2048, 64, true, 16, 16));
+  const ReplayView v(request("a100-40gb", algo_named("flash2"), 2048, 64, true, 16, 16));
   const MatrixView m = v.matrix(v.step_count() / 3, 48);
   REQUIRE(m.rows == 48);
   std::int64_t covered = 0;
@@ -104,7 +104,7 @@ TEST_CASE("view: aggregated matrix cells cover every block pair once", "[view]")
 }
 
 TEST_CASE("view: the watched row's online softmax ends at the exact softmax", "[view]") {
-  for (Algo algo : {Algo::flash1, Algo::flash2}) {
+  for (Algo algo : {algo_named("flash1"), algo_named("flash2")}) {
     const ReplayView v(request("toy", algo, 16, 4, false, 4, 8));
     const SoftmaxView& s = v.softmax();
     REQUIRE(s.available);
@@ -119,13 +119,13 @@ TEST_CASE("view: the watched row's online softmax ends at the exact softmax", "[
 }
 
 TEST_CASE("view: too large a replay is refused with a message naming the options", "[view]") {
-  ReplayRequest r = request("a100-40gb", Algo::flash1, 65536, 64, false, 16, 16);
+  ReplayRequest r = request("a100-40gb", algo_named("flash1"), 65536, 64, false, 16, 16);
   REQUIRE_THROWS_AS(check_replayable(r), InputError);
   REQUIRE_THROWS_WITH(ReplayView(r), Catch::Contains("--block-rows"));
 }
 
 TEST_CASE("view: comparison bars and the explorer come from the core", "[view]") {
-  SimulateRequest base = request("a100-40gb", Algo::flash1, 1024, 64, false).sim;
+  SimulateRequest base = request("a100-40gb", algo_named("flash1"), 1024, 64, false).sim;
   const std::vector<AlgoBar> bars = compare_algorithms(base);
   REQUIRE(bars.size() == 3);
   for (const AlgoBar& b : bars) {
@@ -134,12 +134,12 @@ TEST_CASE("view: comparison bars and the explorer come from the core", "[view]")
   }
   REQUIRE(bars[0].result.total.accesses() > bars[1].result.total.accesses());
 
-  ExplorerRequest e{base.gpu, base.problem, Algo::flash1, base.gpu.sram_bytes_per_sm, {64, 128}};
+  ExplorerRequest e{base.gpu, base.problem, algo_named("flash1"), base.gpu.sram_bytes_per_sm, {64, 128}};
   const ExplorerView x = explore(e);
   REQUIRE(x.current_r >= 0);
   REQUIRE(x.current_c >= 0);
   REQUIRE(x.cells.size() == x.block_rows.size() * x.block_cols.size());
-  for (const SweepPoint& pt : x.cells) REQUIRE(pt.total == count_problem(Algo::flash1, base.problem, pt.blocks));
+  for (const SweepPoint& pt : x.cells) REQUIRE(pt.total == count_problem(algo_named("flash1"), base.problem, pt.blocks));
   // More SRAM never needs more HBM accesses at the best fitting blocks.
   for (std::size_t s = 1; s < x.curve.size(); ++s)
     if (x.curve[s - 1].any_fits) REQUIRE(x.curve[s].best_accesses <= x.curve[s - 1].best_accesses);

@@ -31,7 +31,7 @@ void check_shape(const KernelShape& s, std::int64_t N, std::int64_t bh, bool cau
                          << " max_abs_error=" << r.max_abs_error << " error/tolerance=" << r.worst_ratio << " "
                          << r.note);
   CHECK(r.all_written);
-  if (!(s.algo == Algo::standard && kind == InputKind::large_logits)) CHECK(r.pass);
+  if (!(s.algo == algo_named("standard") && kind == InputKind::large_logits)) CHECK(r.pass);
 }
 
 }  // namespace
@@ -45,7 +45,7 @@ TEST_CASE("every compiled kernel shape matches the fp64 reference on ragged N", 
 
 TEST_CASE("default shapes survive the stress inputs", "[gpu]") {
   std::uint64_t seed = 101;
-  for (Algo algo : kAllAlgos)
+  for (Algo algo : algorithms())
     for (Dtype dtype : {Dtype::fp16, Dtype::bf16})
       for (int d : {64, 128}) {
         const KernelShape s{algo, dtype, d, default_blocks(algo, dtype, d)};
@@ -56,17 +56,17 @@ TEST_CASE("default shapes survive the stress inputs", "[gpu]") {
 
 TEST_CASE("flash2 at a larger N, several blocks, checked on sampled rows", "[gpu]") {
   for (const KernelShape& s : compiled_shapes())
-    if (s.algo == Algo::flash2 && s.dtype == Dtype::fp16)
+    if (s.algo == algo_named("flash2") && s.dtype == Dtype::fp16)
       for (bool causal : {false, true}) check_shape(s, 4000, 2, causal, InputKind::unit, 7);
 }
 
 TEST_CASE("flash2 visiting K/V blocks from the last one down matches the fp64 reference", "[gpu]") {
   std::uint64_t seed = 211;
   for (const KernelShape& s : compiled_shapes())
-    if (s.algo == Algo::flash2)
+    if (s.algo == algo_named("flash2"))
       for (std::int64_t N : {97, 320, 1000})
         for (bool causal : {false, true}) check_shape(s, N, 2, causal, InputKind::unit, ++seed, true);
-  const KernelShape f2{Algo::flash2, Dtype::fp16, 128, default_blocks(Algo::flash2, Dtype::fp16, 128)};
+  const KernelShape f2{algo_named("flash2"), Dtype::fp16, 128, default_blocks(algo_named("flash2"), Dtype::fp16, 128)};
   for (InputKind kind : {InputKind::large_logits, InputKind::dominant_key})
     for (bool causal : {false, true}) check_shape(f2, 257, 2, causal, kind, ++seed, true);
 }
@@ -75,8 +75,8 @@ TEST_CASE("only flash2 takes the descending K/V order", "[gpu]") {
   AttentionProblem p;
   p.seq_len = 128;
   p.head_dim = 64;
-  AttentionBuffers buf(p, Algo::flash1);
-  CHECK_THROWS_AS(launch(Algo::flash1, p, default_blocks(Algo::flash1, Dtype::fp16, 64), buf.tensors(), nullptr, true),
+  AttentionBuffers buf(p, algo_named("flash1"));
+  CHECK_THROWS_AS(launch(algo_named("flash1"), p, default_blocks(algo_named("flash1"), Dtype::fp16, 64), buf.tensors(), nullptr, true),
                   std::invalid_argument);
 }
 

@@ -1,5 +1,6 @@
 // hbmlab: the program. Run `hbmlab --help`; with no arguments it opens the default lesson.
-// This file only wires the optional front ends (viz/, gpu/) into the CLI in sim/cli.
+// The composition root: it wires the optional front ends (viz/, gpu/) into the CLI of sim/cli, so
+// that no arrow runs from sim/ up to them.
 #include <cstdlib>
 #include <iostream>
 

@@ -1,0 +1,126 @@
+// The room of one algorithm: everything the rest of hbmlab asks of it, in one place. Each
+// algorithm (a pass of one, or a variant with a mask) is a class under sim/algo/<name>/ that
+// implements Algorithm, and one line of sim/algo/registry.cpp lists it. The CLI, bounds, sweep,
+// validate, the engine, the view model and the window iterate over the registry or ask the room;
+// none of them switches on an algorithm. sim/README.md says how to add one.
+//
+// [SECTION] Algorithm: the interface a room implements
+// [SECTION] Algo: a handle on a room, and the registry
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/algo/on_chip.hpp"
+#include "sim/algo/step.hpp"
+#include "sim/bounds/bound.hpp"
+#include "sim/engine/counters.hpp"
+#include "sim/engine/plan.hpp"
+#include "sim/numerics/attention.hpp"
+#include "sim/spec/gpu_spec.hpp"
+
+namespace hbmlab {
+
+// [SECTION] Algorithm: the interface a room implements
+
+// What the window draws for an algorithm. viz/ reads these and holds no per-algorithm switch.
+struct WindowTraits {
+  std::string_view label{};             // in the algorithm menu: "flash1 (Alg. 1)"
+  std::array<std::uint8_t, 3> colour{};  // RGB of its plots, bars and headings
+  std::string_view partner{};           // the algorithm shown beside it when side by side
+  bool scores_in_hbm = false;           // S and P go through HBM: the memory view fills them block by
+                                        // block and the matrix view shows both
+  bool running_softmax = true;          // the softmax panel follows a running max m and sum ℓ per block;
+  int row_softmax_line = 0;             // else the line that takes a whole row's softmax at once,
+  std::string_view softmax_note{};      // and what the panel says about it
+  std::string_view visit_order{};       // beside the matrix: the order of the block pairs ("": none)
+  std::string_view sram_note{};         // under the SRAM box: what never reaches SRAM or HBM
+  bool cta_per_row_block = false;       // one CTA per Q_i (else one per (batch, head)) in the memory view
+};
+
+// Problem shapes beyond self-attention that a room models; the others are refused by name.
+struct ShapeSupport {
+  bool query_len = false;   // NQ < N (decoding)
+  bool kv_heads = false;    // HKV < H (grouped-query attention)
+  bool block_mask = false;  // --block-mask
+};
+
+class Algorithm {
+public:
+  virtual ~Algorithm() = default;
+
+  // Identity: the name of --algo, JSON's "algorithm" and measurement files' "kernel", the pass,
+  // and the paper's name for the report's heading.
+  virtual std::string_view name() const = 0;
+  virtual Pass pass() const { return Pass::forward; }
+  virtual std::string_view paper_name() const = 0;
+  virtual ShapeSupport supports() const { return {}; }
+  // Throws InputError naming the option when the problem has a shape this room does not model.
+  void check_problem(const AttentionProblem& problem) const;
+
+  // Blocks: bytes of SRAM one CTA holds at once, and the paper's default blocks for M elements.
+  virtual std::int64_t working_set_bytes(const AttentionProblem& problem, Blocks blocks) const = 0;
+  virtual Blocks paper_blocks(std::int64_t M_elements, std::int64_t d, std::int64_t N) const = 0;
+
+  // Steps of one (batch, head), each narrated in the paper's words.
+  virtual void emit(const AttentionProblem& problem, Blocks blocks, StepSink& sink) const = 0;
+  virtual std::string narrate(const Step& step) const { return narrate_step(step, compute_text(step)); }
+
+  // DESIGN.md's closed forms of one (batch, head), to check the step stream against; and the bound.
+  virtual Counts closed_form(const AttentionProblem& problem, Blocks blocks) const = 0;
+  virtual Bound bound(const AttentionProblem& problem, std::int64_t M_elements) const = 0;  // ratio left 0
+  virtual double expected_exponent(SweepAxis axis) const = 0;
+
+  // Numerics: attention computed through this algorithm's tiles, in its loop order.
+  virtual TiledResult run_tiled(Precision precision, const Inputs& in, const BlockGrid& grid,
+                                const TiledOptions& options) const = 0;
+
+  // The timing engine: the kernels it launches, and its CTAs per (batch, head) for the roofline.
+  virtual std::vector<KernelPlan> plan_kernels(const AttentionProblem& problem, Blocks blocks, const GpuSpec& gpu,
+                                               const EngineOptions& options) const = 0;
+  virtual std::int64_t roofline_ctas_per_instance(const BlockGrid& grid) const = 0;
+  virtual bool has_kv_order() const { return false; }  // LaunchOverride::kv_descending means something
+
+  // The window: what it draws, and what one SM's SRAM holds after each step.
+  virtual const WindowTraits& window() const = 0;
+  virtual void on_chip(const Step& step, const Step* previous, const AttentionProblem& problem, Sram& sram) const = 0;
+
+protected:
+  // What a compute step computes, for narrate(): "S_2,3 = Q_2 K_3ᵀ on chip".
+  virtual std::string compute_text(const Step& step) const = 0;
+};
+
+// [SECTION] Algo: a handle on a room, and the registry
+
+// Copied freely, compared by identity, printed by name.
+class Algo {
+public:
+  Algo(const Algorithm& room) : room_(&room) {}  // NOLINT: implicit, a room is an Algo
+  const Algorithm& operator*() const { return *room_; }
+  const Algorithm* operator->() const { return room_; }
+  friend bool operator==(Algo a, Algo b) { return a.room_ == b.room_; }
+
+private:
+  const Algorithm* room_;
+};
+
+inline std::string_view to_string(Algo algo) { return algo->name(); }
+inline std::string_view paper_name(Algo algo) { return algo->paper_name(); }
+
+// The rooms of one pass, in the order of `--algo all`, the window's menu and every table.
+std::span<const Algo> algorithms(Pass pass = Pass::forward);
+std::optional<Algo> parse_algo(std::string_view name, Pass pass = Pass::forward);
+// A room the code names itself ("flash2" for PyTorch's FlashAttention-2 records); it must exist.
+Algo algo_named(std::string_view name, Pass pass = Pass::forward);
+// The CLI's default, `--algo flash1`.
+Algo default_algo();
+// "standard, flash1, flash2" (or "standard, flash1 or flash2" with last_separator " or "): the
+// names of one pass, for messages and help.
+std::string algo_names(Pass pass = Pass::forward, std::string_view last_separator = ", ");
+
+}  // namespace hbmlab

@@ -1,0 +1,71 @@
+// The registry of rooms. Adding an algorithm: its folder under sim/algo/ defines its accessor, and
+// one line below declares it and lists it (sim/README.md, "Adding an algorithm").
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "sim/algo/algorithm.hpp"
+#include "sim/common/error.hpp"
+
+namespace hbmlab {
+
+const Algorithm& standard_room();  // sim/algo/standard: standard attention, Algorithm 0
+const Algorithm& flash1_room();    // sim/algo/flash1: FlashAttention, Algorithm 1
+const Algorithm& flash2_room();    // sim/algo/flash2: FlashAttention-2, Algorithm 1
+
+namespace {
+
+// Every room, in the order `--algo all` lists them.
+const std::vector<Algo>& rooms() {
+  static const std::vector<Algo> all = {standard_room(), flash1_room(), flash2_room()};
+  return all;
+}
+
+const std::vector<Algo>& rooms_of(Pass pass) {
+  static const auto of = [](Pass p) {
+    std::vector<Algo> out;
+    std::copy_if(rooms().begin(), rooms().end(), std::back_inserter(out), [&](Algo a) { return a->pass() == p; });
+    return out;
+  };
+  static const std::vector<Algo> forward = of(Pass::forward), backward = of(Pass::backward);
+  return pass == Pass::forward ? forward : backward;
+}
+
+}  // namespace
+
+std::span<const Algo> algorithms(Pass pass) { return rooms_of(pass); }
+
+std::optional<Algo> parse_algo(std::string_view name, Pass pass) {
+  for (Algo a : rooms_of(pass))
+    if (a->name() == name) return a;
+  return std::nullopt;
+}
+
+Algo algo_named(std::string_view name, Pass pass) {
+  const std::optional<Algo> a = parse_algo(name, pass);
+  if (!a) throw std::logic_error(fmt::format("algo_named: no {} room '{}' in sim/algo/registry.cpp", to_string(pass), name));
+  return *a;
+}
+
+Algo default_algo() { return algo_named("flash1"); }
+
+std::string algo_names(Pass pass, std::string_view last_separator) {
+  const std::vector<Algo>& all = rooms_of(pass);
+  std::string out;
+  for (std::size_t k = 0; k < all.size(); ++k)
+    out += fmt::format("{}{}", k == 0 ? "" : k + 1 == all.size() ? last_separator : ", ", all[k]->name());
+  return out;
+}
+
+void Algorithm::check_problem(const AttentionProblem& p) const {
+  const ShapeSupport s = supports();
+  if (p.query_len > 0 && p.query_len != p.seq_len && !s.query_len)
+    fail_input("--query-len: {} models self-attention only (NQ = N); decoding algorithms take NQ < N", name());
+  if (p.kv_heads > 0 && p.kv_heads != p.heads && !s.kv_heads)
+    fail_input("--kv-heads: {} models one K/V head per query head (HKV = H)", name());
+  if (p.block_mask && !s.block_mask) fail_input("--block-mask: {} does not take a block mask", name());
+}
+
+}  // namespace hbmlab

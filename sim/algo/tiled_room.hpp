@@ -1,0 +1,32 @@
+// What the tiled (FlashAttention) rooms share: the SRAM working set of one CTA, the bound
+// Θ(N²d²/M) and its exponents, and the caption under the SRAM box.
+#pragma once
+
+#include "sim/algo/algorithm.hpp"
+
+namespace hbmlab {
+
+class TiledAttention : public Algorithm {
+public:
+  // Q_i, O_i (Br×d) and K_j, V_j (Bc×d) in the problem dtype and ℓ_i, m_i (Br) in fp32; S_ij and
+  // P̃_ij stay in registers, as FlashAttention's kernels keep them.
+  std::int64_t working_set_bytes(const AttentionProblem& p, Blocks b) const override {
+    return p.elem_bytes() * (2 * b.Br * p.head_dim + 2 * b.Bc * p.head_dim) + kStatBytes * 2 * b.Br;
+  }
+
+  Bound bound(const AttentionProblem& p, std::int64_t M) const override { return tiled_bound(p, M); }
+
+  double expected_exponent(SweepAxis axis) const override {
+    switch (axis) {
+      case SweepAxis::N: return 2.0;
+      case SweepAxis::d: return 2.0;
+      case SweepAxis::M: return -1.0;
+    }
+    return 0;
+  }
+
+protected:
+  static constexpr std::string_view kRegistersNote = "S_ij and P̃_ij stay in registers: never written to HBM.";
+};
+
+}  // namespace hbmlab

@@ -1,0 +1,107 @@
+// Launch plans: the kernels an algorithm launches and what each CTA of them does, phase by phase
+// (the tiles it moves, the FLOPs it computes). Each room builds its plans (Algorithm::plan_kernels);
+// the timing engine (timing.hpp) replays them through SMs, L2 and HBM.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/algo/step.hpp"
+#include "sim/spec/gpu_spec.hpp"
+
+namespace hbmlab {
+
+// One tile moved between an SM and memory.
+struct TileAccess {
+  Tensor tensor = Tensor::Q;
+  bool store = false;
+  std::int32_t tile = 0;          // index of the tile within its tensor (per instance)
+  std::int64_t bytes = 0;         // bytes the kernel asks for
+  std::int64_t sector_bytes = 0;  // the same, rounded up to whole 32-byte sectors per contiguous run
+  std::int64_t paper_bytes = 0;   // what the paper's model charges (0 for a GEMM operand re-read)
+};
+
+struct CtaPhase {
+  std::int32_t first_access = 0, access_count = 0;
+  std::int64_t matmul_flops = 0, non_matmul_flops = 0;
+  std::int64_t sram_bytes = 0;  // bytes through shared memory: tiles loaded and stored, operands read
+};
+
+struct CtaProgram {
+  std::int32_t first_phase = 0, phase_count = 0;
+};
+
+// One kernel. `programs` are the CTAs of one (batch, head) instance in blockIdx.x order; the grid
+// is programs × instances with blockIdx.x fastest, and every instance runs the same programs.
+struct KernelPlan {
+  std::string name;            // "flash2 forward", "GEMM S = QKᵀ"
+  std::string overlap;         // what is assumed about loads overlapping compute, in words
+  std::vector<TileAccess> accesses;
+  std::vector<CtaPhase> phases;
+  std::vector<CtaProgram> programs;
+  std::int64_t instances = 1;
+  std::int64_t smem_bytes_per_cta = 0;
+  std::int64_t threads_per_cta = 128;
+  std::int64_t registers_per_thread = 0;  // 0: unknown, registers do not limit occupancy
+  bool double_buffered = true;            // the next phase's loads are in flight during this compute
+  bool library_gemm = false;              // tensor rate × gemm_efficiency instead of matmul_efficiency
+  bool matmul_on_fp32_units = false;      // matmuls as scalar FMAs (non-matmul rate), not on tensor cores
+  std::int64_t bytes_in_flight_per_cta = 0;  // 0: the SM's cap; else what the CTA's load loop keeps outstanding
+  // A CTA that waits for its loads (not double-buffered) then works through its phase: its FLOPs,
+  // or, when `sram_bound_work`, its own shared-memory traffic at most at `sram_fraction_per_cta`
+  // of the SM's SRAM bandwidth (its warps keep too few shared-memory loads in flight for more);
+  // plus a fixed chain of barriers and reductions that no rate above sees.
+  bool sram_bound_work = false;
+  double sram_fraction_per_cta = 1.0;
+  double phase_latency_cycles = 0;
+  double cta_overhead_cycles = 0;  // once per CTA, before its first phase's work: prologue and epilogue
+  std::int64_t ctas() const { return static_cast<std::int64_t>(programs.size()) * instances; }
+};
+
+// How a real kernel was launched, when it differs from hbmlab's defaults (e.g. PyTorch's
+// FlashAttention-2 build: Br×Bc 128×128, 128 threads, 255 registers, K/V blocks in descending order).
+struct LaunchOverride {
+  std::optional<std::int64_t> threads_per_cta, registers_per_thread, smem_bytes_per_cta;
+  bool kv_descending = false;  // visit K_j, V_j from the last block down, as FlashAttention-2's kernel does
+  // Model hbmlab's own CUDA kernels (gpu/) as they are written, where they differ from the
+  // reference launch (standard's recorded tiles, flash1's fp32 FMAs fed from shared memory).
+  bool hbmlab_kernels = false;
+};
+
+// Applies the override's threads, registers and shared memory to one kernel.
+void apply_launch(KernelPlan& plan, const LaunchOverride& launch);
+
+struct EngineOptions {
+  bool l2_enabled = true;  // off: the paper's model, every load and store reaches HBM as counted
+  bool record_timeline = false;
+  std::int64_t sram_bytes_per_sm = 0;     // 0: the GPU's
+  std::int64_t sram_bytes_per_block = 0;  // 0: the GPU's
+  LaunchOverride launch;
+};
+
+// Builds a KernelPlan CTA by CTA. As a StepSink it takes a room's step stream directly, starting a
+// new phase wherever a load follows compute or a store ("bring tiles in, work on them, write
+// results"); rooms that shape their CTAs themselves call begin_program, begin_phase, access and
+// compute. `Tc` numbers the S_ij and P_ij tiles; `sector` is the L2's sector size.
+class PlanBuilder final : public StepSink {
+public:
+  PlanBuilder(KernelPlan& plan, const AttentionProblem& problem, std::int64_t Tc, std::int64_t sector)
+      : plan_(plan), p_(problem), Tc_(Tc), sector_(sector) {}
+
+  void begin_program();
+  void begin_phase();
+  // A load or store step; `paper_bytes` is what the paper's model charges for it.
+  void access(const Step& s, std::int64_t paper_bytes);
+  void compute(const Step& s);
+  void on_step(const Step& s) override;
+
+private:
+  KernelPlan& plan_;
+  const AttentionProblem& p_;
+  std::int64_t Tc_, sector_;
+  bool open_ = false, worked_ = false;
+};
+
+}  // namespace hbmlab
