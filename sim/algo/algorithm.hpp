@@ -48,6 +48,8 @@ struct ShapeSupport {
   bool query_len = false;   // NQ < N (decoding)
   bool kv_heads = false;    // HKV < H (grouped-query attention)
   bool block_mask = false;  // --block-mask
+  bool splits = false;      // --splits (split-KV decoding)
+  bool unified_max = false; // --unified-max (FlashDecoding++)
 };
 
 class Algorithm {

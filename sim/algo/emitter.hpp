@@ -38,6 +38,7 @@ public:
     Step s = tile(Tensor::S, i, j);
     s.kind = StepKind::skip;
     s.line = static_cast<std::uint8_t>(line);
+    s.by_block_mask = !(grid.causal && !causal_mask().keeps(grid, i, j));
     sink_.on_step(s);
   }
 

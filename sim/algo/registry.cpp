@@ -65,7 +65,9 @@ void Algorithm::check_problem(const AttentionProblem& p) const {
     fail_input("--query-len: {} models self-attention only (NQ = N); decoding algorithms take NQ < N", name());
   if (p.kv_heads > 0 && p.kv_heads != p.heads && !s.kv_heads)
     fail_input("--kv-heads: {} models one K/V head per query head (HKV = H)", name());
-  if (p.block_mask && !s.block_mask) fail_input("--block-mask: {} does not take a block mask", name());
+  if (p.block_mask && !s.block_mask) fail_input("--block-mask: {} does not take a block mask (flash1 and flash2 do)", name());
+  if (p.kv_splits > 0 && !s.splits) fail_input("--splits: {} does not split the K/V cache (flash-decoding does)", name());
+  if (p.unified_max && !s.unified_max) fail_input("--unified-max: {} keeps a running max (flashdecoding++ takes φ)", name());
 }
 
 }  // namespace hbmlab

@@ -48,6 +48,9 @@ std::string narrate_step(const Step& s, const std::string& compute_text) {
       return fmt::format("line {}: {} ({} {})", s.line, compute_text, format_count(static_cast<double>(s.flops)),
                          s.flop_kind == FlopKind::matmul ? "matmul FLOPs" : "non-matmul FLOPs");
     case StepKind::skip:
+      if (s.by_block_mask)
+        return fmt::format("line {}: block mask: S_{},{} is not kept, so Q_{} never meets K_{}, V_{} (no loads, no compute)",
+                           s.line, s.i + 1, s.j + 1, s.i + 1, s.j + 1, s.j + 1);
       return fmt::format("line {}: causal mask: every key of K_{} comes after the last query of Q_{}; S_{},{} is skipped",
                          s.line, s.j + 1, s.i + 1, s.i + 1, s.j + 1);
   }

@@ -43,6 +43,7 @@ struct Step {
   std::int64_t bytes = 0;           // load/store: bytes moved between HBM and SRAM
   std::int64_t flops = 0;           // compute: floating-point operations
   std::int64_t sram_read_bytes = 0; // compute: operand bytes read from SRAM
+  bool by_block_mask = false;       // skip: the block mask dropped the pair (else the causal mask)
 };
 
 // A step in the paper's words, with `compute_text` saying what a compute step computes:

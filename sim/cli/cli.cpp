@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "sim/algo/algorithm.hpp"
+#include "sim/algo/block_sparse/masks.hpp"
 #include "sim/bounds/sweep.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/files.hpp"
@@ -66,10 +67,12 @@ std::vector<Algo> parse_algos(const std::string& text) {
 
 // Options that describe a problem on a GPU; a --scenario gives the defaults, flags override.
 struct ProblemFlags {
-  std::string scenario, gpu, algo, dtype;
-  std::int64_t batch = 0, heads = 0, seq_len = 0, head_dim = 0;
+  std::string scenario, gpu, algo, dtype, pass, block_mask;
+  std::int64_t batch = 0, heads = 0, seq_len = 0, head_dim = 0, query_len = 0, kv_heads = 0, splits = 0;
+  double unified_max = 0;
   bool causal = false;
   CLI::Option *o_scenario{}, *o_gpu{}, *o_algo{}, *o_dtype{}, *o_batch{}, *o_heads{}, *o_seq_len{}, *o_head_dim{}, *o_causal{};
+  CLI::Option *o_pass{}, *o_block_mask{}, *o_query_len{}, *o_kv_heads{}, *o_splits{}, *o_unified_max{};
 
   void add_to(CLI::App& cmd) {
     o_scenario = cmd.add_option("--scenario", scenario, "workload or lesson: a .toml path or an embedded name (gpt2-medium)");
@@ -81,6 +84,15 @@ struct ProblemFlags {
     o_head_dim = cmd.add_option("--head-dim", head_dim, "head dimension d [64]");
     o_dtype = cmd.add_option("--dtype", dtype, "fp16, bf16 or fp32 [fp16]");
     o_causal = cmd.add_flag("--causal", causal, "causal mask: skip block pairs above the diagonal");
+    o_pass = cmd.add_option("--pass", pass, "forward, backward, or both (forward then backward) [forward]");
+    o_block_mask = cmd.add_option("--block-mask", block_mask,
+                                  "flash1/flash2: keep only some block pairs: local:W, butterfly, random:DENSITY[:SEED], "
+                                  "or a file of Tr lines of Tc 0/1 characters [every pair]");
+    o_query_len = cmd.add_option("--query-len", query_len, "NQ query rows, the last NQ positions (decoding) [N]");
+    o_kv_heads = cmd.add_option("--kv-heads", kv_heads, "HKV K/V heads shared by H/HKV query heads (GQA, MQA) [H]");
+    o_splits = cmd.add_option("--splits", splits, "flash-decoding: K/V splits per (batch, K/V head) [fill every SM once]");
+    o_unified_max = cmd.add_option("--unified-max", unified_max,
+                                   "flashdecoding++: the unified max φ [from the scores' statistics]");
   }
 
   Scenario resolve() const {
@@ -97,6 +109,16 @@ struct ProblemFlags {
       if (!d) fail_input("--dtype: unknown dtype '{}' (expected fp16, bf16 or fp32)", dtype);
       s.problem.dtype = *d;
     }
+    auto positive = [](std::int64_t v, std::string_view option) {
+      if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);
+      return v;
+    };
+    if (*o_pass) s.passes = parse_passes(pass, "--pass");
+    if (*o_query_len) s.problem.query_len = positive(query_len, "--query-len");
+    if (*o_kv_heads) s.problem.kv_heads = positive(kv_heads, "--kv-heads");
+    if (*o_splits) s.problem.kv_splits = positive(splits, "--splits");
+    if (*o_unified_max) s.problem.unified_max = unified_max;
+    if (*o_block_mask) s.problem.block_mask = parse_block_mask(block_mask);
     s.problem.validate();
     return s;
   }
@@ -210,7 +232,7 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
                      : (fail_input("--numerics: unknown mode '{}' (expected auto, full, sampled or off)", n), NumericsMode::off);
   }
   std::vector<SimulationResult> results;
-  for (Algo algo : s.algorithms) {
+  for (Algo algo : rooms_of(s)) {
     request.algo = algo;
     results.push_back(simulate(request));
   }

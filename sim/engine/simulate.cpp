@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/numerics/attention.hpp"
@@ -126,10 +127,17 @@ SimulationResult simulate(const SimulateRequest& request) {
     fail_input("{}: numbers.sram_bytes_per_block: {}", request.gpu.origin, message.substr(14));
   }
   const BlockGrid grid(request.problem, r.blocks.blocks);
+  if (request.problem.block_mask) request.problem.block_mask->check(grid);
   r.Tr = grid.Tr;
   r.Tc = grid.Tc;
   r.per_instance = count_instance(request.algo, request.problem, r.blocks.blocks);
   r.total = r.per_instance.scaled(request.problem.instances());
+  if (const auto& mask = request.problem.block_mask) {
+    AttentionProblem dense = request.problem;
+    dense.block_mask.reset();
+    r.mask = SimulationResult::Mask{mask->spec(), kept_pairs(grid), grid.Tr * grid.Tc, density(grid),
+                                    count_problem(request.algo, dense, r.blocks.blocks)};
+  }
   r.bound = bound_for(request.algo, request.problem, r.blocks.M_elements, r.total.accesses());
   if (request.counts_only) {
     r.numerics.mode = "off";

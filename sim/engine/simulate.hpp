@@ -60,6 +60,15 @@ struct SimulationResult {
   std::int64_t sram_bytes_per_sm = 0, sram_bytes_per_block = 0;
   Counts per_instance;  // one (batch, head)
   Counts total;         // × B·H
+  // With a block mask: the pairs it keeps (causal ones left out too) and the same problem's counts
+  // without the mask, to say what it saves.
+  struct Mask {
+    std::string spec;
+    std::int64_t kept_pairs = 0, pairs = 0;
+    double density = 0;
+    Counts dense_total;
+  };
+  std::optional<Mask> mask;
   Bound bound;
   NumericsResult numerics;
   TimeEstimate time;

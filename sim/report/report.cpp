@@ -19,8 +19,12 @@ namespace hbmlab {
 namespace {
 
 std::string problem_line(const AttentionProblem& p) {
-  return fmt::format("B={} H={} N={} d={} {}, {}", p.batch, p.heads, p.seq_len, p.head_dim, to_string(p.dtype),
-                     p.causal ? "causal" : "not causal");
+  std::string line = fmt::format("B={} H={} N={} d={} {}, {}", p.batch, p.heads, p.seq_len, p.head_dim, to_string(p.dtype),
+                                 p.causal ? "causal" : "not causal");
+  if (p.query_len > 0) line += fmt::format(", NQ={}", p.query_len);
+  if (p.kv_heads > 0) line += fmt::format(", HKV={}", p.kv_heads);
+  if (p.block_mask) line += fmt::format(", block mask {}", p.block_mask->spec());
+  return line;
 }
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
@@ -97,7 +101,15 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
              r.blocks.blocks.Bc, r.blocks.origin, r.Tr, r.Tc, format_bytes(double(r.blocks.working_set_bytes)),
              format_bytes(double(r.sram_bytes_per_block)));
   if (!r.blocks.note.empty()) fmt::print(out, "  note      {}\n", r.blocks.note);
-  if (c.skipped_blocks > 0)
+  if (r.mask) {
+    const double dense = double(r.mask->dense_total.hbm_bytes());
+    fmt::print(out, "  mask      {}: {} of {} block pairs kept per head (density {:.1f}%); HBM traffic {} against {} "
+                    "dense ({:.2f}× less)\n",
+               r.mask->spec, format_count(double(r.mask->kept_pairs)), format_count(double(r.mask->pairs)),
+               100 * r.mask->density, format_bytes(double(c.hbm_bytes())), format_bytes(dense),
+               c.hbm_bytes() > 0 ? dense / double(c.hbm_bytes()) : 0.0);
+  }
+  if (c.skipped_blocks > 0 && !r.mask)
     fmt::print(out, "  causal    {} of {} block pairs skipped per head\n", format_count(double(r.per_instance.skipped_blocks)),
                format_count(double(r.Tr * r.Tc)));
 
@@ -174,8 +186,15 @@ void print_comparison(std::ostream& out, std::span<const SimulationResult> resul
 }
 
 Json problem_json(const AttentionProblem& p) {
-  return {{"batch", p.batch}, {"heads", p.heads}, {"seq_len", p.seq_len}, {"head_dim", p.head_dim},
-          {"dtype", to_string(p.dtype)}, {"causal", p.causal}};
+  Json j = {{"batch", p.batch}, {"heads", p.heads}, {"seq_len", p.seq_len}, {"head_dim", p.head_dim},
+            {"dtype", to_string(p.dtype)}, {"causal", p.causal}};
+  // The shapes beyond self-attention, only where set, so that self-attention reads as before.
+  if (p.query_len > 0) j["query_len"] = p.query_len;
+  if (p.kv_heads > 0) j["kv_heads"] = p.kv_heads;
+  if (p.block_mask) j["block_mask"] = p.block_mask->spec();
+  if (p.kv_splits > 0) j["splits"] = p.kv_splits;
+  if (p.unified_max) j["unified_max"] = *p.unified_max;
+  return j;
 }
 
 Json simulation_json(const SimulationResult& r) {
@@ -184,7 +203,7 @@ Json simulation_json(const SimulationResult& r) {
   Json by_tensor = Json::object();
   for (Tensor t : kAllTensors)
     if (c.touches(t)) by_tensor[std::string(tensor_key(t))] = {{"read_bytes", c[t].read_bytes}, {"write_bytes", c[t].write_bytes}};
-  return {
+  Json out = {
       {"gpu", {{"name", r.gpu.name}, {"display_name", r.gpu.display_name}, {"sm_count", r.gpu.sm_count},
                {"sram_bytes_per_sm", r.sram_bytes_per_sm}, {"sram_bytes_per_block", r.sram_bytes_per_block},
                {"l2_bytes", r.gpu.l2_bytes}, {"hbm_bandwidth_gbps", r.gpu.hbm_bandwidth_gbps},
@@ -208,6 +227,11 @@ Json simulation_json(const SimulationResult& r) {
       {"dram", dram_json(r.engine)},
       {"steps_per_head", r.per_instance.steps},
   };
+  if (r.mask)
+    out["block_mask"] = {{"spec", r.mask->spec}, {"kept_pairs", r.mask->kept_pairs}, {"pairs", r.mask->pairs},
+                         {"density", r.mask->density},
+                         {"dense_hbm_bytes", r.mask->dense_total.hbm_bytes()}};
+  return out;
 }
 
 // [SECTION] bounds

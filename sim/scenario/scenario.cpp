@@ -1,11 +1,13 @@
 // Reading workload and lesson files.
 #include "sim/scenario/scenario.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <set>
 
 #include <toml++/toml.h>
 
+#include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
 #include "sim/scenario/embedded.hpp"
 
@@ -40,6 +42,13 @@ public:
     return i->get();
   }
 
+  double number(const toml::node& node, std::string_view key) const {
+    if (const auto* i = node.as_integer()) return static_cast<double>(i->get());
+    const auto* f = node.as_floating_point();
+    if (!f || !std::isfinite(f->get())) fail_input("{}: {}: expected a finite number", at(node), key);
+    return f->get();
+  }
+
   bool boolean(const toml::node& node, std::string_view key) const {
     const auto* b = node.as_boolean();
     if (!b) fail_input("{}: {}: expected true or false", at(node), key);
@@ -57,7 +66,8 @@ private:
 };
 
 void read_problem(const Reader& r, const toml::table& t, AttentionProblem& p) {
-  r.only_keys(t, "problem.", {"batch", "heads", "seq_len", "head_dim", "dtype", "causal"});
+  r.only_keys(t, "problem.", {"batch", "heads", "seq_len", "head_dim", "dtype", "causal", "query_len", "kv_heads",
+                              "block_mask", "splits", "unified_max"});
   for (auto&& [key, node] : t) {
     const std::string name = "problem." + std::string(key.str());
     if (key == "batch") p.batch = r.positive(node, name);
@@ -65,6 +75,17 @@ void read_problem(const Reader& r, const toml::table& t, AttentionProblem& p) {
     else if (key == "seq_len") p.seq_len = r.positive(node, name);
     else if (key == "head_dim") p.head_dim = r.positive(node, name);
     else if (key == "causal") p.causal = r.boolean(node, name);
+    else if (key == "query_len") p.query_len = r.positive(node, name);
+    else if (key == "kv_heads") p.kv_heads = r.positive(node, name);
+    else if (key == "splits") p.kv_splits = r.positive(node, name);
+    else if (key == "unified_max") p.unified_max = r.number(node, name);
+    else if (key == "block_mask") {
+      try {
+        p.block_mask = parse_block_mask(r.text(node, name));
+      } catch (const InputError& e) {
+        fail_input("{}: {}: {}", r.at(node), name, e.what());
+      }
+    }
     else if (key == "dtype") {
       const std::string dtype = r.text(node, name);
       const auto parsed = parse_dtype(dtype);
@@ -101,7 +122,7 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
     fail_input("{}: lesson: a file is a [lesson] or a [workload], not both", r.at(*root.get("lesson")));
 
   const std::string prefix = s.kind + ".";
-  r.only_keys(*head, prefix, {"title", "summary", "number", "gpu", "algorithms", "sram_bytes"});
+  r.only_keys(*head, prefix, {"title", "summary", "number", "gpu", "algorithms", "pass", "sram_bytes"});
   for (auto&& [key, node] : *head) {
     const std::string name = prefix + std::string(key.str());
     if (key == "title") s.title = r.text(node, name);
@@ -109,6 +130,13 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
     else if (key == "number") s.number = static_cast<int>(r.positive(node, name));
     else if (key == "gpu") s.gpu = r.text(node, name);
     else if (key == "sram_bytes") s.sram_bytes = r.positive(node, name);
+    else if (key == "pass") {
+      try {
+        s.passes = parse_passes(r.text(node, name), name);
+      } catch (const InputError& e) {
+        fail_input("{}: {}", r.at(node), e.what());
+      }
+    }
     else if (key == "algorithms") {
       const auto* list = node.as_array();
       if (!list || list->empty()) fail_input("{}: {}: expected a list such as [\"standard\", \"flash1\"]", r.at(node), name);
@@ -155,6 +183,24 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
   }
   if (s.kind == "lesson" && s.stages.empty()) fail_input("{}:1: stages: a lesson needs at least one [[stages]]", origin);
   return s;
+}
+
+std::vector<Pass> parse_passes(std::string_view text, std::string_view where) {
+  if (text == "both") return {Pass::forward, Pass::backward};
+  if (const auto p = parse_pass(text)) return {*p};
+  fail_input("{}: unknown pass '{}' (expected forward, backward or both)", where, text);
+}
+
+std::vector<Algo> rooms_of(const Scenario& s) {
+  std::vector<Algo> rooms;
+  for (Algo algo : s.algorithms)
+    for (Pass pass : s.passes) {
+      const auto room = parse_algo(algo->name(), pass);
+      if (!room) fail_input("--pass: {} has no {} pass in hbmlab (it has: {})", algo->name(), to_string(pass),
+                            algo_names(pass).empty() ? std::string("none") : algo_names(pass));
+      rooms.push_back(*room);
+    }
+  return rooms;
 }
 
 std::vector<std::string> scenario_names() {

@@ -26,12 +26,20 @@ struct Scenario {
   std::string summary;
   int number = 0;      // lessons are numbered
   std::string gpu = "a100-40gb";
-  std::vector<Algo> algorithms = {default_algo()};
+  std::vector<Algo> algorithms = {default_algo()};  // forward rooms; `passes` picks the rooms that run
+  std::vector<Pass> passes = {Pass::forward};
   AttentionProblem problem{1, 1, 1024, 64, Dtype::fp16, false};
   std::optional<std::int64_t> block_rows, block_cols;
   std::optional<std::int64_t> sram_bytes;
   std::vector<LessonStage> stages;
 };
+
+// "forward", "backward" or "both" (forward then backward); InputError naming `where` otherwise.
+std::vector<Pass> parse_passes(std::string_view text, std::string_view where);
+
+// The rooms a scenario runs: each algorithm in each pass (forward then backward for "both").
+// InputError naming --pass when an algorithm has no room for a pass.
+std::vector<Algo> rooms_of(const Scenario& scenario);
 
 // Throws InputError "origin:line: key: what is wrong" for any unknown key or bad value.
 Scenario parse_scenario(std::string_view toml_text, std::string_view origin);

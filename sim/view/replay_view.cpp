@@ -58,6 +58,7 @@ void check_replayable(const ReplayRequest& request) {
   r.algo->check_problem(r.problem);
   const BlockChoice choice = choose_blocks(r.algo, r.problem, {sram_sm, sram_block}, r.block_rows, r.block_cols);
   const BlockGrid grid(r.problem, choice.blocks);
+  if (r.problem.block_mask) r.problem.block_mask->check(grid);
   if (grid.Tr * grid.Tc > kMaxReplayPairs)
     fail_input("--block-rows/--block-cols: Tr×Tc = {}×{} = {} block pairs is too many to replay step by step "
                "(at most {}); choose larger blocks or a smaller N",

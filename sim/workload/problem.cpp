@@ -2,6 +2,7 @@
 #include "sim/workload/problem.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/common/error.hpp"
 
@@ -70,6 +71,8 @@ void AttentionProblem::validate() const {
   if (kv_heads < 0) fail_input("--kv-heads: must be a positive integer, got {}", kv_heads);
   if (kv_heads > 0 && heads % kv_heads != 0)
     fail_input("--kv-heads: HKV = {} does not divide H = {} (each K/V head serves H/HKV query heads)", kv_heads, heads);
+  if (kv_splits < 0) fail_input("--splits: must be a positive integer, got {}", kv_splits);
+  if (unified_max && !std::isfinite(*unified_max)) fail_input("--unified-max: must be a finite number, got {}", *unified_max);
 }
 
 BlockGrid::BlockGrid(std::int64_t N_, Blocks blocks, bool causal_)

@@ -35,6 +35,8 @@ public:
   virtual ~BlockMask() = default;
   virtual bool keeps(const BlockGrid& grid, std::int64_t i, std::int64_t j) const = 0;
   virtual std::string spec() const = 0;  // as the user wrote it: "local:256", "butterfly", a path
+  // Throws InputError when the mask cannot describe this grid (a mask file of another Tr × Tc).
+  virtual void check(const BlockGrid&) const {}
 };
 
 // Keeps a pair unless every key of K_j comes after the last query of Q_i.
@@ -55,6 +57,10 @@ struct AttentionProblem {
   std::int64_t query_len = 0;  // NQ: query rows, the last NQ positions of the sequence; 0: N
   std::int64_t kv_heads = 0;   // HKV: K/V heads, each shared by H/HKV query heads (GQA, MQA); 0: H
   std::shared_ptr<const BlockMask> block_mask;  // block pairs kept; none: every pair
+  // Decoding (flash-decoding, flashdecoding++): K/V splits per (batch, K/V head), 0 for the room's
+  // default, and FlashDecoding++'s unified max φ, none for the room's default.
+  std::int64_t kv_splits = 0;
+  std::optional<double> unified_max;
 
   std::int64_t Nq() const { return query_len > 0 ? query_len : seq_len; }
   std::int64_t Hkv() const { return kv_heads > 0 ? kv_heads : heads; }

@@ -21,6 +21,13 @@
 namespace hbmlab {
 namespace {
 
+// Some row block keeps the pair (i, j) of column j: its K_j, V_j are loaded (line 6).
+bool column_kept(const BlockGrid& g, std::int64_t j) {
+  for (std::int64_t i = 0; i < g.Tr; ++i)
+    if (!g.skipped(i, j)) return true;
+  return false;
+}
+
 // Line 11 per row: m_new = max (1); two exponents of differences (4); ℓ_new (3).
 constexpr std::int64_t kStatOps = 8;
 // Line 12 per element of O_i: ℓ_i·e^(m_i−m_new)·O_i (2), e^(m̃−m_new)·(P̃V) (1), add (1), ÷ℓ_new (1).
@@ -51,8 +58,10 @@ public:
       e.store(Tensor::m, i, -1, 2);
     }
     for (std::int64_t j = 0; j < g.Tc; ++j) {  // line 5
-      e.load(Tensor::K, -1, j, 6);             // line 6: load K_j, V_j
-      e.load(Tensor::V, -1, j, 6);
+      if (column_kept(g, j)) {                 // a column the block mask empties is never loaded
+        e.load(Tensor::K, -1, j, 6);           // line 6: load K_j, V_j
+        e.load(Tensor::V, -1, j, 6);
+      }
       for (std::int64_t i = 0; i < g.Tr; ++i) {  // line 7
         if (g.skipped(i, j)) {
           e.skip(i, j, 7);
@@ -84,24 +93,41 @@ public:
 
   // [SECTION] Closed form
   //
-  // Not causal: Q and O read Tc·Nd, ℓ and m read Tc·N, O written (1 + Tc)·Nd, ℓ and m (1 + Tc)·N.
-  // Causal: each row block i counts only the blocks it visits.
+  // Not causal: Q and O read Tc·NQ·d, ℓ and m read Tc·NQ, O written (1 + Tc)·NQ·d, ℓ and m
+  // (1 + Tc)·NQ; K and V read N·d. Causal: each row block i counts only the blocks it visits (from
+  // the diagonal's position). A block mask: each kept pair counts, and K_j, V_j are read only for a
+  // column with a kept pair (DESIGN.md, "Block-sparse").
   Counts closed_form(const AttentionProblem& p, Blocks b) const override {
-    const std::int64_t N = p.seq_len, d = p.head_dim, e = p.elem_bytes(), Nd = N * d;
-    const BlockGrid g(N, b, p.causal);
+    const std::int64_t d = p.head_dim, e = p.elem_bytes(), Nq = p.Nq();
+    const BlockGrid g(p, b);
     Counts c;
-    std::int64_t visited_rows = 0;  // Σ_i visited(i)·rows(i) (= Tc·N when not causal)
-    for (std::int64_t i = 0; i < g.Tr; ++i) {
-      visited_rows += visited_blocks(g, i) * g.rows(i);
-      const std::int64_t keys = std::min(N, visited_blocks(g, i) * g.Bc);
-      c.matmul_flops += 4 * g.rows(i) * keys * d;
+    std::int64_t visited_rows = 0;  // Σ over kept pairs of rows(i) (= Tc·NQ when nothing is skipped)
+    std::int64_t kv_rows = 0;       // Σ over loaded columns of cols(j)
+    if (!p.block_mask) {
+      for (std::int64_t i = 0; i < g.Tr; ++i) {
+        visited_rows += visited_blocks(g, i) * g.rows(i);
+        const std::int64_t keys = std::min(g.N, visited_blocks(g, i) * g.Bc);
+        c.matmul_flops += 4 * g.rows(i) * keys * d;
+      }
+      kv_rows = g.N;
+    } else {
+      for (std::int64_t j = 0; j < g.Tc; ++j) {
+        bool any = false;
+        for (std::int64_t i = 0; i < g.Tr; ++i)
+          if (!g.skipped(i, j)) {
+            any = true;
+            visited_rows += g.rows(i);
+            c.matmul_flops += 4 * g.rows(i) * g.cols(j) * d;
+          }
+        if (any) kv_rows += g.cols(j);
+      }
     }
-    add_traffic(c, Tensor::K, Nd, 0, e);
-    add_traffic(c, Tensor::V, Nd, 0, e);
+    add_traffic(c, Tensor::K, kv_rows * d, 0, e);
+    add_traffic(c, Tensor::V, kv_rows * d, 0, e);
     add_traffic(c, Tensor::Q, visited_rows * d, 0, e);
-    add_traffic(c, Tensor::O, visited_rows * d, Nd + visited_rows * d, e);
-    add_traffic(c, Tensor::l, visited_rows, N + visited_rows, kStatBytes);
-    add_traffic(c, Tensor::m, visited_rows, N + visited_rows, kStatBytes);
+    add_traffic(c, Tensor::O, visited_rows * d, Nq * d + visited_rows * d, e);
+    add_traffic(c, Tensor::l, visited_rows, Nq + visited_rows, kStatBytes);
+    add_traffic(c, Tensor::m, visited_rows, Nq + visited_rows, kStatBytes);
     return c;
   }
 
@@ -193,6 +219,7 @@ public:
   }
 
   std::int64_t roofline_ctas_per_instance(const BlockGrid&) const override { return 1; }
+  ShapeSupport supports() const override { return {.block_mask = true}; }
 
   // [SECTION] The window
 

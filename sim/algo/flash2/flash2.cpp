@@ -122,22 +122,29 @@ public:
 
   // [SECTION] Closed form
   //
-  // Not causal: Q read Nd, K and V read Tr·Nd, O written Nd, L written N.
+  // Not causal: Q read NQ·d, K and V read Tr·N·d, O written NQ·d, L written NQ. Causal: each row
+  // block reads the K/V blocks up to the diagonal (from its position); a block mask: the kept pairs.
+  // Every Q_i is read and every O_i, L_i written, whatever the mask keeps (DESIGN.md, "Block-sparse").
   Counts closed_form(const AttentionProblem& p, Blocks b) const override {
-    const std::int64_t N = p.seq_len, d = p.head_dim, e = p.elem_bytes(), Nd = N * d;
-    const BlockGrid g(N, b, p.causal);
+    const std::int64_t d = p.head_dim, e = p.elem_bytes(), Nq = p.Nq();
+    const BlockGrid g(p, b);
     Counts c;
-    std::int64_t kv_rows = 0;  // Σ_i keys visited by row block i (= Tr·N when not causal)
+    std::int64_t kv_rows = 0;  // Σ_i keys visited by row block i (= Tr·N when nothing is skipped)
     for (std::int64_t i = 0; i < g.Tr; ++i) {
-      const std::int64_t keys = std::min(N, visited_blocks(g, i) * g.Bc);
+      std::int64_t keys = 0;
+      if (!p.block_mask) {
+        keys = std::min(g.N, visited_blocks(g, i) * g.Bc);
+      } else {
+        for (std::int64_t j = 0; j < g.Tc; ++j) keys += g.skipped(i, j) ? 0 : g.cols(j);
+      }
       kv_rows += keys;
       c.matmul_flops += 4 * g.rows(i) * keys * d;
     }
-    add_traffic(c, Tensor::Q, Nd, 0, e);
+    add_traffic(c, Tensor::Q, Nq * d, 0, e);
     add_traffic(c, Tensor::K, kv_rows * d, 0, e);
     add_traffic(c, Tensor::V, kv_rows * d, 0, e);
-    add_traffic(c, Tensor::O, 0, Nd, e);
-    add_traffic(c, Tensor::lse, 0, N, kStatBytes);
+    add_traffic(c, Tensor::O, 0, Nq * d, e);
+    add_traffic(c, Tensor::lse, 0, Nq, kStatBytes);
     return c;
   }
 
@@ -208,6 +215,7 @@ public:
 
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr; }
   bool has_kv_order() const override { return true; }
+  ShapeSupport supports() const override { return {.block_mask = true}; }
 
   // [SECTION] The window
 
