@@ -41,6 +41,20 @@ struct WindowTraits {
   std::string_view visit_order{};       // beside the matrix: the order of the block pairs ("": none)
   std::string_view sram_note{};         // under the SRAM box: what never reaches SRAM or HBM
   bool cta_per_row_block = false;       // one CTA per Q_i (else one per (batch, head)) in the memory view
+  // When scores_in_hbm: the two N × N tensors the memory and matrix views fill block by block as
+  // their stores happen, and what the matrix view calls them (standard's backward writes dP and dS).
+  std::array<Tensor, 2> hbm_scores = {Tensor::S, Tensor::P};
+  std::array<std::string_view, 2> hbm_scores_titles = {"S in HBM (line 1 writes it)", "P in HBM (line 2 writes it)"};
+  std::string_view ready_note = "ready: Q, K and V are in HBM; nothing has moved yet";  // before the first step
+  bool cta_per_col_block = false;       // one CTA per K_j, V_j (FlashAttention-2's backward) in the memory view
+};
+
+// What the forward pass must leave in HBM for a backward room, besides Q, K and V: the paper's
+// memory claim (standard keeps P, N² per head; FlashAttention keeps O and its row statistics, N).
+struct ForwardState {
+  std::string_view tensors;                // "P" or "O, ℓ, m", as printed
+  std::int64_t bytes_per_head = 0;         // all of it, one (batch, head)
+  std::int64_t extra_bytes_per_head = 0;   // beyond the output O, which the forward writes anyway
 };
 
 // Problem shapes beyond self-attention that a room models; the others are refused by name.
@@ -60,6 +74,8 @@ public:
   // and the paper's name for the report's heading.
   virtual std::string_view name() const = 0;
   virtual Pass pass() const { return Pass::forward; }
+  // The name in reports and tables: name() for a forward room, "flash2 backward" for a backward one.
+  virtual std::string_view display_name() const { return name(); }
   virtual std::string_view paper_name() const = 0;
   virtual ShapeSupport supports() const { return {}; }
   // Throws InputError naming the option when the problem has a shape this room does not model.
@@ -92,6 +108,9 @@ public:
   virtual const WindowTraits& window() const = 0;
   virtual void on_chip(const Step& step, const Step* previous, const AttentionProblem& problem, Sram& sram) const = 0;
 
+  // Backward rooms: what the forward keeps in HBM for them (none for a forward room).
+  virtual std::optional<ForwardState> forward_state(const AttentionProblem&) const { return std::nullopt; }
+
 protected:
   // What a compute step computes, for narrate(): "S_2,3 = Q_2 K_3ᵀ on chip".
   virtual std::string compute_text(const Step& step) const = 0;
@@ -111,7 +130,8 @@ private:
   const Algorithm* room_;
 };
 
-inline std::string_view to_string(Algo algo) { return algo->name(); }
+// The room's display name: "flash1", or "flash1 backward" for the backward pass.
+inline std::string_view to_string(Algo algo) { return algo->display_name(); }
 inline std::string_view paper_name(Algo algo) { return algo->paper_name(); }
 
 // The rooms of one pass, in the order of `--algo all`, the window's menu and every table.

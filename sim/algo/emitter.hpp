@@ -49,10 +49,10 @@ public:
     s.tensor = t;
     s.i = static_cast<std::int32_t>(i);
     s.j = static_cast<std::int32_t>(j);
-    const bool by_j = t == Tensor::K || t == Tensor::V || t == Tensor::dK || t == Tensor::dV;
+    const bool by_j = by_column_block(t);
     s.row0 = by_j ? grid.col_begin(j) : grid.row_begin(i);
     s.rows = by_j ? grid.cols(j) : grid.rows(i);
-    if (t == Tensor::S || t == Tensor::P || t == Tensor::dP || t == Tensor::dS) {
+    if (is_score_block(t)) {
       s.col0 = grid.col_begin(j);
       s.cols = grid.cols(j);
     } else {

@@ -23,14 +23,18 @@ bool is_stat(Tensor t) {
   return t == Tensor::l || t == Tensor::m || t == Tensor::lse || t == Tensor::D || t == Tensor::lse_part;
 }
 
+bool by_column_block(Tensor t) { return t == Tensor::K || t == Tensor::V || t == Tensor::dK || t == Tensor::dV; }
+
+bool is_score_block(Tensor t) { return t == Tensor::S || t == Tensor::P || t == Tensor::dP || t == Tensor::dS; }
+
 std::int64_t element_bytes(Tensor t, Dtype dtype) {
   return is_stat(t) || t == Tensor::O_part ? kStatBytes : dtype_bytes(dtype);
 }
 
 std::string block_name(const Step& s) {
   const std::string_view sym = tensor_symbol(s.tensor);
-  if (s.tensor == Tensor::K || s.tensor == Tensor::V) return fmt::format("{}_{}", sym, s.j + 1);
-  if ((s.tensor == Tensor::S || s.tensor == Tensor::P) && s.j >= 0) return fmt::format("{}_{},{}", sym, s.i + 1, s.j + 1);
+  if (by_column_block(s.tensor)) return fmt::format("{}_{}", sym, s.j + 1);
+  if (is_score_block(s.tensor) && s.j >= 0) return fmt::format("{}_{},{}", sym, s.i + 1, s.j + 1);
   if (s.i >= 0) return fmt::format("{}_{}", sym, s.i + 1);
   return std::string(sym);
 }

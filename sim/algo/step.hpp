@@ -25,6 +25,8 @@ inline constexpr std::array<Tensor, kTensorCount> kAllTensors = {
 std::string_view tensor_key(Tensor t);     // JSON key: "Q", ..., "l", "m", "lse", "dO", ..., "lse_part"
 std::string_view tensor_symbol(Tensor t);  // as printed: "Q", ..., "ℓ", "m", "L", "dO", ..., "L_part"
 bool is_stat(Tensor t);                    // ℓ, m, L, D and lse_part: fp32 vectors, one value per row
+bool by_column_block(Tensor t);            // K, V, dK, dV: cut into the Tc blocks K_j (rows of keys)
+bool is_score_block(Tensor t);             // S, P, dP, dS: N × N, cut into Br × Bc blocks S_ij
 // Bytes of one element: the problem's dtype, but fp32 for the statistics and the partial outputs.
 std::int64_t element_bytes(Tensor t, Dtype dtype);
 

@@ -1,6 +1,9 @@
 // What the tiled (FlashAttention) rooms share: the SRAM working set of one CTA, the bound
-// Θ(N²d²/M) and its exponents, and the caption under the SRAM box.
+// Θ(N²d²/M) and its exponents, and the caption under the SRAM box; and what their backward
+// passes share (TiledBackward).
 #pragma once
+
+#include <algorithm>
 
 #include "sim/algo/algorithm.hpp"
 
@@ -27,6 +30,39 @@ public:
 
 protected:
   static constexpr std::string_view kRegistersNote = "S_ij and P̃_ij stay in registers: never written to HBM.";
+};
+
+// The backward of a tiled room (FlashAttention paper, Algorithm 4; FlashAttention-2 paper,
+// Algorithm 2): K_j, V_j stay on chip with their gradient accumulators while the Q_i stream past,
+// and S_ij, P_ij, dP_ij, dS_ij are recomputed on chip, never stored. Theorem 5: Θ(N²d²/M) accesses,
+// the same bound and exponents as the forward.
+class TiledBackward : public TiledAttention {
+public:
+  Pass pass() const override { return Pass::backward; }
+
+  // Algorithm 4 line 2 prints the forward's rule, Bc = ⌈M/(4d)⌉, Br = min(Bc, d). But the backward
+  // holds eight B × d tiles where the forward holds four (K_j, V_j, dK_j, dV_j against Q_i, O_i,
+  // dO_i, dQ_i), so that rule asks for up to 2M elements. Halving Bc keeps the backward within M as
+  // the forward's rule keeps the forward: Bc = ⌈M/(8d)⌉, Br = min(Bc, d), clamped to N. Theorem 5
+  // needs only Bc = Θ(M/d), so the exponents stay those of the bound.
+  Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override {
+    const std::int64_t big = std::min(ceil_div(M, 8 * d), N);
+    return {std::min({big, d, N}), big};
+  }
+
+  ShapeSupport supports() const override { return {.block_mask = true}; }
+
+protected:
+  static constexpr std::string_view kRecomputeNote =
+      "S_ij, P_ij, dP_ij and dS_ij are recomputed in registers: never written to HBM.";
+  static constexpr std::string_view kReadyNote =
+      "ready: Q, K, V, O, dO and the forward's row statistics are in HBM; nothing has moved yet";
+
+  // One (batch, head)'s O and its statistics (fp32, `stats` values per row) that the forward keeps.
+  static ForwardState kept_by_forward(const AttentionProblem& p, std::string_view tensors, std::int64_t stats) {
+    const std::int64_t O_bytes = p.Nq() * p.head_dim * p.elem_bytes(), stat_bytes = stats * p.Nq() * kStatBytes;
+    return {tensors, O_bytes + stat_bytes, stat_bytes};
+  }
 };
 
 }  // namespace hbmlab

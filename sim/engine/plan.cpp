@@ -37,8 +37,8 @@ void PlanBuilder::access(const Step& s, std::int64_t paper_bytes) {
   TileAccess a;
   a.tensor = s.tensor;
   a.store = s.kind == StepKind::store;
-  const bool by_j = s.tensor == Tensor::K || s.tensor == Tensor::V;
-  const bool square = s.tensor == Tensor::S || s.tensor == Tensor::P;
+  const bool by_j = by_column_block(s.tensor);
+  const bool square = is_score_block(s.tensor);
   a.tile = static_cast<std::int32_t>(square ? std::int64_t{s.i} * Tc_ + s.j : by_j ? s.j : s.i);
   a.bytes = s.bytes;
   const std::int64_t full_width = square ? p_.seq_len : is_stat(s.tensor) ? 1 : p_.head_dim;

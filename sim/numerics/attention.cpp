@@ -59,12 +59,15 @@ Matrix random_matrix(std::int64_t rows, std::int64_t cols, Rng& rng) {
 
 Inputs make_inputs(std::int64_t N, std::int64_t d, InputKind kind, std::uint64_t seed) {
   Rng rng(seed);
-  Inputs in{random_matrix(N, d, rng), random_matrix(N, d, rng), random_matrix(N, d, rng), 1.0 / std::sqrt(double(d))};
+  Inputs in{random_matrix(N, d, rng), random_matrix(N, d, rng), random_matrix(N, d, rng), 1.0 / std::sqrt(double(d)), {}};
   if (kind == InputKind::large_logits) {
     for (double& x : in.Q.data) x *= 1e4;  // scale·q·k ~ 1e4·N(0, 1)
   } else if (kind == InputKind::dominant_key) {
     for (std::size_t k = 0; k < in.K.data.size(); ++k) in.K.data[k] = 4.0 * in.Q.data[k];  // own score ≈ 4√d
   }
+  // dO from a stream of its own, after Q, K and V are drawn: the forward's inputs stay as they were.
+  Rng gradient_rng(seed ^ 0x644f5f6772616469ULL);  // "dO_gradi"
+  in.dO = random_matrix(N, d, gradient_rng);
   return in;
 }
 
@@ -104,6 +107,44 @@ Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::i
   return O;
 }
 
+Gradients reference_backward(const Inputs& in, bool causal, std::span<const std::int64_t> rows_in) {
+  const std::int64_t Nq = in.Q.rows, N = in.K.rows, d = in.Q.cols;
+  Gradients g{Matrix(Nq, d), Matrix(N, d), Matrix(N, d)};
+  std::vector<double> p(static_cast<std::size_t>(N)), dp(static_cast<std::size_t>(N));
+  for (std::int64_t q : all_rows_if_empty(rows_in, Nq)) {
+    const std::int64_t position = N - Nq + q;
+    // P_q = softmax(scale·q Kᵀ), then O_q = P_q V as the forward leaves it.
+    double mx = kMinusInf;
+    for (std::int64_t k = 0; k < N; ++k) {
+      double dot = 0;
+      for (std::int64_t x = 0; x < d; ++x) dot += in.Q(q, x) * in.K(k, x);
+      p[k] = tiled::masked(causal, position, k) ? kMinusInf : in.scale * dot;
+      mx = std::max(mx, p[k]);
+    }
+    double sum = 0;
+    for (std::int64_t k = 0; k < N; ++k) sum += (p[k] = tiled::masked(causal, position, k) ? 0.0 : std::exp(p[k] - mx));
+    for (double& x : p) x /= sum;
+    // D_q = rowsum(dO_q ∘ O_q) = Σ_k P_qk dP_qk, with dP_qk = dO_q · V_k.
+    double D = 0;
+    for (std::int64_t k = 0; k < N; ++k) {
+      double dot = 0;
+      for (std::int64_t x = 0; x < d; ++x) dot += in.dO(q, x) * in.V(k, x);
+      dp[k] = dot;
+      D += p[k] * dot;
+    }
+    for (std::int64_t k = 0; k < N; ++k) {
+      if (p[k] == 0) continue;  // masked (or underflowed): no gradient flows through it
+      const double ds = p[k] * (dp[k] - D);
+      for (std::int64_t x = 0; x < d; ++x) {
+        g.dV(k, x) += p[k] * in.dO(q, x);
+        g.dQ(q, x) += in.scale * ds * in.K(k, x);
+        g.dK(k, x) += in.scale * ds * in.Q(q, x);
+      }
+    }
+  }
+  return g;
+}
+
 // [SECTION] Tiled algorithms: helpers for the rooms
 
 namespace tiled {
@@ -115,7 +156,7 @@ std::vector<std::int64_t> rows_to_compute(const Inputs& in, const TiledOptions& 
   return rows;
 }
 
-TiledResult empty_result(const Inputs& in) { return TiledResult{Matrix(in.Q.rows, in.Q.cols), {}}; }
+TiledResult empty_result(const Inputs& in) { return TiledResult{Matrix(in.Q.rows, in.Q.cols), {}, std::nullopt}; }
 
 std::vector<std::vector<std::int64_t>> rows_by_block(const BlockGrid& g, const std::vector<std::int64_t>& rows) {
   std::vector<std::vector<std::int64_t>> by_block(static_cast<std::size_t>(g.Tr));
@@ -136,15 +177,26 @@ NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, B
                              std::span<const std::int64_t> rows_in) {
   const std::vector<std::int64_t> rows = all_rows_if_empty(rows_in, in.Q.rows);
   const TiledResult tiled = run_tiled(algo, precision, in, blocks, causal, {rows, std::nullopt});
-  const Matrix reference = reference_attention(in, causal, rows);
   NumericsCheck check;
   check.rows_checked = static_cast<std::int64_t>(rows.size());
-  for (std::int64_t q : rows)
-    for (std::int64_t x = 0; x < in.Q.cols; ++x) {
-      const double value = tiled.O(q, x);
-      if (!std::isfinite(value)) check.finite = false;
-      check.max_abs_error = std::max(check.max_abs_error, std::fabs(value - reference(q, x)));
+  auto compare = [&](double value, double reference) {
+    if (!std::isfinite(value)) check.finite = false;
+    check.max_abs_error = std::max(check.max_abs_error, std::fabs(value - reference));
+  };
+  if (tiled.grads) {  // a backward room: its gradients, not the O it was given
+    check.compared = "dQ, dK, dV";
+    const Gradients reference = reference_backward(in, causal, rows);
+    for (std::int64_t q : rows)
+      for (std::int64_t x = 0; x < in.Q.cols; ++x) compare(tiled.grads->dQ(q, x), reference.dQ(q, x));
+    for (std::size_t k = 0; k < reference.dK.data.size(); ++k) {
+      compare(tiled.grads->dK.data[k], reference.dK.data[k]);
+      compare(tiled.grads->dV.data[k], reference.dV.data[k]);
     }
+  } else {
+    const Matrix reference = reference_attention(in, causal, rows);
+    for (std::int64_t q : rows)
+      for (std::int64_t x = 0; x < in.Q.cols; ++x) compare(tiled.O(q, x), reference(q, x));
+  }
   if (!check.finite) check.max_abs_error = std::numeric_limits<double>::infinity();
   return check;
 }

@@ -1,9 +1,10 @@
 // Functional mode: attention really computed on seeded random Q, K, V, through each algorithm's
 // tiles (same BlockGrid, same loop order, same causal skips as the step streams), in fp32 or
 // fp64, checked against a plain fp64 reference. The online-softmax state of one watched query
-// row (m, ℓ, the rescale factor, the partial output) is recorded after every K/V block. Each room
-// computes its own tiles (Algorithm::run_tiled, with the helpers of tiles.hpp); this file has the
-// inputs, the reference and the checks.
+// row (m, ℓ, the rescale factor, the partial output) is recorded after every K/V block. Backward
+// rooms compute dQ, dK and dV from a seeded dO the same way. Each room computes its own tiles
+// (Algorithm::run_tiled, with the helpers of tiles.hpp); this file has the inputs, the references
+// and the checks.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,9 @@ std::string_view to_string(InputKind kind);
 struct Inputs {
   Matrix Q, K, V;  // Q: NQ × d (the last NQ positions), K and V: N × d; NQ = N for self-attention
   double scale = 1;  // softmax scale applied to QKᵀ, 1/√d
+  // The backward's input: dO = ∂loss/∂O (NQ × d), ~ N(0, 1) whatever the kind. Drawn from its own
+  // stream (the seed, mixed), so Q, K and V are the same numbers with or without it.
+  Matrix dO;
 };
 Inputs make_inputs(std::int64_t N, std::int64_t d, InputKind kind, std::uint64_t seed);
 
@@ -53,9 +57,16 @@ struct TiledOptions {
   std::optional<std::int64_t> watch_row;   // row whose online-softmax state is recorded
 };
 
+// The backward's outputs: dQ (NQ × d), dK and dV (N × d) for the loss whose gradient at O is dO.
+// Restricted to some query rows, dQ holds those rows and dK, dV the sums of their contributions.
+struct Gradients {
+  Matrix dQ, dK, dV;
+};
+
 struct TiledResult {
-  Matrix O;                          // N × d; rows not computed stay 0
+  Matrix O;                          // N × d; rows not computed stay 0 (a backward room: the forward's O)
   std::vector<SoftmaxEvent> watch;   // one per processed K/V block of the watched row
+  std::optional<Gradients> grads;    // backward rooms only: dQ, dK, dV through the room's tiles
 };
 
 class Algo;  // sim/algo/algorithm.hpp
@@ -67,12 +78,20 @@ TiledResult run_tiled(Algo algo, Precision precision, const Inputs& in, Blocks b
 // Plain fp64 softmax(scale·QKᵀ)·V on the given rows (all when empty).
 Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows = {});
 
+// Plain fp64 backward of the same attention (FlashAttention paper, Section 3.1 and Appendix B.2):
+// with P = softmax(scale·QKᵀ), dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − rowsum(dO ∘ O)),
+// dQ = scale·dS K, dK = scale·dSᵀ Q; over the given query rows' contributions (all when empty).
+Gradients reference_backward(const Inputs& in, bool causal, std::span<const std::int64_t> rows = {});
+
 struct NumericsCheck {
   std::int64_t rows_checked = 0;
-  double max_abs_error = 0;  // max |O_tiled − O_reference| over the rows checked
+  double max_abs_error = 0;  // max |O_tiled − O_reference| (backward: over dQ, dK, dV) over the rows checked
   bool finite = true;        // no NaN or infinity anywhere in the tiled output
+  std::string_view compared = "O";  // what was compared: "O", or "dQ, dK, dV" for a backward room
 };
 
+// Compares what the room's run_tiled produced with the fp64 reference: O for a forward room, the
+// gradients dQ (on the rows), dK and dV (the rows' contributions) when it returned them.
 NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
                              std::span<const std::int64_t> rows = {});
 
