@@ -14,12 +14,16 @@ namespace hbmlab {
 const Algorithm& standard_room();  // sim/algo/standard: standard attention, Algorithm 0
 const Algorithm& flash1_room();    // sim/algo/flash1: FlashAttention, Algorithm 1
 const Algorithm& flash2_room();    // sim/algo/flash2: FlashAttention-2, Algorithm 1
+const Algorithm& standard_backward_room();  // sim/algo/standard_backward: Algorithm 3
+const Algorithm& flash1_backward_room();    // sim/algo/flash1_backward: FlashAttention, Algorithm 4
+const Algorithm& flash2_backward_room();    // sim/algo/flash2_backward: FlashAttention-2, Algorithm 2
 
 namespace {
 
-// Every room, in the order `--algo all` lists them.
+// Every room, in the order `--algo all` lists them (each pass keeps this order).
 const std::vector<Algo>& rooms() {
-  static const std::vector<Algo> all = {standard_room(), flash1_room(), flash2_room()};
+  static const std::vector<Algo> all = {standard_room(),          flash1_room(),          flash2_room(),
+                                        standard_backward_room(), flash1_backward_room(), flash2_backward_room()};
   return all;
 }
 
