@@ -282,13 +282,14 @@ int run_simulate(const SimulateFlags& f, std::ostream& out) {
     out << "\n";
   }
   if (results.size() > 1) print_comparison(out, results);
+  print_pass_sums(out, results);
   return 0;
 }
 
 // [SECTION] bounds
 
 struct BoundsFlags {
-  std::string algo = "all", seq_lens, head_dims, sram_elements, dtype = "fp16";
+  std::string algo = "all", pass = "forward", seq_lens, head_dims, sram_elements, dtype = "fp16";
   std::int64_t base_N = 0, base_d = 0, base_M = 0;
   double tolerance = 0.05;
   bool json = false;
@@ -299,6 +300,8 @@ void add_bounds(CLI::App& app, BoundsFlags& f) {
   CLI::App* cmd = app.add_subcommand("bounds", "sweep N, d and M, fit the exponents of the counted accesses, "
                                                "and check them against the Θ/Ω bounds");
   cmd->add_option("--algo", f.algo, "algorithms [all]");
+  cmd->add_option("--pass", f.pass, "forward, backward, or both: the rooms of that pass (Theorem 5 for the "
+                                    "backward) [forward]");
   cmd->add_option("--seq-lens", f.seq_lens, "N values of the N sweep [8192,16384,32768,65536]");
   cmd->add_option("--head-dims", f.head_dims, "d values of the d sweep [32,64,128]");
   cmd->add_option("--sram-elements", f.sram_elements, "M values (SRAM in elements) of the M sweep [16384,32768,65536,131072]");
@@ -312,7 +315,10 @@ void add_bounds(CLI::App& app, BoundsFlags& f) {
 
 int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
   BoundsConfig config;
-  config.algos = parse_algos(f.algo);
+  Scenario selection;  // each algorithm in each pass asked for, as `simulate --pass` picks rooms
+  selection.algorithms = parse_algos(f.algo);
+  selection.passes = parse_passes(f.pass, "--pass");
+  config.algos = rooms_of(selection);
   if (!f.seq_lens.empty()) config.seq_lens = parse_int_list(f.seq_lens, "--seq-lens");
   if (!f.head_dims.empty()) config.head_dims = parse_int_list(f.head_dims, "--head-dims");
   if (!f.sram_elements.empty()) config.sram_elems = parse_int_list(f.sram_elements, "--sram-elements");
@@ -362,7 +368,7 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
   SweepConfig config;
   config.gpu = load_gpu(s.gpu);
   config.problem = s.problem;
-  config.algos = s.algorithms;
+  config.algos = rooms_of(s);
   config.block_rows = parse_int_list(f.block_rows, "--block-rows");
   config.block_cols = parse_int_list(f.block_cols, "--block-cols");
   if (!f.sram_bytes.empty()) config.sram_bytes = parse_int_list(f.sram_bytes, "--sram-bytes");
@@ -427,6 +433,7 @@ void print_lesson_report(std::ostream& out, const Scenario& lesson) {
   out << "\n";
   const std::vector<SimulationResult> results = simulate_scenario(lesson, nullptr);
   print_comparison(out, results);
+  print_pass_sums(out, results);
 }
 
 GuiOptions gui_defaults() { return GuiOptions{}; }

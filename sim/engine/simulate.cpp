@@ -50,6 +50,8 @@ NumericsResult check(const SimulateRequest& request, Blocks blocks) {
   result.rows_checked = c.rows_checked;
   result.max_abs_error = c.max_abs_error;
   result.finite = c.finite;
+  result.compared = c.compared;
+  if (mode == NumericsMode::sampled && c.compared != "O") result.reason += "; dK and dV summed over those rows' share";
   return result;
 }
 

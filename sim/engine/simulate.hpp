@@ -40,6 +40,7 @@ struct NumericsResult {
   std::int64_t rows_checked = 0;
   double max_abs_error = 0;
   bool finite = true;
+  std::string compared = "O";  // "dQ, dK, dV" for a backward room (its gradients, not O)
 };
 
 // The time figures of the JSON contract. simulate() fills them from the timing engine

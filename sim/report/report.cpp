@@ -5,6 +5,7 @@
 // [SECTION] presets
 #include "sim/report/report.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -101,6 +102,12 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
              r.blocks.blocks.Bc, r.blocks.origin, r.Tr, r.Tc, format_bytes(double(r.blocks.working_set_bytes)),
              format_bytes(double(r.sram_bytes_per_block)));
   if (!r.blocks.note.empty()) fmt::print(out, "  note      {}\n", r.blocks.note);
+  if (const auto kept = r.algo->forward_state(p)) {
+    fmt::print(out, "  forward   keeps {} in HBM for this pass: {} per head, {} in all ({} beyond the output O:\n"
+                    "            the paper's memory claim, O(N²) for P against O(N) for the row statistics)\n",
+               kept->tensors, format_bytes(double(kept->bytes_per_head)),
+               format_bytes(double(kept->bytes_per_head * p.instances())), format_bytes(double(kept->extra_bytes_per_head)));
+  }
   if (r.mask) {
     const double dense = double(r.mask->dense_total.hbm_bytes());
     fmt::print(out, "  mask      {}: {} of {} block pairs kept per head (density {:.1f}%); HBM traffic {} against {} "
@@ -132,10 +139,15 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
              format_si(double(c.non_matmul_flops), "FLOP"));
   fmt::print(out, "  SRAM      {} loaded in, {} read out (stores and matmul operands)\n", format_bytes(double(c.sram_write_bytes)),
              format_bytes(double(c.sram_read_bytes)));
-  if (r.numerics.checked)
+  const bool numerics_ok = r.numerics.finite && r.numerics.max_abs_error < 1e-4;
+  if (r.numerics.checked && r.numerics.compared == "O")
     fmt::print(out, "  numerics  max |O_tiled − O_reference| = {:.2g} over {} {} query rows ({} tiled vs fp64) {}\n",
                r.numerics.max_abs_error, format_count(double(r.numerics.rows_checked)), r.numerics.mode,
-               r.numerics.precision, r.numerics.finite && r.numerics.max_abs_error < 1e-4 ? "✓" : "✗");
+               r.numerics.precision, numerics_ok ? "✓" : "✗");
+  else if (r.numerics.checked)
+    fmt::print(out, "  numerics  max |tiled − reference| over {} = {:.2g}, from {} {} query rows ({} tiled vs fp64) {}\n",
+               r.numerics.compared, r.numerics.max_abs_error, format_count(double(r.numerics.rows_checked)),
+               r.numerics.mode, r.numerics.precision, numerics_ok ? "✓" : "✗");
   else
     fmt::print(out, "  numerics  not checked: {}\n", r.numerics.reason);
   const EngineResult& e = r.engine;
@@ -165,13 +177,16 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
 void print_comparison(std::ostream& out, std::span<const SimulationResult> results) {
   if (results.empty()) return;
   const SimulationResult& first = results.front();
+  std::size_t name_width = 9;  // "algorithm"; wider for "standard backward"
+  for (const SimulationResult& r : results) name_width = std::max(name_width, to_string(r.algo).size());
   fmt::print(out, "{} on {}\n", problem_line(first.problem), first.gpu.display_name);
-  fmt::print(out, "  {:<9} {:>9} {:>11} {:>11} {:>11} {:>9} {:>12} {:>12} {:>8} {:>10} {:>10}\n", "algorithm", "Br×Bc", "HBM read",
-             "HBM write", "HBM total", "vs first", "matmul", "non-matmul", "/bound", "time*", "DRAM*");
+  fmt::print(out, "  {:<{}} {:>9} {:>11} {:>11} {:>11} {:>9} {:>12} {:>12} {:>8} {:>10} {:>10}\n", "algorithm", name_width,
+             "Br×Bc", "HBM read", "HBM write", "HBM total", "vs first", "matmul", "non-matmul", "/bound", "time*", "DRAM*");
   const double baseline = double(first.total.hbm_bytes());
   for (const SimulationResult& r : results) {
     const Counts& c = r.total;
-    fmt::print(out, "  {:<9} {:>9} {:>11} {:>11} {:>11} {:>8.2f}× {:>12} {:>12} {:>8.3g} {:>10} {:>10}\n", to_string(r.algo),
+    fmt::print(out, "  {:<{}} {:>9} {:>11} {:>11} {:>11} {:>8.2f}× {:>12} {:>12} {:>8.3g} {:>10} {:>10}\n", to_string(r.algo),
+               name_width,
                fmt::format("{}×{}", r.blocks.blocks.Br, r.blocks.blocks.Bc), format_bytes(double(c.hbm_read_bytes())),
                format_bytes(double(c.hbm_write_bytes())), format_bytes(double(c.hbm_bytes())),
                baseline / double(c.hbm_bytes()), format_si(double(c.matmul_flops), "FLOP"),
@@ -183,6 +198,34 @@ void print_comparison(std::ostream& out, std::span<const SimulationResult> resul
              first.time.model == "roofline" ? "--counts-only, so a roofline time and the paper's count"
              : first.engine.l2_enabled      ? "predicted by the timing engine, L2 on"
                                             : "predicted by the timing engine, L2 off (--no-l2)");
+}
+
+void print_pass_sums(std::ostream& out, std::span<const SimulationResult> results) {
+  bool heading = false;
+  std::string model;
+  for (const SimulationResult& f : results) {
+    if (f.algo->pass() != Pass::forward) continue;
+    for (const SimulationResult& b : results) {
+      if (b.algo->pass() != Pass::backward || b.algo->name() != f.algo->name()) continue;
+      if (!heading) {
+        fmt::print(out, "\nForward + backward (the attention of one training step), all heads\n");
+        fmt::print(out, "  {:<9} {:>11} {:>11} {:>11} {:>13} {:>11} {:>11} {:>11}\n", "algorithm", "HBM fwd", "HBM bwd",
+                   "HBM total", "FLOPs total", "time fwd", "time bwd", "time total");
+        heading = true;
+      }
+      const std::int64_t flops = f.total.matmul_flops + f.total.non_matmul_flops + b.total.matmul_flops +
+                                 b.total.non_matmul_flops;
+      fmt::print(out, "  {:<9} {:>11} {:>11} {:>11} {:>13} {:>11} {:>11} {:>11}\n", f.algo->name(),
+                 format_bytes(double(f.total.hbm_bytes())), format_bytes(double(b.total.hbm_bytes())),
+                 format_bytes(double(f.total.hbm_bytes() + b.total.hbm_bytes())), format_si(double(flops), "FLOP"),
+                 format_seconds(f.time.predicted_s), format_seconds(b.time.predicted_s),
+                 format_seconds(f.time.predicted_s + b.time.predicted_s));
+      model = f.time.model;
+    }
+  }
+  if (heading)
+    fmt::print(out, "  (HBM: the paper's count; time: {})\n",
+               model == "roofline" ? "roofline estimates, --counts-only" : "predicted by the timing engine");
 }
 
 Json problem_json(const AttentionProblem& p) {
@@ -209,7 +252,7 @@ Json simulation_json(const SimulationResult& r) {
                {"l2_bytes", r.gpu.l2_bytes}, {"hbm_bandwidth_gbps", r.gpu.hbm_bandwidth_gbps},
                {"tensor_tflops", r.gpu.tensor_tflops}, {"non_matmul_tflops", r.gpu.non_matmul_tflops}}},
       {"problem", problem_json(p)},
-      {"algorithm", to_string(r.algo)},
+      {"algorithm", r.algo->name()},
       {"blocks", {{"Br", r.blocks.blocks.Br}, {"Bc", r.blocks.blocks.Bc}, {"Tr", r.Tr}, {"Tc", r.Tc},
                   {"M_elements", r.blocks.M_elements}, {"origin", r.blocks.origin}, {"note", r.blocks.note}}},
       {"sram_working_set_bytes", r.blocks.working_set_bytes},
@@ -227,6 +270,16 @@ Json simulation_json(const SimulationResult& r) {
       {"dram", dram_json(r.engine)},
       {"steps_per_head", r.per_instance.steps},
   };
+  // Backward rooms only (forward JSON reads as before): the pass, what the forward keeps for it, and
+  // what the numerics compared.
+  if (r.algo->pass() != Pass::forward) {
+    out["pass"] = to_string(r.algo->pass());
+    if (const auto kept = r.algo->forward_state(p))
+      out["forward_state"] = {{"tensors", kept->tensors}, {"bytes_per_head", kept->bytes_per_head},
+                              {"bytes", kept->bytes_per_head * p.instances()},
+                              {"extra_bytes_per_head", kept->extra_bytes_per_head}};
+    out["numerics"]["compared"] = r.numerics.compared;
+  }
   if (r.mask)
     out["block_mask"] = {{"spec", r.mask->spec}, {"kept_pairs", r.mask->kept_pairs}, {"pairs", r.mask->pairs},
                          {"density", r.mask->density},
@@ -252,14 +305,16 @@ void print_bounds(std::ostream& out, std::span<const BoundsRow> rows, const Boun
              to_string(config.dtype));
   fmt::print(out, "Fixed values: N = {}, d = {}, M = {} elements; blocks follow the paper's rule for each M.\n\n",
              config.base_N, config.base_d, config.base_M);
-  fmt::print(out, "  {:<9} {:<5} {:<14} {:>8} {:>9} {:<6} {:<13} {:<15} {:<15}\n", "algorithm", "sweep", "range", "fitted",
-             "expected", "", "closed form", "bound", "count / bound");
+  std::size_t name_width = 9;  // "algorithm"; wider for "flash1 backward"
+  for (const BoundsRow& row : rows) name_width = std::max(name_width, to_string(row.algo).size());
+  fmt::print(out, "  {:<{}} {:<5} {:<14} {:>8} {:>9} {:<6} {:<13} {:<15} {:<15}\n", "algorithm", name_width, "sweep", "range",
+             "fitted", "expected", "", "closed form", "bound", "count / bound");
   bool all_ok = true;
   for (const BoundsRow& row : rows) {
     const bool ok = row.exponent_ok && row.exact_ok;
     all_ok = all_ok && ok;
-    fmt::print(out, "  {:<9} {:<5} {:<14} {:>8.3f} {:>9.0f} {:<6} {:<13} {:<15} {:.3g}..{:.3g}\n", to_string(row.algo),
-               to_string(row.axis), range_text(row), row.fitted, row.expected, row.exponent_ok ? "✓" : "✗",
+    fmt::print(out, "  {:<{}} {:<5} {:<14} {:>8.3f} {:>9.0f} {:<6} {:<13} {:<15} {:.3g}..{:.3g}\n", to_string(row.algo),
+               name_width, to_string(row.axis), range_text(row), row.fitted, row.expected, row.exponent_ok ? "✓" : "✗",
                row.exact_ok ? "= counted ✓" : "differs ✗", row.bound_expression, row.ratio_min, row.ratio_max);
   }
   fmt::print(out, "\nverdict: {} (exponents within {} of the expected; every count equal to its closed form)\n",
@@ -279,11 +334,12 @@ Json bounds_json(std::span<const BoundsRow> rows, const BoundsConfig& config) {
                         {"accesses", pt.accesses}, {"closed_form_accesses", pt.closed_form_accesses},
                         {"bound_value", pt.bound_value}, {"ratio", pt.ratio}});
     all_ok = all_ok && row.exponent_ok && row.exact_ok;
-    out["rows"].push_back({{"algorithm", to_string(row.algo)}, {"sweep", to_string(row.axis)},
+    out["rows"].push_back({{"algorithm", row.algo->name()}, {"sweep", to_string(row.axis)},
                            {"fitted_exponent", row.fitted}, {"expected_exponent", row.expected},
                            {"exponent_ok", row.exponent_ok}, {"exact_ok", row.exact_ok},
                            {"bound", row.bound_expression}, {"ratio_min", row.ratio_min}, {"ratio_max", row.ratio_max},
                            {"points", points}});
+    if (row.algo->pass() != Pass::forward) out["rows"].back()["pass"] = to_string(row.algo->pass());
   }
   out["verdict"] = all_ok ? "pass" : "fail";
   return out;

@@ -18,6 +18,9 @@ Json problem_json(const AttentionProblem& problem);
 
 void print_simulation(std::ostream& out, const SimulationResult& result);
 void print_comparison(std::ostream& out, std::span<const SimulationResult> results);
+// `--pass both`: for each algorithm with both passes among the results, forward + backward HBM
+// bytes, FLOPs and predicted time (nothing when no algorithm has both).
+void print_pass_sums(std::ostream& out, std::span<const SimulationResult> results);
 Json simulation_json(const SimulationResult& result);
 
 void print_bounds(std::ostream& out, std::span<const BoundsRow> rows, const BoundsConfig& config);
