@@ -4,7 +4,8 @@
 //
 // Scripted mode: HBMLAB_GUI_SCRIPT="key=value,..." with
 //   stage=K (1-based lesson stage), walk (every stage in turn over --frames), at=F (position as a
-//   fraction of the replay), play, algo=NAME, side, tab=softmax|io|explorer|timeline|measured,
+//   fraction of the replay), play, algo=NAME, pass=backward (with algo), side,
+//   tab=softmax|io|explorer|timeline|measured,
 //   open=PATH (load a scenario file from the window), resize (resize and minimise the window),
 //   extremes (push every control to its limits), mouse=X:Y (pointer at fractions of the window),
 //   help (show the help overlay).
@@ -175,7 +176,7 @@ struct Script {
   int stage = -1;
   bool walk = false, play = false, side = false, resize = false, extremes = false, help = false;
   double at = -1;
-  std::string algo, tab, open;
+  std::string algo, pass, tab, open;
   double mouse_x = -1, mouse_y = -1;
   bool scripted = false;
 };
@@ -198,6 +199,7 @@ Script parse_script(const char* text) {
     if (key == "help") s.help = true;
     if (key == "at") s.at = std::atof(value.c_str());
     if (key == "algo") s.algo = value;
+    if (key == "pass") s.pass = value;
     if (key == "tab") s.tab = value;
     if (key == "open") s.open = value;
     if (key == "mouse" && value.find(':') != std::string::npos) {
@@ -236,7 +238,7 @@ void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, i
   if (frame == 0) {
     if (!s.open.empty()) load_scenario_into(app, s.open);
     if (!s.algo.empty()) {
-      if (auto a = parse_algo(s.algo)) app.settings.algo = *a;
+      if (auto a = parse_algo(s.algo, parse_pass(s.pass).value_or(Pass::forward))) app.settings.algo = *a;
     }
     if (s.side) app.settings.side_by_side = true;
     if (!s.algo.empty() || s.side) rebuild(app);

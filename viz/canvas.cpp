@@ -49,8 +49,8 @@ void Hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float spacing) {
 
 std::string tile_name(const view::Tile& t) {
   const std::string sym(tensor_symbol(t.tensor));
-  if (t.tensor == Tensor::K || t.tensor == Tensor::V) return fmt::format("{}_{}", sym, t.j + 1);
-  if ((t.tensor == Tensor::S || t.tensor == Tensor::P) && t.j >= 0) return fmt::format("{}_{},{}", sym, t.i + 1, t.j + 1);
+  if (by_column_block(t.tensor)) return fmt::format("{}_{}", sym, t.j + 1);
+  if (is_score_block(t.tensor) && t.j >= 0) return fmt::format("{}_{},{}", sym, t.i + 1, t.j + 1);
   if (t.i >= 0) return fmt::format("{}_{}", sym, t.i + 1);
   return sym;
 }
@@ -118,7 +118,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   // Narration of the step just run, in the paper's words.
   const std::string head = fmt::format("{}  ·  step {} of {}", paper_name(r.algo()), pos, n);
   Text(dl, a, algo_colour(r.algo()), head);
-  const std::string said = pos == 0 ? "ready: Q, K and V are in HBM; nothing has moved yet" : r.narration(pos - 1);
+  const std::string said = pos == 0 ? std::string(r.algo()->window().ready_note) : r.narration(pos - 1);
   ImFont* big = app.font_large ? app.font_large : ImGui::GetFont();
   const float big_size = app.font_large ? app.font_large->FontSize : fs;
   dl->AddText(big, big_size, ImVec2(a.x, a.y + fs * 1.3f), kCurrent, said.c_str(), nullptr, b.x - a.x);
@@ -138,12 +138,17 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const float unit = (inner_w - gap * float(tensors.size() - 1)) / units;
   // Running counters sit in a grid under the tensors, two to a row.
   const int counter_cols = hbm_b.x - hbm_a.x >= fs * 26 ? 2 : 1;
-  const int counter_rows = static_cast<int>((tensors.size() + counter_cols - 1) / counter_cols);
-  const float col_top = hbm_a.y + fs * 2.7f, col_bottom = hbm_b.y - fs * 1.25f * float(counter_rows) - pad * 2;
+  int counter_rows = static_cast<int>((tensors.size() + counter_cols - 1) / counter_cols);
+  const float col_top = hbm_a.y + fs * 2.7f;
+  // A backward moves up to a dozen tensors: in a short pane its counters would cover the tensors, so
+  // they are left to the IO panel.
+  if (hbm_b.y - fs * 1.25f * float(counter_rows) - pad * 2 - col_top < fs * 4) counter_rows = 0;
+  const float col_bottom = hbm_b.y - fs * 1.25f * float(counter_rows) - pad * 2;
   std::vector<HbmLayout> layout;
   float x = hbm_a.x + pad;
   view::MatrixView mv;
   const bool scores_in_hbm = r.algo()->window().scores_in_hbm;
+  const auto& scores = r.algo()->window().hbm_scores;  // S and P, or the backward's dP and dS
   if (scores_in_hbm) mv = r.matrix(pos, 48);
   for (const view::HbmTensor& t : tensors) {
     const float w = unit * (is_stat(t.tensor) ? 0.45f : (t.cols == t.rows ? 2.2f : 1.0f));
@@ -152,12 +157,12 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
     layout.push_back(h);
     const ImU32 col = tensor_colour(t.tensor);
     dl->AddRectFilled(h.a, h.b, tensor_colour(t.tensor, 0.28f), 3.0f);
-    if (scores_in_hbm && (t.tensor == Tensor::S || t.tensor == Tensor::P)) {  // S and P fill HBM, block by block
+    if (scores_in_hbm && (t.tensor == scores[0] || t.tensor == scores[1])) {  // S and P fill HBM, block by block
       const float cw = (h.b.x - h.a.x) / float(mv.cols), ch = (h.b.y - h.a.y) / float(mv.rows);
       for (std::int64_t rr = 0; rr < mv.rows; ++rr)
         for (std::int64_t cc = 0; cc < mv.cols; ++cc) {
           const view::MatrixCell& cell = mv.cells[static_cast<std::size_t>(rr * mv.cols + cc)];
-          const float f = t.tensor == Tensor::S ? cell.s_in_hbm : cell.p_in_hbm;
+          const float f = t.tensor == scores[0] ? cell.s_in_hbm : cell.p_in_hbm;
           if (f <= 0) continue;
           const ImVec2 ca(h.a.x + cw * float(cc), h.a.y + ch * float(rr));
           dl->AddRectFilled(ca, ImVec2(ca.x + cw, ca.y + ch), mix(tensor_colour(t.tensor, 0.28f), col, f));
@@ -187,7 +192,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
     x += w + gap;
   }
 
-  for (std::size_t k = 0; k < layout.size(); ++k) {
+  for (std::size_t k = 0; counter_rows > 0 && k < layout.size(); ++k) {
     const Tensor t = layout[k].tensor.tensor;
     const float cx = hbm_a.x + pad + float(k % counter_cols) * (hbm_b.x - hbm_a.x - pad * 2) / float(counter_cols);
     const float cy = col_bottom + pad + fs * 1.25f * float(k / counter_cols);
@@ -219,12 +224,19 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const float slot_x0 = box_a.x + pad, slot_x1 = bar_a.x - pad;
   float sy = box_a.y + pad;
   const float min_slot = std::min(fs * 1.35f, box_h / float(std::max<std::size_t>(sram.tiles.size(), 1)) - pad * 0.4f);
+  // A slot grows with its tile's share of SRAM beyond min_slot; when the growth would run past the
+  // box (a backward holds a dozen tiles), every slot's growth shrinks alike.
+  float growth = 0;
+  for (const view::Tile& t : sram.tiles)
+    growth += std::max(0.0f, box_h * (sram_cap > 0 ? float(t.bytes) / float(sram_cap) : 0) * 0.9f - min_slot);
+  const float room = box_h - float(sram.tiles.size()) * (min_slot + pad * 0.4f);
+  const float grow = growth > room && growth > 0 ? std::max(0.0f, room) / growth : 1.0f;
   for (const view::Tile& t : sram.tiles) {
     const float share = sram_cap > 0 ? float(t.bytes) / float(sram_cap) : 0;
     const float fh = box_h * share;
     dl->AddRectFilled(ImVec2(bar_a.x, fy - fh), ImVec2(bar_b.x, fy), tensor_colour(t.tensor));
     fy -= fh;
-    const float h = std::max(min_slot, box_h * share * 0.9f);
+    const float h = min_slot + std::max(0.0f, box_h * share * 0.9f - min_slot) * grow;
     const ImVec2 s0(slot_x0, sy), s1(slot_x1, std::min(sy + h, box_b.y - pad));
     slots.push_back({t, {s0, s1}});
     const bool moved = last && (last->kind == StepKind::load || last->kind == StepKind::store) && last->tensor == t.tensor;
@@ -378,8 +390,13 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
   const float fs = ImGui::GetFontSize();
   const view::MatrixView m = r.matrix(pos, 64);
   const SimulationResult& res = r.result();
-  std::string head = fmt::format("{}: S = QKᵀ in Tr × Tc = {} × {} blocks of Br × Bc = {} × {}", to_string(r.algo()), m.Tr, m.Tc,
-                                 r.blocks().Br, r.blocks().Bc);
+  // The blocks of S = QKᵀ, or of the N × N matrices a room stores instead (standard's backward: dP, dS).
+  const WindowTraits& w = r.algo()->window();
+  const std::string what = w.scores_in_hbm && w.hbm_scores[0] != Tensor::S
+                               ? fmt::format("{} and {}", tensor_symbol(w.hbm_scores[0]), tensor_symbol(w.hbm_scores[1]))
+                               : std::string("S = QKᵀ");
+  std::string head = fmt::format("{}: {} in Tr × Tc = {} × {} blocks of Br × Bc = {} × {}", to_string(r.algo()), what, m.Tr,
+                                 m.Tc, r.blocks().Br, r.blocks().Bc);
   if (m.rows < m.Tr || m.cols < m.Tc) head += fmt::format(" (shown as {} × {} cells)", m.rows, m.cols);
   Text(dl, a, algo_colour(r.algo()), head);
   // Legend
@@ -398,14 +415,16 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
   // Cell aspect: a cell spans (Tc/cols)·Bc columns of S and (Tr/rows)·Br rows.
   const float aspect = float(double(m.Tc) / double(m.cols) * double(r.blocks().Bc)) /
                        float(double(m.Tr) / double(m.rows) * double(r.blocks().Br));
-  if (r.algo()->window().scores_in_hbm) {
+  if (const WindowTraits& w = r.algo()->window(); w.scores_in_hbm) {
     const float mid = (a.x + b.x) / 2;
     const std::int64_t N = res.problem.seq_len;
-    DrawMatrixGrid(m, r.algo(), Tensor::S, 1, c, ga, ImVec2(mid - fs, b.y - fs * 1.4f), "S in HBM (line 1 writes it)", aspect);
-    DrawMatrixGrid(m, r.algo(), Tensor::P, 2, c, ImVec2(mid + fs, ga.y), ImVec2(b.x, b.y - fs * 1.4f), "P in HBM (line 2 writes it)", aspect);
-    Text(dl, ImVec2(a.x, b.y - fs * 1.25f), tensor_colour(Tensor::S),
-         fmt::format("S and P are N × N = {} values each: {} per head, written to HBM and read back.", format_count(double(N * N)),
-                     format_bytes(double(N * N * res.problem.elem_bytes()))));
+    const auto& [first, second] = w.hbm_scores;  // S and P, or the backward's dP and dS
+    DrawMatrixGrid(m, r.algo(), first, 1, c, ga, ImVec2(mid - fs, b.y - fs * 1.4f), w.hbm_scores_titles[0].data(), aspect);
+    DrawMatrixGrid(m, r.algo(), second, 2, c, ImVec2(mid + fs, ga.y), ImVec2(b.x, b.y - fs * 1.4f),
+                   w.hbm_scores_titles[1].data(), aspect);
+    Text(dl, ImVec2(a.x, b.y - fs * 1.25f), tensor_colour(first),
+         fmt::format("{} and {} are N × N = {} values each: {} per head, written to HBM and read back.", tensor_symbol(first),
+                     tensor_symbol(second), format_count(double(N * N)), format_bytes(double(N * N * res.problem.elem_bytes()))));
   } else {
     DrawMatrixGrid(m, r.algo(), Tensor::S, 0, c, ga, b, "columns: K_j, V_j  →", aspect);
   }

@@ -134,22 +134,24 @@ void ShowControlsPanel(AppState& app) {
     ImGui::EndCombo();
   }
   if (ImGui::BeginCombo("##algorithm", algo_label(s.algo))) {
-    for (Algo a : algorithms())
-      if (ImGui::Selectable(algo_label(a), a == s.algo)) {
-        s.algo = a;
-        changed = true;
-      }
+    for (Pass pass : {Pass::forward, Pass::backward})
+      for (Algo a : algorithms(pass))
+        if (ImGui::Selectable(algo_label(a), a == s.algo)) {
+          s.algo = a;
+          changed = true;
+        }
     ImGui::EndCombo();
   }
   changed |= ImGui::Checkbox("side by side with", &s.side_by_side);
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-1);
   if (ImGui::BeginCombo("##algo_b", to_string(s.algo_b).data())) {
-    for (Algo a : algorithms())
-      if (ImGui::Selectable(algo_label(a), a == s.algo_b)) {
-        s.algo_b = a;
-        changed = s.side_by_side;
-      }
+    for (Pass pass : {Pass::forward, Pass::backward})
+      for (Algo a : algorithms(pass))
+        if (ImGui::Selectable(algo_label(a), a == s.algo_b)) {
+          s.algo_b = a;
+          changed = s.side_by_side;
+        }
     ImGui::EndCombo();
   }
 

@@ -80,8 +80,14 @@ void apply_stage(AppState& app, int stage) {
   if (app.scenario.stages.empty()) return;
   app.stage = std::clamp(stage, 0, static_cast<int>(app.scenario.stages.size()) - 1);
   const LessonStage& st = app.scenario.stages[static_cast<std::size_t>(app.stage)];
-  const bool new_algo = st.algorithm && *st.algorithm != app.settings.algo;
-  if (st.algorithm) app.settings.algo = *st.algorithm;
+  Settings& s = app.settings;
+  // The stage's algorithm (else the one on screen) in the stage's pass (else the one on screen).
+  const Pass pass = st.pass.value_or(s.algo->pass());
+  const Algo algo = parse_algo((st.algorithm ? *st.algorithm : s.algo)->name(), pass).value_or(s.algo);
+  const bool new_algo = algo != s.algo;
+  s.algo = algo;
+  if (s.algo_b->pass() != pass) s.algo_b = parse_algo(s.algo_b->name(), pass).value_or(partner_of(algo));
+  if (s.algo_b == s.algo) s.algo_b = partner_of(algo);
   app.highlight = st.panel;
   const std::pair<const char*, Tab> tabs[] = {{"softmax", Tab::softmax}, {"io", Tab::io}, {"explorer", Tab::explorer},
                                               {"timeline", Tab::timeline}, {"measured", Tab::measured}};

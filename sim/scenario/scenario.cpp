@@ -162,13 +162,18 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
     for (const toml::node& item : *list) {
       const auto* t = item.as_table();
       if (!t) fail_input("{}: stages: expected [[stages]] tables", r.at(item));
-      r.only_keys(*t, "stages.", {"title", "caption", "algorithm", "panel"});
+      r.only_keys(*t, "stages.", {"title", "caption", "algorithm", "pass", "panel"});
       LessonStage stage;
       for (auto&& [key, node] : *t) {
         const std::string name = "stages." + std::string(key.str());
         if (key == "title") stage.title = r.text(node, name);
         else if (key == "caption") stage.caption = r.text(node, name);
         else if (key == "algorithm") stage.algorithm = r.algo(node, name);
+        else if (key == "pass") {
+          const std::string text = r.text(node, name);
+          stage.pass = parse_pass(text);
+          if (!stage.pass) fail_input("{}: {}: unknown pass '{}' (expected forward or backward)", r.at(node), name, text);
+        }
         else if (key == "panel") {
           stage.panel = r.text(node, name);
           static const std::set<std::string, std::less<>> panels = {"memory", "matrix", "softmax", "io", "explorer", "timeline", "measured"};
@@ -178,6 +183,9 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
         }
       }
       if (stage.caption.empty()) fail_input("{}: stages.caption: missing", r.at(item));
+      if (stage.pass && stage.algorithm && !parse_algo((*stage.algorithm)->name(), *stage.pass))
+        fail_input("{}: stages.pass: {} has no {} pass in hbmlab (it has: {})", r.at(item), (*stage.algorithm)->name(),
+                   to_string(*stage.pass), algo_names(*stage.pass));
       s.stages.push_back(std::move(stage));
     }
   }

@@ -15,7 +15,8 @@ namespace hbmlab {
 struct LessonStage {
   std::string title;
   std::string caption;
-  std::optional<Algo> algorithm;  // the algorithm this stage shows, if one
+  std::optional<Algo> algorithm;  // the algorithm this stage shows, if one (its forward room)
+  std::optional<Pass> pass;       // the pass it shows (`pass = "backward"`); none: the pass on screen
   std::string panel;              // the GUI panel to bring forward: memory, matrix, softmax, io, explorer, timeline
 };
 

@@ -11,7 +11,7 @@ namespace hbmlab::view {
 
 std::vector<AlgoBar> compare_algorithms(const SimulateRequest& base) {
   std::vector<AlgoBar> bars;
-  for (Algo algo : algorithms()) {
+  for (Algo algo : algorithms(base.algo->pass())) {  // the rooms of the pass being shown
     AlgoBar bar;
     bar.algo = algo;
     SimulateRequest r = base;

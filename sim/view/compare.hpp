@@ -19,8 +19,8 @@ struct AlgoBar {
   SimulationResult result;
 };
 
-// Explicit blocks that do not fit one algorithm fall back to its own default choice (noted in
-// result.blocks.note), so that the three bars always compare something.
+// The rooms of the base algorithm's pass. Explicit blocks that do not fit one algorithm fall back to
+// its own default choice (noted in result.blocks.note), so that the three bars always compare something.
 std::vector<AlgoBar> compare_algorithms(const SimulateRequest& base);
 
 struct ExplorerRequest {

@@ -109,8 +109,9 @@ void ReplayView::index_pairs() {
     pair_end_[p] = std::max(pair_end_[p], k);
     const Step& s = steps_[k];
     if (s.kind == StepKind::skip) skipped_[p] = true;
-    if (s.kind == StepKind::store && s.tensor == Tensor::S) s_written_[p] = k;
-    if (s.kind == StepKind::store && s.tensor == Tensor::P) p_written_[p] = k;
+    const auto& scores = algo()->window().hbm_scores;  // S and P, or the backward's dP and dS
+    if (s.kind == StepKind::store && s.tensor == scores[0]) s_written_[p] = k;
+    if (s.kind == StepKind::store && s.tensor == scores[1]) p_written_[p] = k;
   }
   std::vector<std::int64_t> order(pairs);
   for (std::int64_t p = 0; p < pairs; ++p) order[p] = p;
@@ -157,14 +158,17 @@ Sram ReplayView::sram_after(std::int64_t pos) const {
 }
 
 std::int64_t ReplayView::cta_count() const {
-  // One CTA per Q_i (flash2), or one working through the whole (batch, head): flash1's CTA, and
-  // standard's kernels shown as one CTA working through its tiles.
-  return algo()->window().cta_per_row_block ? result_.Tr : 1;
+  // One CTA per Q_i (flash2), one per K_j (flash2's backward), or one working through the whole
+  // (batch, head): flash1's CTA, and standard's kernels shown as one CTA working through its tiles.
+  const WindowTraits& w = algo()->window();
+  return w.cta_per_row_block ? result_.Tr : w.cta_per_col_block ? result_.Tc : 1;
 }
 
 std::int64_t ReplayView::cta_of(std::int64_t k) const {
-  if (!algo()->window().cta_per_row_block || k < 0 || k >= step_count()) return 0;
+  const WindowTraits& w = algo()->window();
+  if (!(w.cta_per_row_block || w.cta_per_col_block) || k < 0 || k >= step_count()) return 0;
   const std::int32_t p = pair_of_step_[k];
+  if (w.cta_per_col_block) return p >= 0 ? p % result_.Tc : std::max<std::int32_t>(steps_[k].j, 0);
   if (p >= 0) return p / result_.Tc;
   return std::max<std::int32_t>(steps_[k].i, 0);
 }
@@ -180,8 +184,8 @@ std::vector<HbmTensor> ReplayView::hbm_tensors() const {
   for (Tensor t : kAllTensors) {
     if (!result_.per_instance.touches(t)) continue;
     HbmTensor h{t, N, d, Tr, 1, N * d * e};
-    if (t == Tensor::K || t == Tensor::V) h.row_tiles = Tc;
-    if (t == Tensor::S || t == Tensor::P) h = {t, N, N, Tr, Tc, N * N * e};
+    if (by_column_block(t)) h.row_tiles = Tc;
+    if (is_score_block(t)) h = {t, N, N, Tr, Tc, N * N * e};
     if (is_stat(t)) h = {t, N, 1, Tr, 1, N * kStatBytes};
     out.push_back(h);
   }
@@ -248,6 +252,11 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
   const AttentionProblem& p = result_.problem;
   const std::int64_t N = p.seq_len, d = p.head_dim;
   v.row = std::clamp<std::int64_t>(request.watch_row < 0 ? N / 2 + 1 : request.watch_row, 0, N - 1);
+  if (const WindowTraits& w = algo()->window(); !w.running_softmax && w.row_softmax_line == 0) {
+    v.row_block = v.row / result_.blocks.blocks.Br;  // no line takes a softmax (standard's backward)
+    v.why_not = std::string(w.softmax_note);
+    return;
+  }
   if (N * d > kMaxNumericsElems) {
     v.row_block = v.row / result_.blocks.blocks.Br;
     v.why_not = fmt::format("N·d = {} is more than the {} values the CPU numerics hold; choose a smaller N or d",
@@ -298,8 +307,10 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
   for (double x : s) v.l_exact += std::exp(x - v.m_exact);
   // When each event holds: at the end of block pair (row block, j).
   for (const SoftmaxEvent& e : v.events) v.event_step.push_back(pair_end_[pair(v.row_block, e.j)]);
-  if (const WindowTraits& w = algo()->window(); !w.running_softmax)  // one line takes the whole row's softmax
-    for (std::int64_t k = 0; k < step_count(); ++k)
+  // One line takes the whole row's softmax (standard), or recomputes P_ij from the forward's exact
+  // statistics (the backward rooms): the first step of that line on the watched row block.
+  if (const WindowTraits& w = algo()->window(); !w.running_softmax)
+    for (std::int64_t k = 0; k < step_count() && v.exact_step < 0; ++k)
       if (steps_[k].kind == StepKind::compute && steps_[k].line == w.row_softmax_line && steps_[k].i == v.row_block)
         v.exact_step = k;
   v.available = true;

@@ -52,8 +52,8 @@ using hbmlab::Tile;
 // A tensor of one (batch, head) in HBM, with the tile grid the algorithm cuts it into.
 struct HbmTensor {
   Tensor tensor = Tensor::Q;
-  std::int64_t rows = 0, cols = 0;      // N × d, N × N, or N × 1 for ℓ, m, L
-  std::int64_t row_tiles = 0, col_tiles = 0;  // Tr or Tc by 1, or Tr × Tc for S and P
+  std::int64_t rows = 0, cols = 0;      // N × d, N × N, or N × 1 for ℓ, m, L, D
+  std::int64_t row_tiles = 0, col_tiles = 0;  // Tr or Tc by 1, or Tr × Tc for S, P, dP and dS
   std::int64_t bytes = 0;
 };
 
@@ -64,7 +64,7 @@ struct MatrixCell {
   float done = 0;       // fraction finished (standard: P_ij read back by line 3)
   float skipped = 0;    // fraction skipped (causal mask or block mask)
   float s_in_hbm = 0;   // scores in HBM (WindowTraits::scores_in_hbm): fraction of S_ij written so far
-  float p_in_hbm = 0;   // likewise P_ij
+  float p_in_hbm = 0;   // likewise P_ij (S and P stand for WindowTraits::hbm_scores: dP and dS in a backward)
   bool current = false; // holds the pair of the last step
   std::int64_t visit = -1;  // 1-based visit order when the cell is a single pair, else −1
 };

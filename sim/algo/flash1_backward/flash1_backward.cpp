@@ -1,5 +1,5 @@
 // flash1 backward: FlashAttention's backward pass, the FlashAttention paper's Algorithm 4 without
-// dropout. K_j, V_j stay on chip with their accumulators dK̃_j, dṼ_j while every Q_i streams past;
+// dropout. K_j, V_j stay on chip with their accumulators dK̃_j, dṼ_j while every Q_i streams past;
 // S_ij and P_ij are recomputed from the ℓ and m the forward kept, and dQ_i is read and written back
 // on every inner step, so Q, O, dO and dQ are read Tc times: Θ(N²d²/M) accesses (Theorem 5).
 // Run: hbmlab simulate --algo flash1 --pass backward
@@ -40,7 +40,7 @@ public:
     return "FlashAttention backward (FlashAttention paper, Algorithm 4, no dropout)";
   }
 
-  // More than the forward holds: K_j, V_j and the accumulators dK̃_j, dṼ_j (Bc×d each, line 8), and
+  // More than the forward holds: K_j, V_j and the accumulators dK̃_j, dṼ_j (Bc×d each, line 8), and
   // Q_i, O_i, dO_i, dQ_i (Br×d each, line 10) in the problem dtype; ℓ_i, m_i (line 10) and D_i
   // (line 19) in fp32. S_ij, P_ij, dP_ij and dS_ij stay in registers.
   std::int64_t working_set_bytes(const AttentionProblem& p, Blocks b) const override {
@@ -60,7 +60,7 @@ public:
     }
     for (std::int64_t j = 0; j < g.Tc; ++j) {  // line 6
       if (column_kept(g, j)) {                 // a column the block mask empties is never loaded
-        e.load(Tensor::K, -1, j, 7);           // line 7: load K_j, V_j; line 8: dK̃_j, dṼ_j ← 0 on chip
+        e.load(Tensor::K, -1, j, 7);           // line 7: load K_j, V_j; line 8: dK̃_j, dṼ_j ← 0 on chip
         e.load(Tensor::V, -1, j, 7);
       }
       const std::int64_t c = g.cols(j);
@@ -74,7 +74,7 @@ public:
           e.load(t, i, -1, 10);  // line 10: load Q_i, O_i, dO_i, dQ_i, ℓ_i, m_i
         e.compute(FlopKind::matmul, Tensor::S, i, j, 11, 2 * r * c * d, (r + c) * d);  // line 11: S_ij = τQ_i K_jᵀ
         e.compute(FlopKind::non_matmul, Tensor::P, i, j, 13, kRecomputeOps * r * c);    // line 13: P_ij
-        e.compute(FlopKind::matmul, Tensor::dV, i, j, 16, 2 * r * c * d, r * d);        // line 16: dṼ_j += P_ijᵀ dO_i
+        e.compute(FlopKind::matmul, Tensor::dV, i, j, 16, 2 * r * c * d, r * d);        // line 16: dṼ_j += P_ijᵀ dO_i
         e.compute(FlopKind::matmul, Tensor::dP, i, j, 17, 2 * r * c * d, (r + c) * d);  // line 17: dP_ij = dO_i V_jᵀ
         e.compute(FlopKind::non_matmul, Tensor::D, i, -1, 19, 2 * r * d);              // line 19: D_i
         e.compute(FlopKind::non_matmul, Tensor::dS, i, j, 20, kDsOps * r * c);          // line 20: dS_ij
@@ -82,7 +82,7 @@ public:
         e.store(Tensor::dQ, i, -1, 21);                                                 //          written to HBM
         e.compute(FlopKind::matmul, Tensor::dK, i, j, 22, 2 * r * c * d, r * d);        // line 22: dK̃_j += τdS_ijᵀ Q_i
       }
-      e.store(Tensor::dK, -1, j, 24);  // line 24: write dK_j ← dK̃_j, dV_j ← dṼ_j
+      e.store(Tensor::dK, -1, j, 24);  // line 24: write dK_j ← dK̃_j, dV_j ← dṼ_j
       e.store(Tensor::dV, -1, j, 24);
     }
   }
@@ -91,7 +91,7 @@ public:
     if (s.kind == StepKind::store && s.line == 5)
       return fmt::format("line 5: initialise {} ← 0 in HBM ({})", block_name(s), format_bytes(static_cast<double>(s.bytes)));
     if (s.kind == StepKind::load && s.tensor == Tensor::V)
-      return TiledBackward::narrate(s) + fmt::format("; line 8: dK̃_{0}, dṼ_{0} ← 0 on chip", s.j + 1);
+      return TiledBackward::narrate(s) + fmt::format("; line 8: dK̃_{0}, dṼ_{0} ← 0 on chip", s.j + 1);
     return TiledBackward::narrate(s);
   }
 
@@ -147,7 +147,7 @@ public:
       tiled::GradientTiles<T> hbm(t);                                                // line 5: dQ, dK, dV ← 0
       const auto by_block = tiled::rows_by_block(g, rows);
       std::vector<T> P_row;
-      for (std::int64_t j = 0; j < g.Tc; ++j) {  // line 6; dK̃_j, dṼ_j accumulate in hbm.dK, hbm.dV's rows of
+      for (std::int64_t j = 0; j < g.Tc; ++j) {  // line 6; dK̃_j, dṼ_j accumulate in hbm.dK, hbm.dV's rows of
         const std::int64_t c0 = g.col_begin(j);  // block j, which only this j touches (written at line 24)
         for (std::int64_t i = 0; i < g.Tr; ++i) {  // line 9
           if (g.skipped(i, j)) continue;
@@ -215,7 +215,7 @@ public:
 
   void on_chip(const Step& s, const Step*, const AttentionProblem&, Sram& sram) const override {
     if (s.kind == StepKind::load || s.kind == StepKind::store) sram.put(Tile::of(s));
-    if (s.kind == StepKind::load && s.tensor == Tensor::V)  // line 8: dK̃_j, dṼ_j ← 0 beside K_j, V_j
+    if (s.kind == StepKind::load && s.tensor == Tensor::V)  // line 8: dK̃_j, dṼ_j ← 0 beside K_j, V_j
       for (Tensor t : {Tensor::dK, Tensor::dV}) sram.put({t, -1, s.j, s.row0, s.rows, 0, s.cols, s.bytes});
     if (s.kind == StepKind::compute && s.tensor == Tensor::D)  // line 19: D_i on chip
       sram.put({Tensor::D, s.i, -1, s.row0, s.rows, 0, 1, s.rows * kStatBytes});
@@ -227,7 +227,7 @@ protected:
     switch (s.line) {
       case 11: return fmt::format("S_{},{} = τQ_{} K_{}ᵀ on chip (recomputed, masked)", i, j, i, j);
       case 13: return fmt::format("P_{0},{1} = diag(ℓ_{0})⁻¹exp(S_{0},{1} − m_{0}) on chip", i, j);
-      case 16: return fmt::format("dṼ_{} += P_{},{}ᵀ dO_{} on chip", j, i, j, i);
+      case 16: return fmt::format("dṼ_{} += P_{},{}ᵀ dO_{} on chip", j, i, j, i);
       case 17: return fmt::format("dP_{},{} = dO_{} V_{}ᵀ on chip", i, j, i, j);
       case 19: return fmt::format("D_{0} = rowsum(dO_{0} ∘ O_{0}) on chip", i);
       case 20: return fmt::format("dS_{0},{1} = P_{0},{1} ∘ (dP_{0},{1} − D_{0}) on chip", i, j);
