@@ -61,7 +61,9 @@ void check_every_step(const ReplayView& v) {
 }  // namespace
 
 TEST_CASE("view: counters, SRAM and block states at every step of full replays", "[view]") {
-  for (Algo algo : algorithms())
+  std::vector<Algo> rooms(algorithms(Pass::forward).begin(), algorithms(Pass::forward).end());
+  rooms.insert(rooms.end(), algorithms(Pass::backward).begin(), algorithms(Pass::backward).end());
+  for (Algo algo : rooms)
     for (bool causal : {false, true}) {
       DYNAMIC_SECTION(to_string(algo) << (causal ? " causal" : "")) {
         check_every_step(ReplayView(request("toy", algo, 16, 4, causal)));
@@ -143,4 +145,31 @@ TEST_CASE("view: comparison bars and the explorer come from the core", "[view]")
   // More SRAM never needs more HBM accesses at the best fitting blocks.
   for (std::size_t s = 1; s < x.curve.size(); ++s)
     if (x.curve[s - 1].any_fits) REQUIRE(x.curve[s].best_accesses <= x.curve[s - 1].best_accesses);
+}
+
+TEST_CASE("view: backward rooms draw their own tensors and CTAs", "[view][backward]") {
+  const ReplayView st(request("toy", algo_named("standard", Pass::backward), 16, 4, false, 4, 8));
+  const std::vector<HbmTensor> drawn = st.hbm_tensors();
+  for (Tensor t : {Tensor::P, Tensor::dP, Tensor::dS}) {
+    const auto it = std::find_if(drawn.begin(), drawn.end(), [&](const HbmTensor& h) { return h.tensor == t; });
+    REQUIRE(it != drawn.end());
+    CHECK(it->rows == 16);
+    CHECK(it->cols == 16);  // N × N, in Tr × Tc tiles
+    CHECK(it->col_tiles == 2);
+  }
+  // dP and dS fill in as lines 2 and 3 store them; at the end every cell has both.
+  const MatrixView end = st.matrix(st.step_count(), 64);
+  for (const MatrixCell& c : end.cells) {
+    CHECK(c.s_in_hbm == 1.0f);
+    CHECK(c.p_in_hbm == 1.0f);
+  }
+  CHECK_FALSE(st.softmax().available);  // Algorithm 3 takes no softmax: P comes from HBM
+  const ReplayView f2(request("a100-40gb", algo_named("flash2", Pass::backward), 16, 4, false, 4, 8));
+  CHECK(f2.cta_count() == 2);  // one CTA per K_j (Tc = 2)
+  CHECK(f2.cta_of(f2.step_count() - 1) == 1);
+  CHECK(f2.softmax().available);
+  CHECK(f2.softmax().exact_step >= 0);
+  const std::vector<AlgoBar> bars = compare_algorithms(request("toy", algo_named("flash2", Pass::backward), 16, 4, false).sim);
+  REQUIRE(bars.size() == 3);
+  for (const AlgoBar& b : bars) CHECK(b.algo->pass() == Pass::backward);
 }
