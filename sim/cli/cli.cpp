@@ -154,7 +154,7 @@ struct SimulateFlags {
   bool json = false, csv = false, steps = false, counts_only = false, no_l2 = false, kv_descending = false,
        hbmlab_kernels = false;
   std::int64_t steps_limit = 200;
-  std::string timeline;
+  std::string timeline, mask_out;
   std::int64_t launch_threads = 0, launch_registers = 0, launch_smem = 0;
   CLI::Option *o_block_rows{}, *o_block_cols{}, *o_sram_bytes{}, *o_launch_threads{}, *o_launch_registers{}, *o_launch_smem{};
 };
@@ -173,6 +173,8 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   cmd->add_flag("--steps", f.steps, "also narrate the steps of one (batch, head), in the paper's words");
   cmd->add_option("--steps-limit", f.steps_limit, "narrate at most this many steps [200]");
   cmd->add_flag("--no-l2", f.no_l2, "turn the L2 off: the paper's model, every counted access reaches HBM");
+  cmd->add_option("--mask-out", f.mask_out, "write the block pairs the algorithm visits as a mask file (Tr lines of "
+                                            "Tc characters 0/1; --block-mask takes it back)");
   cmd->add_option("--timeline", f.timeline, "write the per-SM timeline and HBM bandwidth as Chrome trace JSON "
                                             "(chrome://tracing, Perfetto) to this file");
   f.o_launch_threads = cmd->add_option("--launch-threads", f.launch_threads, "flash1/flash2: threads per CTA [128]");
@@ -258,6 +260,23 @@ int run_simulate(const SimulateFlags& f, std::ostream& out) {
   if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
   const Scenario s = f.problem.resolve();
   const std::vector<SimulationResult> results = simulate_scenario(s, &f);
+  if (!f.mask_out.empty()) {
+    if (results.size() != 1) fail_input("--mask-out: choose one algorithm (--algo) for a mask file");
+    // From the room's own steps: a pair is visited unless the stream skips it.
+    const SimulationResult& r = results.front();
+    class Skips final : public StepSink {
+    public:
+      Skips(std::int64_t Tr, std::int64_t Tc) : rows(static_cast<std::size_t>(Tr), std::string(Tc, '1')) {}
+      void on_step(const Step& s) override {
+        if (s.kind == StepKind::skip) rows[static_cast<std::size_t>(s.i)][static_cast<std::size_t>(s.j)] = '0';
+      }
+      std::vector<std::string> rows;
+    } skips(r.Tr, r.Tc);
+    r.algo->emit(r.problem, r.blocks.blocks, skips);
+    std::string text;
+    for (const std::string& row : skips.rows) text += row + "\n";
+    write_file_atomically(f.mask_out, text);
+  }
   if (!f.timeline.empty()) {
     if (results.size() != 1) fail_input("--timeline: choose one algorithm (--algo) for a timeline");
     write_file_atomically(f.timeline, timeline_chrome_trace(results.front().engine, results.front().gpu));

@@ -83,21 +83,25 @@ std::vector<std::int64_t> all_rows_if_empty(std::span<const std::int64_t> rows, 
 
 // [SECTION] Reference
 
-Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows_in) {
+Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows_in, const BlockGrid* blocks) {
   const std::int64_t Nq = in.Q.rows, N = in.K.rows, d = in.Q.cols;
   Matrix O(Nq, d);
   std::vector<double> s(static_cast<std::size_t>(N));
   for (std::int64_t q : all_rows_if_empty(rows_in, Nq)) {
     const std::int64_t position = N - Nq + q;  // the queries are the last NQ positions
+    auto hidden = [&](std::int64_t k) {
+      return tiled::masked(causal, position, k) || (blocks && blocks->skipped(q / blocks->Br, k / blocks->Bc));
+    };
     double mx = kMinusInf;
     for (std::int64_t k = 0; k < N; ++k) {
       double dot = 0;
       for (std::int64_t x = 0; x < d; ++x) dot += in.Q(q, x) * in.K(k, x);
-      s[k] = tiled::masked(causal, position, k) ? kMinusInf : in.scale * dot;
+      s[k] = hidden(k) ? kMinusInf : in.scale * dot;
       mx = std::max(mx, s[k]);
     }
     double sum = 0;
-    for (std::int64_t k = 0; k < N; ++k) sum += (s[k] = tiled::masked(causal, position, k) ? 0.0 : std::exp(s[k] - mx));
+    for (std::int64_t k = 0; k < N; ++k) sum += (s[k] = hidden(k) ? 0.0 : std::exp(s[k] - mx));
+    if (sum == 0) continue;  // every key hidden: the row stays 0
     for (std::int64_t k = 0; k < N; ++k)
       for (std::int64_t x = 0; x < d; ++x) O(q, x) += s[k] / sum * in.V(k, x);
   }
@@ -133,10 +137,12 @@ TiledResult run_tiled(Algo algo, Precision precision, const Inputs& in, Blocks b
 // [SECTION] Checks
 
 NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
-                             std::span<const std::int64_t> rows_in) {
+                             std::span<const std::int64_t> rows_in, std::shared_ptr<const BlockMask> block_mask) {
   const std::vector<std::int64_t> rows = all_rows_if_empty(rows_in, in.Q.rows);
-  const TiledResult tiled = run_tiled(algo, precision, in, blocks, causal, {rows, std::nullopt});
-  const Matrix reference = reference_attention(in, causal, rows);
+  BlockGrid grid(in.Q.rows, blocks, causal);
+  grid.mask = std::move(block_mask);
+  const TiledResult tiled = algo->run_tiled(precision, in, grid, {rows, std::nullopt});
+  const Matrix reference = reference_attention(in, causal, rows, grid.mask ? &grid : nullptr);
   NumericsCheck check;
   check.rows_checked = static_cast<std::int64_t>(rows.size());
   for (std::int64_t q : rows)

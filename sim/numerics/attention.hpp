@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -64,8 +65,11 @@ class Algo;  // sim/algo/algorithm.hpp
 TiledResult run_tiled(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
                       const TiledOptions& options = {});
 
-// Plain fp64 softmax(scale·QKᵀ)·V on the given rows (all when empty).
-Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows = {});
+// Plain fp64 softmax(scale·QKᵀ)·V on the given rows (all when empty). With `blocks`, keys in block
+// pairs that grid skips (its block mask; the causal mask applies element by element) are left out;
+// a row that keeps no key is 0.
+Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows = {},
+                           const BlockGrid* blocks = nullptr);
 
 struct NumericsCheck {
   std::int64_t rows_checked = 0;
@@ -74,7 +78,8 @@ struct NumericsCheck {
 };
 
 NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
-                             std::span<const std::int64_t> rows = {});
+                             std::span<const std::int64_t> rows = {},
+                             std::shared_ptr<const BlockMask> block_mask = nullptr);
 
 // Rows to check when a full check would cost too much: first, last, ends of the first and last
 // row blocks and a spread in between (sorted, unique, at most `count`).

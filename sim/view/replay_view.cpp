@@ -255,11 +255,13 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
     return;
   }
   const Inputs in = make_inputs(N, d, InputKind::unit, request.sim.seed);
+  BlockGrid grid(N, blocks(), p.causal);
+  grid.mask = p.block_mask;
   auto watch = [&](std::int64_t row) {
     TiledOptions options;
     options.rows = {row};
     options.watch_row = row;
-    return run_tiled(algo(), Precision::fp32, in, blocks(), p.causal, options);
+    return algo()->run_tiled(Precision::fp32, in, grid, options);
   };
   TiledResult tiled = watch(v.row);
   if (request.watch_row < 0 && algo()->window().running_softmax) {
@@ -281,7 +283,7 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
   v.row_block = v.row / result_.blocks.blocks.Br;
   v.events = tiled.watch;
   const std::int64_t rows[] = {v.row};
-  const Matrix ref = reference_attention(in, p.causal, rows);
+  const Matrix ref = reference_attention(in, p.causal, rows, grid.mask ? &grid : nullptr);
   v.O_exact.assign(ref.data.begin() + v.row * d, ref.data.begin() + (v.row + 1) * d);
   v.O_final.assign(tiled.O.data.begin() + v.row * d, tiled.O.data.begin() + (v.row + 1) * d);
   for (std::int64_t x = 0; x < d; ++x) v.max_abs_diff = std::max(v.max_abs_diff, std::abs(v.O_final[x] - v.O_exact[x]));
@@ -289,6 +291,7 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
   v.m_exact = -std::numeric_limits<double>::infinity();
   std::vector<double> s;
   for (std::int64_t k = 0; k < N && !(p.causal && k > v.row); ++k) {
+    if (grid.skipped(v.row_block, k / grid.Bc)) continue;  // a block the mask drops
     double dot = 0;
     for (std::int64_t x = 0; x < d; ++x) dot += in.Q(v.row, x) * in.K(k, x);
     s.push_back(in.scale * dot);
