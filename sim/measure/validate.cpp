@@ -203,11 +203,12 @@ ValidationReport read_file(const std::string& path, const std::optional<std::str
   } catch (const Json::exception& e) {
     fail_input("{}: not JSON: {}", path, e.what());
   }
-  const std::string preset = gpu ? *gpu : preset_for(file.value("device", Json::object()), path);
   try {
+    if (!file.is_object() || (!file.contains("sdpa") && !file.contains("records")))
+      fail_input("{}: neither \"sdpa\" (a calibration file) nor \"records\" (a measurement file)", path);
+    const std::string preset = gpu ? *gpu : preset_for(file.value("device", Json::object()), path);
     if (file.contains("sdpa")) read_sdpa(file, path, preset, one);
-    else if (file.contains("records")) read_records(file, path, preset, one);
-    else fail_input("{}: neither \"sdpa\" (a calibration file) nor \"records\" (a measurement file)", path);
+    else read_records(file, path, preset, one);
   } catch (const Json::exception& e) {
     fail_input("{}: {}", path, e.what());
   }
