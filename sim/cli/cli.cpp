@@ -307,7 +307,7 @@ int run_simulate(const SimulateFlags& f, std::ostream& out) {
 // [SECTION] bounds
 
 struct BoundsFlags {
-  std::string algo = "all", seq_lens, head_dims, sram_elements, dtype = "fp16";
+  std::string algo = "all", seq_lens, head_dims, sram_elements, densities, dtype = "fp16";
   std::int64_t base_N = 0, base_d = 0, base_M = 0;
   double tolerance = 0.05;
   bool json = false;
@@ -321,6 +321,7 @@ void add_bounds(CLI::App& app, BoundsFlags& f) {
   cmd->add_option("--seq-lens", f.seq_lens, "N values of the N sweep [8192,16384,32768,65536]");
   cmd->add_option("--head-dims", f.head_dims, "d values of the d sweep [32,64,128]");
   cmd->add_option("--sram-elements", f.sram_elements, "M values (SRAM in elements) of the M sweep [16384,32768,65536,131072]");
+  cmd->add_option("--densities", f.densities, "block-mask densities s of the s sweep, in (0, 1] [0.125,0.25,0.5,1]");
   f.o_base_N = cmd->add_option("--seq-len", f.base_N, "N held fixed in the d and M sweeps [32768]");
   f.o_base_d = cmd->add_option("--head-dim", f.base_d, "d held fixed in the N and M sweeps [64]");
   f.o_base_M = cmd->add_option("--sram-element-count", f.base_M, "M held fixed in the N and d sweeps [65536]");
@@ -335,6 +336,19 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
   if (!f.seq_lens.empty()) config.seq_lens = parse_int_list(f.seq_lens, "--seq-lens");
   if (!f.head_dims.empty()) config.head_dims = parse_int_list(f.head_dims, "--head-dims");
   if (!f.sram_elements.empty()) config.sram_elems = parse_int_list(f.sram_elements, "--sram-elements");
+  if (!f.densities.empty()) {
+    config.densities.clear();
+    std::stringstream in(f.densities);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      double s = 0;
+      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), s);
+      if (ec != std::errc() || end != item.data() + item.size() || !(s > 0 && s <= 1))
+        fail_input("--densities: '{}' is not a density in (0, 1] (expected a list such as 0.125,0.25,0.5,1)", item);
+      config.densities.push_back(s);
+    }
+    if (config.densities.size() < 2) fail_input("--densities: a fit needs at least two densities");
+  }
   auto positive = [](std::int64_t v, std::string_view option) {
     if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);
     return v;
