@@ -72,6 +72,8 @@ void launch(Algo algo, const AttentionProblem& p, Blocks b, const DeviceTensors&
   if (kv_descending && !algo->has_kv_order())
     throw std::invalid_argument(std::string(to_string(algo)) + " visits K/V blocks in ascending order only");
   const KernelFamily& family = family_of(algo);
+  if (p.block_mask && !family.takes_block_mask())
+    throw std::invalid_argument(std::string(to_string(algo)) + "'s kernel takes no block mask (flash2's does)");
   bool tensors = true;
   for (const ScratchTensor& st : family.scratch(p)) tensors = tensors && t.at(st.tensor) != nullptr;
   if (!tensors || !family.launch(p, b, kv_descending, t, s))

@@ -23,6 +23,10 @@ namespace hbmlab::gpu {
 struct DeviceTensors {
   std::array<void*, kTensorCount> hbm{};
   unsigned long long* trace = nullptr;  // flash2, optional: start ns, end ns, SM of each CTA, [B·H][Tr][3]
+  // With a block mask: the K/V blocks each row block keeps, ascending, as offsets [Tr + 1] into a list
+  // (the same for every (batch, head); built from the simulator's BlockGrid, so kernel and model agree).
+  const int* kv_offsets = nullptr;
+  const int* kv_blocks = nullptr;
 
   template <class T = void>
   T* at(Tensor t) const { return static_cast<T*>(hbm[static_cast<int>(t)]); }
@@ -77,6 +81,7 @@ public:
   virtual const char* profiler_names() const = 0;  // kernel names as ncu shows them (a regex)
   virtual std::int64_t default_max_n() const = 0;  // `hbmlab measure --max-n-NAME`
   virtual const char* launch_note() const { return nullptr; }  // what the recorded launch shape describes
+  virtual bool takes_block_mask() const { return false; }     // --block-mask (DeviceTensors::kv_offsets)
 
   // Enqueues the shape's kernels on the stream, or fills `info` (nothing launched); false when the
   // shape is not compiled.

@@ -21,6 +21,8 @@
 #include "gpu/counters.hpp"
 #include "gpu/frontend.hpp"
 #include "gpu/runner.hpp"
+#include "sim/algo/block_sparse/masks.hpp"
+#include "sim/common/error.hpp"
 #include "sim/common/files.hpp"
 #include "sim/report/report.hpp"
 
@@ -37,6 +39,8 @@ Options (lists are comma-separated):
   --dtype LIST         fp16,bf16 (default fp16)
   --causal MODE        no | yes | both (default both)
   --blocks SPEC        default | all | BRxBC[,BRxBC...] (default: default; see --list)
+  --block-mask LIST    block masks to run flash2 with (local:W, butterfly, random:DENSITY[:SEED], a mask
+                       file; "none" for dense), e.g. none,local:1024,random:0.1 (default none)
   --kv-order ORDER     flash2's K/V block order: ascending | descending | both (default ascending);
                        descending is PyTorch's FlashAttention-2 order (other kernels run once, ascending)
   --tokens T           B*H*N of each run (default 262144); --heads H (default 16)
@@ -63,6 +67,7 @@ struct Options {
   std::vector<bool> causal{false, true};
   std::string blocks = "default";
   std::vector<bool> kv_descending{false};
+  std::vector<std::string> block_masks{"none"};
   std::int64_t tokens = 262144, heads = 16;
   std::map<std::string, std::int64_t, std::less<>> max_n;  // --max-n-NAME given; else the family's default
 
@@ -142,6 +147,10 @@ Options parse(const std::vector<std::string>& args) {
       o.causal = one_or_both(a, value(), "no", "yes");
     } else if (a == "--blocks") {
       o.blocks = value();
+    } else if (a == "--block-mask") {
+      o.block_masks = split(value());
+      for (const std::string& m : o.block_masks)
+        if (m != "none") (void)parse_block_mask(m);  // InputError, reported as a bad option
     } else if (a == "--kv-order") {
       o.kv_descending = one_or_both(a, value(), "ascending", "descending");
     } else if (a == "--tokens") {
@@ -234,11 +243,16 @@ std::vector<Config> plan(const Options& o) {
       for (int d : o.head_dims)
         for (std::int64_t N : o.seq_lens) {
           if (N > o.max_n_of(algo)) continue;
-          for (bool causal : o.causal) {
-            const AttentionProblem p = problem_for(o, algo, dtype, d, N, causal);
-            for (Blocks b : blocks_for(o, algo, dtype, d))
-              for (bool desc : orders) configs.push_back({algo, p, b, desc});
-          }
+          for (bool causal : o.causal)
+            for (const std::string& mask : o.block_masks) {
+              AttentionProblem p = problem_for(o, algo, dtype, d, N, causal);
+              if (mask != "none") {
+                if (!family_of(algo).takes_block_mask()) continue;  // standard's and flash1's kernels are dense
+                p.block_mask = parse_block_mask(mask);
+              }
+              for (Blocks b : blocks_for(o, algo, dtype, d))
+                for (bool desc : orders) configs.push_back({algo, p, b, desc});
+            }
         }
   }
   return configs;
@@ -249,7 +263,8 @@ std::string describe(const Config& c) {
   s << std::left << std::setw(8) << to_string(c.algo) << " " << to_string(c.problem.dtype) << " d=" << std::setw(3)
     << c.problem.head_dim << " N=" << std::setw(5) << c.problem.seq_len << " B*H=" << std::setw(3)
     << c.problem.instances() << (c.problem.causal ? " causal " : " full   ") << std::setw(7)
-    << (std::to_string(c.blocks.Br) + "x" + std::to_string(c.blocks.Bc) + (c.kv_descending ? " desc" : ""));
+    << (std::to_string(c.blocks.Br) + "x" + std::to_string(c.blocks.Bc) + (c.kv_descending ? " desc" : ""))
+    << (c.problem.block_mask ? " mask " + c.problem.block_mask->spec() : std::string());
   return s.str();
 }
 
@@ -273,7 +288,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
 
   if (o.debug) {  // first values of S, P, O of instance 0 after one checked launch (standard only has S, P)
     for (const Config& c : configs) {
-      AttentionBuffers buf(c.problem, c.algo);
+      AttentionBuffers buf(c.problem, c.algo, c.blocks);
       const CheckResult r = check_kernel(c.problem, c.blocks, c.kv_descending, InputKind::unit, o.seed, buf, 0);
       out << describe(c) << " err " << r.max_abs_error << " pass " << r.pass << "\n";
       auto dump = [&](const char* name, const void* p) {
@@ -293,7 +308,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
   if (o.profile_pass) {
     for (std::size_t k = 0; k < configs.size(); ++k) {
       const Config& c = configs[k];
-      AttentionBuffers buf(c.problem, c.algo);
+      AttentionBuffers buf(c.problem, c.algo, c.blocks);
       check_kernel(c.problem, c.blocks, c.kv_descending, InputKind::unit, o.seed + k, buf, 0);  // fills inputs, one launch
       launch_marker(static_cast<int>(k) + 1, 32);  // begin of record k
       launch(c.algo, c.problem, c.blocks, buf.tensors(), nullptr, c.kv_descending);
@@ -341,7 +356,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
       << " MiB), CUDA runtime " << dev.runtime << "\n";
   for (std::size_t k = 0; k < configs.size(); ++k) {
     const Config& c = configs[k];
-    AttentionBuffers buf(c.problem, c.algo);
+    AttentionBuffers buf(c.problem, c.algo, c.blocks);
     std::vector<std::pair<InputKind, CheckResult>> checks;
     checks.emplace_back(InputKind::unit, check_kernel(c.problem, c.blocks, c.kv_descending, InputKind::unit, o.seed + k, buf));
     if (o.stress) {
@@ -363,6 +378,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     nlohmann::ordered_json rec;
     rec["kernel"] = std::string(to_string(c.algo));
     rec["problem"] = problem_json(c.problem);
+    if (c.problem.block_mask) rec["problem"]["density"] = density(BlockGrid(c.problem, c.blocks));
     rec["blocks"] = {{"Br", c.blocks.Br}, {"Bc", c.blocks.Bc}};
     {
       const LaunchInfo li = launch_info(c.algo, c.problem, c.blocks, c.kv_descending);
@@ -377,7 +393,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
       int reps = o.reps;
       if (probe.median_ms > 40) reps = std::max(5, std::min(o.reps, static_cast<int>(2000 / probe.median_ms)));
       const Timing t = time_kernel(c.problem, c.blocks, c.kv_descending, buf, reps, probe.median_ms > 40 ? 1 : o.warmup, !o.warm_l2);
-      const double tflops = attention_flops(c.problem) / (t.median_ms * 1e-3) / 1e12;
+      const double tflops = attention_flops(c.problem, c.blocks) / (t.median_ms * 1e-3) / 1e12;
       rec["time_ms_median"] = t.median_ms;
       rec["time_ms_min"] = t.min_ms;
       rec["reps"] = t.reps;
@@ -436,6 +452,9 @@ int run_measure(const std::vector<std::string>& args, std::ostream& out, std::os
   try {
     return run(parse(args), out, err);
   } catch (const BadOption& e) {
+    err << "hbmlab measure: " << e.what() << "\n";
+    return 2;
+  } catch (const InputError& e) {
     err << "hbmlab measure: " << e.what() << "\n";
     return 2;
   } catch (const std::invalid_argument& e) {

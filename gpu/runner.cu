@@ -60,17 +60,32 @@ DeviceInfo device_info() {
 
 // [SECTION] buffers and inputs
 
-AttentionBuffers::AttentionBuffers(const AttentionProblem& p, Algo algo) : algo_(algo) {
+AttentionBuffers::AttentionBuffers(const AttentionProblem& p, Algo algo, Blocks blocks) : algo_(algo) {
   elems_ = p.instances() * p.seq_len * p.head_dim;
   const std::size_t bytes = static_cast<std::size_t>(elems_ * p.elem_bytes());
   for (Tensor t : {Tensor::Q, Tensor::K, Tensor::V, Tensor::O}) buffers_[static_cast<int>(t)] = DeviceBuffer(bytes);
   for (const ScratchTensor& s : family_of(algo).scratch(p))
     buffers_[static_cast<int>(s.tensor)] = DeviceBuffer(static_cast<std::size_t>(s.bytes));
+  if (p.block_mask) {  // the pairs the simulator's grid keeps, row block by row block
+    const BlockGrid g(p, blocks);
+    std::vector<int> offsets{0}, kept;
+    for (std::int64_t i = 0; i < g.Tr; ++i) {
+      for (std::int64_t j = 0; j < g.Tc; ++j)
+        if (!g.skipped(i, j)) kept.push_back(static_cast<int>(j));
+      offsets.push_back(static_cast<int>(kept.size()));
+    }
+    kv_offsets_ = DeviceBuffer(offsets.size() * sizeof(int));
+    kv_blocks_ = DeviceBuffer(std::max<std::size_t>(kept.size(), 1) * sizeof(int));
+    CUDA_CHECK(cudaMemcpy(kv_offsets_.get(), offsets.data(), offsets.size() * sizeof(int), cudaMemcpyHostToDevice));
+    if (!kept.empty()) CUDA_CHECK(cudaMemcpy(kv_blocks_.get(), kept.data(), kept.size() * sizeof(int), cudaMemcpyHostToDevice));
+  }
 }
 
 DeviceTensors AttentionBuffers::tensors() const {
   DeviceTensors t;
   for (Tensor tensor : kAllTensors) t.set(tensor, buffers_[static_cast<int>(tensor)].get());
+  t.kv_offsets = kv_offsets_.get<const int>();
+  t.kv_blocks = kv_blocks_.get<const int>();
   return t;
 }
 
@@ -143,7 +158,15 @@ void launch_marker(int grid, int block) {
   CUDA_CHECK_LAUNCH();
 }
 
-double attention_flops(const AttentionProblem& p) {
+double attention_flops(const AttentionProblem& p, Blocks blocks) {
+  if (p.block_mask) {
+    const BlockGrid g(p, blocks);
+    double kept = 0;
+    for (std::int64_t i = 0; i < g.Tr; ++i)
+      for (std::int64_t j = 0; j < g.Tc; ++j)
+        if (!g.skipped(i, j)) kept += 4.0 * double(g.rows(i)) * double(g.cols(j)) * double(p.head_dim);
+    return kept * static_cast<double>(p.instances());
+  }
   const double f = 4.0 * static_cast<double>(p.seq_len) * static_cast<double>(p.seq_len) *
                    static_cast<double>(p.head_dim) * static_cast<double>(p.instances());
   return p.causal ? f / 2 : f;
@@ -197,7 +220,8 @@ CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, bool kv_desce
       if (!std::isfinite(from_bits(bits, p.dtype))) r.all_written = false;
     std::vector<std::int64_t> rows;
     if (N > full_rows_max_n) rows = sample_rows(N, blocks.Br, 48);
-    const Matrix ref = reference_attention(inputs[c], p.causal, rows);
+    const BlockGrid grid(p, blocks);
+    const Matrix ref = reference_attention(inputs[c], p.causal, rows, p.block_mask ? &grid : nullptr);
     std::vector<std::int64_t> all_rows;
     if (rows.empty()) {
       for (std::int64_t i = 0; i < N; ++i) all_rows.push_back(i);

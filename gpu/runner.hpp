@@ -23,10 +23,11 @@ DeviceInfo device_info();
 // Number of CUDA devices; 0 (not an error) when there is no GPU or no driver.
 int device_count();
 
-// Q, K, V, O and whatever scratch the algorithm's kernel family needs, for one problem.
+// Q, K, V, O and whatever scratch the algorithm's kernel family needs, for one problem; with a
+// block mask, the K/V block lists of its grid at `blocks`.
 class AttentionBuffers {
  public:
-  AttentionBuffers(const AttentionProblem& problem, Algo algo);
+  AttentionBuffers(const AttentionProblem& problem, Algo algo, Blocks blocks);
   DeviceTensors tensors() const;
   Algo algo() const { return algo_; }
   std::int64_t elems() const { return elems_; }  // B·H·N·d
@@ -35,6 +36,7 @@ class AttentionBuffers {
   Algo algo_;
   std::int64_t elems_ = 0;
   std::array<DeviceBuffer, kTensorCount> buffers_;  // by Tensor
+  DeviceBuffer kv_offsets_, kv_blocks_;
 };
 
 // |O − O_ref| ≤ atol + rtol·|O_ref| elementwise: the kernel family's figures and why
@@ -75,7 +77,8 @@ void flush_l2(const DeviceBuffer& scratch);
 // A do-nothing kernel named hbmlab_marker whose grid size tags the profiler's rows (ncu).
 void launch_marker(int grid, int block);
 
-// FlashAttention's convention: 4·N²·d·B·H forward, halved when causal.
-double attention_flops(const AttentionProblem& problem);
+// FlashAttention's convention: 4·N²·d·B·H forward, halved when causal. With a block mask, the
+// matmul FLOPs of the block pairs the grid at `blocks` keeps (4·rows·cols·d each).
+double attention_flops(const AttentionProblem& problem, Blocks blocks = {});
 
 }  // namespace hbmlab::gpu

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
 
 namespace hbmlab::viz {
@@ -19,6 +20,7 @@ view::ReplayRequest replay_request(const AppState& app, Algo algo) {
   view::ReplayRequest r;
   r.sim.gpu = current_gpu(app);
   r.sim.problem = {s.batch, s.heads, s.N, s.d, s.dtype, s.causal};
+  if (!s.block_mask.empty()) r.sim.problem.block_mask = parse_block_mask(s.block_mask);
   r.sim.algo = algo;
   if (!s.auto_blocks) {
     r.sim.block_rows = s.Br;
@@ -61,6 +63,7 @@ void load_scenario_into(AppState& app, const std::string& name_or_path) {
   s.heads = sc.problem.heads;
   s.dtype = sc.problem.dtype;
   s.causal = sc.problem.causal;
+  s.block_mask = sc.problem.block_mask ? sc.problem.block_mask->spec() : std::string();
   s.auto_blocks = !sc.block_rows && !sc.block_cols;
   if (sc.block_rows) s.Br = *sc.block_rows;
   if (sc.block_cols) s.Bc = *sc.block_cols;
@@ -84,10 +87,13 @@ void apply_stage(AppState& app, int stage) {
   // The stage's algorithm (else the one on screen) in the stage's pass (else the one on screen).
   const Pass pass = st.pass.value_or(s.algo->pass());
   const Algo algo = parse_algo((st.algorithm ? *st.algorithm : s.algo)->name(), pass).value_or(s.algo);
-  const bool new_algo = algo != s.algo;
+  const bool new_problem = (st.causal && *st.causal != s.causal) || (st.block_mask && *st.block_mask != s.block_mask);
+  const bool new_algo = algo != s.algo || new_problem;
   s.algo = algo;
   if (s.algo_b->pass() != pass) s.algo_b = parse_algo(s.algo_b->name(), pass).value_or(partner_of(algo));
   if (s.algo_b == s.algo) s.algo_b = partner_of(algo);
+  if (st.causal) s.causal = *st.causal;
+  if (st.block_mask) s.block_mask = *st.block_mask;
   app.highlight = st.panel;
   const std::pair<const char*, Tab> tabs[] = {{"softmax", Tab::softmax}, {"io", Tab::io}, {"explorer", Tab::explorer},
                                               {"timeline", Tab::timeline}, {"measured", Tab::measured}};

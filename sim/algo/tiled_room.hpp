@@ -1,6 +1,6 @@
 // What the tiled (FlashAttention) rooms share: the SRAM working set of one CTA, the bound
-// Θ(N²d²/M) and its exponents, and the caption under the SRAM box; and what their backward
-// passes share (TiledBackward).
+// Θ(N²d²/M) and its exponents (and 1 in a block mask's density s), and the caption under the SRAM
+// box; and what their backward passes share (TiledBackward).
 #pragma once
 
 #include <algorithm>
@@ -24,6 +24,7 @@ public:
       case SweepAxis::N: return 2.0;
       case SweepAxis::d: return 2.0;
       case SweepAxis::M: return -1.0;
+      case SweepAxis::s: return 1.0;  // Proposition 4: the N²d²s/M term, where it dominates Nd
     }
     return 0;
   }

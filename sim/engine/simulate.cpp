@@ -44,7 +44,7 @@ NumericsResult check(const SimulateRequest& request, Blocks blocks) {
   const Inputs inputs = make_inputs(p.seq_len, p.head_dim, InputKind::unit, request.seed);
   std::vector<std::int64_t> rows;
   if (mode == NumericsMode::sampled) rows = sample_rows(p.seq_len, blocks.Br, kSampledRows);
-  const NumericsCheck c = check_numerics(request.algo, Precision::fp32, inputs, blocks, p.causal, rows);
+  const NumericsCheck c = check_numerics(request.algo, Precision::fp32, inputs, blocks, p.causal, rows, p.block_mask);
   result.checked = true;
   result.mode = mode == NumericsMode::full ? "full" : "sampled";
   result.rows_checked = c.rows_checked;

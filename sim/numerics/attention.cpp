@@ -86,43 +86,51 @@ std::vector<std::int64_t> all_rows_if_empty(std::span<const std::int64_t> rows, 
 
 // [SECTION] Reference
 
-Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows_in) {
+Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows_in, const BlockGrid* blocks) {
   const std::int64_t Nq = in.Q.rows, N = in.K.rows, d = in.Q.cols;
   Matrix O(Nq, d);
   std::vector<double> s(static_cast<std::size_t>(N));
   for (std::int64_t q : all_rows_if_empty(rows_in, Nq)) {
     const std::int64_t position = N - Nq + q;  // the queries are the last NQ positions
+    auto hidden = [&](std::int64_t k) {
+      return tiled::masked(causal, position, k) || (blocks && blocks->skipped(q / blocks->Br, k / blocks->Bc));
+    };
     double mx = kMinusInf;
     for (std::int64_t k = 0; k < N; ++k) {
       double dot = 0;
       for (std::int64_t x = 0; x < d; ++x) dot += in.Q(q, x) * in.K(k, x);
-      s[k] = tiled::masked(causal, position, k) ? kMinusInf : in.scale * dot;
+      s[k] = hidden(k) ? kMinusInf : in.scale * dot;
       mx = std::max(mx, s[k]);
     }
     double sum = 0;
-    for (std::int64_t k = 0; k < N; ++k) sum += (s[k] = tiled::masked(causal, position, k) ? 0.0 : std::exp(s[k] - mx));
+    for (std::int64_t k = 0; k < N; ++k) sum += (s[k] = hidden(k) ? 0.0 : std::exp(s[k] - mx));
+    if (sum == 0) continue;  // every key hidden: the row stays 0
     for (std::int64_t k = 0; k < N; ++k)
       for (std::int64_t x = 0; x < d; ++x) O(q, x) += s[k] / sum * in.V(k, x);
   }
   return O;
 }
 
-Gradients reference_backward(const Inputs& in, bool causal, std::span<const std::int64_t> rows_in) {
+Gradients reference_backward(const Inputs& in, bool causal, std::span<const std::int64_t> rows_in, const BlockGrid* blocks) {
   const std::int64_t Nq = in.Q.rows, N = in.K.rows, d = in.Q.cols;
   Gradients g{Matrix(Nq, d), Matrix(N, d), Matrix(N, d)};
   std::vector<double> p(static_cast<std::size_t>(N)), dp(static_cast<std::size_t>(N));
   for (std::int64_t q : all_rows_if_empty(rows_in, Nq)) {
     const std::int64_t position = N - Nq + q;
+    auto hidden = [&](std::int64_t k) {  // as reference_attention hides keys
+      return tiled::masked(causal, position, k) || (blocks && blocks->skipped(q / blocks->Br, k / blocks->Bc));
+    };
     // P_q = softmax(scale·q Kᵀ), then O_q = P_q V as the forward leaves it.
     double mx = kMinusInf;
     for (std::int64_t k = 0; k < N; ++k) {
       double dot = 0;
       for (std::int64_t x = 0; x < d; ++x) dot += in.Q(q, x) * in.K(k, x);
-      p[k] = tiled::masked(causal, position, k) ? kMinusInf : in.scale * dot;
+      p[k] = hidden(k) ? kMinusInf : in.scale * dot;
       mx = std::max(mx, p[k]);
     }
     double sum = 0;
-    for (std::int64_t k = 0; k < N; ++k) sum += (p[k] = tiled::masked(causal, position, k) ? 0.0 : std::exp(p[k] - mx));
+    for (std::int64_t k = 0; k < N; ++k) sum += (p[k] = hidden(k) ? 0.0 : std::exp(p[k] - mx));
+    if (sum == 0) continue;  // every key hidden: O_q = 0 and no gradient flows from this row
     for (double& x : p) x /= sum;
     // D_q = rowsum(dO_q ∘ O_q) = Σ_k P_qk dP_qk, with dP_qk = dO_q · V_k.
     double D = 0;
@@ -174,9 +182,12 @@ TiledResult run_tiled(Algo algo, Precision precision, const Inputs& in, Blocks b
 // [SECTION] Checks
 
 NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
-                             std::span<const std::int64_t> rows_in) {
+                             std::span<const std::int64_t> rows_in, std::shared_ptr<const BlockMask> block_mask) {
   const std::vector<std::int64_t> rows = all_rows_if_empty(rows_in, in.Q.rows);
-  const TiledResult tiled = run_tiled(algo, precision, in, blocks, causal, {rows, std::nullopt});
+  BlockGrid grid(in.Q.rows, blocks, causal);
+  grid.mask = std::move(block_mask);
+  const BlockGrid* mask_grid = grid.mask ? &grid : nullptr;  // the references hide its pairs too
+  const TiledResult tiled = algo->run_tiled(precision, in, grid, {rows, std::nullopt});
   NumericsCheck check;
   check.rows_checked = static_cast<std::int64_t>(rows.size());
   auto compare = [&](double value, double reference) {
@@ -185,7 +196,7 @@ NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, B
   };
   if (tiled.grads) {  // a backward room: its gradients, not the O it was given
     check.compared = "dQ, dK, dV";
-    const Gradients reference = reference_backward(in, causal, rows);
+    const Gradients reference = reference_backward(in, causal, rows, mask_grid);
     for (std::int64_t q : rows)
       for (std::int64_t x = 0; x < in.Q.cols; ++x) compare(tiled.grads->dQ(q, x), reference.dQ(q, x));
     for (std::size_t k = 0; k < reference.dK.data.size(); ++k) {
@@ -193,7 +204,7 @@ NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, B
       compare(tiled.grads->dV.data[k], reference.dV.data[k]);
     }
   } else {
-    const Matrix reference = reference_attention(in, causal, rows);
+    const Matrix reference = reference_attention(in, causal, rows, mask_grid);
     for (std::int64_t q : rows)
       for (std::int64_t x = 0; x < in.Q.cols; ++x) compare(tiled.O(q, x), reference(q, x));
   }

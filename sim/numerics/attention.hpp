@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -75,13 +76,18 @@ class Algo;  // sim/algo/algorithm.hpp
 TiledResult run_tiled(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
                       const TiledOptions& options = {});
 
-// Plain fp64 softmax(scale·QKᵀ)·V on the given rows (all when empty).
-Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows = {});
+// Plain fp64 softmax(scale·QKᵀ)·V on the given rows (all when empty). With `blocks`, keys in block
+// pairs that grid skips (its block mask; the causal mask applies element by element) are left out;
+// a row that keeps no key is 0.
+Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows = {},
+                           const BlockGrid* blocks = nullptr);
 
 // Plain fp64 backward of the same attention (FlashAttention paper, Section 3.1 and Appendix B.2):
 // with P = softmax(scale·QKᵀ), dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − rowsum(dO ∘ O)),
 // dQ = scale·dS K, dK = scale·dSᵀ Q; over the given query rows' contributions (all when empty).
-Gradients reference_backward(const Inputs& in, bool causal, std::span<const std::int64_t> rows = {});
+// With `blocks`, keys in skipped block pairs are hidden as reference_attention hides them.
+Gradients reference_backward(const Inputs& in, bool causal, std::span<const std::int64_t> rows = {},
+                             const BlockGrid* blocks = nullptr);
 
 struct NumericsCheck {
   std::int64_t rows_checked = 0;
@@ -91,9 +97,11 @@ struct NumericsCheck {
 };
 
 // Compares what the room's run_tiled produced with the fp64 reference: O for a forward room, the
-// gradients dQ (on the rows), dK and dV (the rows' contributions) when it returned them.
+// gradients dQ (on the rows), dK and dV (the rows' contributions) when it returned them. With a
+// block mask, the room runs on the masked grid and both references hide the pairs it skips.
 NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
-                             std::span<const std::int64_t> rows = {});
+                             std::span<const std::int64_t> rows = {},
+                             std::shared_ptr<const BlockMask> block_mask = nullptr);
 
 // Rows to check when a full check would cost too much: first, last, ends of the first and last
 // row blocks and a spread in between (sorted, unique, at most `count`).

@@ -64,15 +64,16 @@ T exp_diff(T a, T b) {  // e^(a − b), 0 when a is −∞ (nothing seen yet)
 
 // [backward] What the forward left in HBM for the backward rooms, in precision T, for the rows
 // asked: O, each row's max m and sum ℓ over every key it sees (Algorithm 1's final ℓ, m) and the
-// log-sum-exp L = m + log ℓ (FlashAttention-2's). Computed row by row: the backward rooms test
-// their own tiles, not the forward's.
+// log-sum-exp L = m + log ℓ (FlashAttention-2's). A key is seen unless the causal mask hides it or
+// the grid skips its block pair (a block mask). Computed row by row: the backward rooms test their
+// own tiles, not the forward's.
 template <class T>
 struct ForwardRows {
   std::vector<T> O, m, l, L;  // O: NQ × d; the others one per row
 };
 
 template <class T>
-ForwardRows<T> forward_rows(const Tiles<T>& t, const std::vector<std::int64_t>& rows, bool causal) {
+ForwardRows<T> forward_rows(const Tiles<T>& t, const std::vector<std::int64_t>& rows, const BlockGrid& g) {
   ForwardRows<T> f;
   f.O.assign(static_cast<std::size_t>(t.Nq * t.d), T(0));
   f.m.assign(static_cast<std::size_t>(t.Nq), -std::numeric_limits<T>::infinity());
@@ -81,7 +82,9 @@ ForwardRows<T> forward_rows(const Tiles<T>& t, const std::vector<std::int64_t>& 
   std::vector<T> s;
   std::vector<T> o(static_cast<std::size_t>(t.d));
   for (std::int64_t q : rows) {
-    t.scores(q, 0, t.N, causal, s);
+    t.scores(q, 0, t.N, g.causal, s);
+    for (std::int64_t j = 0; j < g.Tc; ++j)
+      if (g.skipped(q / g.Br, j)) std::fill_n(s.begin() + g.col_begin(j), g.cols(j), -std::numeric_limits<T>::infinity());
     T m = -std::numeric_limits<T>::infinity(), l = 0;
     for (T x : s) m = std::max(m, x);
     for (T& x : s) l += (x = exp_diff(x, m));

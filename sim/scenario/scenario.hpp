@@ -18,6 +18,8 @@ struct LessonStage {
   std::optional<Algo> algorithm;  // the algorithm this stage shows, if one (its forward room)
   std::optional<Pass> pass;       // the pass it shows (`pass = "backward"`); none: the pass on screen
   std::string panel;              // the GUI panel to bring forward: memory, matrix, softmax, io, explorer, timeline
+  std::optional<bool> causal;             // the stage turns the causal mask on or off
+  std::optional<std::string> block_mask;  // the stage's --block-mask SPEC ("" for none), checked on reading
 };
 
 struct Scenario {

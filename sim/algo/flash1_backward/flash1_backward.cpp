@@ -143,7 +143,7 @@ public:
       using T = decltype(zero);
       const tiled::Tiles<T> t(in);
       const std::vector<std::int64_t> rows = tiled::rows_to_compute(in, options);
-      const tiled::ForwardRows<T> hbm_fwd = tiled::forward_rows(t, rows, g.causal);  // O, ℓ, m from the forward
+      const tiled::ForwardRows<T> hbm_fwd = tiled::forward_rows(t, rows, g);  // O, ℓ, m from the forward
       tiled::GradientTiles<T> hbm(t);                                                // line 5: dQ, dK, dV ← 0
       const auto by_block = tiled::rows_by_block(g, rows);
       std::vector<T> P_row;

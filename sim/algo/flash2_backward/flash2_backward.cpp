@@ -220,7 +220,7 @@ public:
       using T = decltype(zero);
       const tiled::Tiles<T> t(in);
       const std::vector<std::int64_t> rows = tiled::rows_to_compute(in, options);
-      const tiled::ForwardRows<T> hbm_fwd = tiled::forward_rows(t, rows, g.causal);  // O and L from the forward
+      const tiled::ForwardRows<T> hbm_fwd = tiled::forward_rows(t, rows, g);  // O and L from the forward
       tiled::GradientTiles<T> hbm(t);                                                // line 3: dQ ← 0
       std::vector<T> hbm_D(static_cast<std::size_t>(t.Nq), T(0));
       for (std::int64_t q : rows) hbm_D[q] = tiled::rowsum_dO_O(t, hbm_fwd, q);  // line 4: D, once

@@ -135,7 +135,7 @@ public:
       const tiled::Tiles<T> t(in);
       const std::int64_t d = t.d;
       const std::vector<std::int64_t> rows = tiled::rows_to_compute(in, options);
-      const tiled::ForwardRows<T> fwd = tiled::forward_rows(t, rows, g.causal);
+      const tiled::ForwardRows<T> fwd = tiled::forward_rows(t, rows, g);
       tiled::GradientTiles<T> hbm(t);
       std::vector<T> P, dP, block;
       for (std::int64_t q : rows) {
