@@ -4,12 +4,15 @@
 // Run: build/tests/hbmlab_tests_core "[backward]"
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "sim/algo/block_sparse/masks.hpp"
 #include "sim/algo/blocks.hpp"
 #include "sim/bounds/bounds.hpp"
 #include "sim/cli/cli.hpp"
@@ -38,6 +41,14 @@ void check_tensor(const Counts& c, Tensor t, std::int64_t read_bytes, std::int64
 struct Run {
   int code;
   std::string out, err;
+};
+
+// A block mask given as Tr strings of Tc characters '0' or '1', as a mask file would be.
+struct Pattern final : BlockMask {
+  explicit Pattern(std::vector<std::string> rows) : rows(std::move(rows)) {}
+  bool keeps(const BlockGrid&, std::int64_t i, std::int64_t j) const override { return rows.at(i).at(j) == '1'; }
+  std::string spec() const override { return "pattern"; }
+  std::vector<std::string> rows;
 };
 
 Run run(std::vector<std::string> args) {
@@ -186,29 +197,42 @@ TEST_CASE("backward working sets hold more tiles than the forward; defaults fit;
 // [SECTION] Numerics
 
 TEST_CASE("the fp64 reference backward agrees with finite differences of ⟨O, dO⟩", "[numerics][backward]") {
+  // A block mask over 2 × 2 blocks (row block 1 keeps no pair: its rows see no key at all).
+  BlockGrid masked_grid(7, {2, 2}, false);
+  masked_grid.mask = std::make_shared<Pattern>(std::vector<std::string>{"1010", "0000", "0111", "1101"});
   for (bool causal : {false, true})
-    for (auto [N, d] : {std::pair<std::int64_t, std::int64_t>{5, 3}, {7, 2}}) {
-      INFO("N=" << N << " d=" << d << " causal=" << causal);
+    for (auto [N, d, grid] : {std::tuple<std::int64_t, std::int64_t, const BlockGrid*>{5, 3, nullptr},
+                              {7, 2, nullptr}, {7, 3, &masked_grid}}) {
+      INFO("N=" << N << " d=" << d << " causal=" << causal << " block mask=" << (grid != nullptr));
       Inputs in = make_inputs(N, d, InputKind::unit, 17 + N);
-      const Gradients g = reference_backward(in, causal);
+      BlockGrid g_causal = grid ? *grid : BlockGrid(N, {N, N}, causal);
+      g_causal.causal = causal;
+      const BlockGrid* blocks = grid ? &g_causal : nullptr;
+      const Gradients g = reference_backward(in, causal, {}, blocks);
       auto loss = [&](const Inputs& x) {  // ⟨O, dO⟩, whose gradient at O is dO
-        const Matrix O = reference_attention(x, causal);
+        const Matrix O = reference_attention(x, causal, {}, blocks);
         double sum = 0;
         for (std::size_t k = 0; k < O.data.size(); ++k) sum += O.data[k] * x.dO.data[k];
         return sum;
       };
       const double h = 1e-6;
+      double largest = 0;
       auto check = [&](Matrix Inputs::*which, const Matrix& grad) {
         for (std::size_t k = 0; k < grad.data.size(); ++k) {
           Inputs plus = in, minus = in;
           (plus.*which).data[k] += h;
           (minus.*which).data[k] -= h;
           CHECK(grad.data[k] == Approx((loss(plus) - loss(minus)) / (2 * h)).margin(1e-7));
+          largest = std::max(largest, std::fabs(grad.data[k]));
         }
       };
       check(&Inputs::Q, g.dQ);
       check(&Inputs::K, g.dK);
       check(&Inputs::V, g.dV);
+      CHECK(largest > 0.1);  // gradients of unit scale, not a check against zeros
+      if (grid)  // row block 1 (rows 2 and 3) keeps no pair: no gradient reaches its queries
+        for (std::int64_t q : {2, 3})
+          for (std::int64_t x = 0; x < d; ++x) CHECK(g.dQ(q, x) == 0.0);
     }
 }
 
@@ -233,6 +257,50 @@ TEST_CASE("backward rooms' gradients through their tiles match the fp64 referenc
   const Inputs in = make_inputs(300, 32, InputKind::unit, 3);
   const std::vector<std::int64_t> rows = sample_rows(300, 64, 16);
   for (Algo algo : algorithms(Pass::backward)) CHECK(check_numerics(algo, Precision::fp32, in, {64, 80}, true, rows).max_abs_error < 1e-4);
+}
+
+TEST_CASE("block-sparse backward: gradients of the masked attention, rows with no kept pair stay 0", "[numerics][backward][block-sparse]") {
+  const std::int64_t N = 160, d = 32;
+  const Blocks blocks{16, 32};  // Tr = 10, Tc = 5
+  const Inputs in = make_inputs(N, d, InputKind::unit, 41);
+  for (const char* spec : {"local:40", "butterfly", "random:0.3:7", "random:0.15:2"})
+    for (bool causal : {false, true}) {
+      const auto mask = parse_block_mask(spec);
+      BlockGrid grid(N, blocks, causal);
+      grid.mask = mask;
+      // The mask must matter: the masked reference differs from the dense one.
+      const Gradients dense = reference_backward(in, causal), sparse = reference_backward(in, causal, {}, &grid);
+      double differs = 0;
+      for (std::size_t k = 0; k < dense.dQ.data.size(); ++k) differs = std::max(differs, std::fabs(dense.dQ.data[k] - sparse.dQ.data[k]));
+      INFO(spec << " causal=" << causal);
+      CHECK(differs > 1e-3);
+      for (Algo algo : algorithms(Pass::backward)) {
+        if (!algo->supports().block_mask) continue;
+        INFO(to_string(algo));
+        const NumericsCheck c = check_numerics(algo, Precision::fp32, in, blocks, causal, {}, mask);
+        CHECK(c.finite);
+        CHECK(c.max_abs_error < 1e-4);
+        CHECK(check_numerics(algo, Precision::fp64, in, blocks, causal, {}, mask).max_abs_error < 1e-11);
+      }
+    }
+  // random:0.15:2 empties at least one row block here: its queries see no key, and get no gradient.
+  BlockGrid grid(N, blocks, false);
+  grid.mask = parse_block_mask("random:0.15:2");
+  for (Algo algo : algorithms(Pass::backward)) {
+    if (!algo->supports().block_mask) continue;
+    const TiledResult t = algo->run_tiled(Precision::fp32, in, grid, {});
+    REQUIRE(t.grads);
+    std::int64_t empty_row_blocks = 0;
+    for (std::int64_t i = 0; i < grid.Tr; ++i) {
+      bool any = false;
+      for (std::int64_t j = 0; j < grid.Tc; ++j) any = any || !grid.skipped(i, j);
+      if (any) continue;
+      ++empty_row_blocks;
+      for (std::int64_t q = grid.row_begin(i); q < grid.row_begin(i) + grid.rows(i); ++q)
+        for (std::int64_t x = 0; x < d; ++x) CHECK(t.grads->dQ(q, x) == 0.0);
+    }
+    CHECK(empty_row_blocks > 0);
+  }
 }
 
 TEST_CASE("backward stress inputs: no NaN, fully masked blocks of causal rows", "[numerics][backward][stress]") {
