@@ -59,6 +59,11 @@ std::string algo_names(Pass pass, std::string_view last_separator) {
   return out;
 }
 
+std::string Algorithm::instance_name(const AttentionProblem& p) const {
+  const std::int64_t g = heads_per_instance(p);
+  return g == 1 ? "(batch, head) pairs" : fmt::format("(batch, K/V head) groups of {} query heads", g);
+}
+
 void Algorithm::check_problem(const AttentionProblem& p) const {
   const ShapeSupport s = supports();
   if (p.query_len > 0 && p.query_len != p.seq_len && !s.query_len)

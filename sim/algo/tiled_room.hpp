@@ -26,6 +26,22 @@ public:
   }
 
 protected:
+  // Σ rows(i)·cols(j) (scores) and Σ rows(i) (row visits) over the block pairs a grid keeps: what the
+  // non-matmul work of a tiled room is made of.
+  struct Visits {
+    std::int64_t scores = 0, rows = 0;
+  };
+  static Visits visits(const BlockGrid& g) {
+    Visits v;
+    for (std::int64_t i = 0; i < g.Tr; ++i)
+      for (std::int64_t j = 0; j < g.Tc; ++j)
+        if (!g.skipped(i, j)) {
+          v.scores += g.rows(i) * g.cols(j);
+          v.rows += g.rows(i);
+        }
+    return v;
+  }
+
   static constexpr std::string_view kRegistersNote = "S_ij and P̃_ij stay in registers: never written to HBM.";
 };
 

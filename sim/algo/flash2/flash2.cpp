@@ -148,6 +148,14 @@ public:
     return c;
   }
 
+  // Per kept pair: e^x per score and e^(m_i − m_i') per row (line 9); O_i rescaled on chip (line 10);
+  // one max update per row. The division by ℓ_i happens once, after the loop (line 12).
+  NonMatmulOps non_matmul_ops(const AttentionProblem& p, Blocks b) const override {
+    const Visits v = visits(grid(p, b));
+    return {v.scores + v.rows, v.rows * p.head_dim, v.rows, 1,
+            "one CTA per Q_i: K/V blocks follow one another through its running max"};
+  }
+
   // [SECTION] Numerics
 
   TiledResult run_tiled(Precision precision, const Inputs& in, const BlockGrid& g,
@@ -202,6 +210,7 @@ public:
                    "prefetches the next K/V block with cp.async)";
     plan.double_buffered = true;
     plan.instances = p.instances();
+    plan.kv_group = p.heads / p.Hkv();  // GQA without packing: the g query heads of a K/V head read it in turn
     plan.smem_bytes_per_cta = working_set_bytes(p, b);
     plan.cta_overhead_cycles = kCtaOverheadCycles;
     const BlockGrid g(p, b);
@@ -215,7 +224,9 @@ public:
 
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr; }
   bool has_kv_order() const override { return true; }
-  ShapeSupport supports() const override { return {.block_mask = true}; }
+  // NQ < N: the queries are the last NQ positions. HKV < H: each query head reads its K/V head itself
+  // (no packing): K and V are read H/HKV times per K/V head, and the L2 may catch the repeats.
+  ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true, .block_mask = true}; }
 
   // [SECTION] The window
 
