@@ -14,12 +14,15 @@ namespace hbmlab {
 const Algorithm& standard_room();  // sim/algo/standard: standard attention, Algorithm 0
 const Algorithm& flash1_room();    // sim/algo/flash1: FlashAttention, Algorithm 1
 const Algorithm& flash2_room();    // sim/algo/flash2: FlashAttention-2, Algorithm 1
+const Algorithm& flash_decoding_room();    // sim/algo/flash_decoding: Flash-Decoding, split-KV
+const Algorithm& flashdecoding_pp_room();  // sim/algo/flashdecoding_pp: FlashDecoding++, unified max
 
 namespace {
 
 // Every room, in the order `--algo all` lists them.
 const std::vector<Algo>& rooms() {
-  static const std::vector<Algo> all = {standard_room(), flash1_room(), flash2_room()};
+  static const std::vector<Algo> all = {standard_room(), flash1_room(), flash2_room(), flash_decoding_room(),
+                                         flashdecoding_pp_room()};
   return all;
 }
 

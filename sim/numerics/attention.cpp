@@ -131,7 +131,7 @@ std::vector<std::int64_t> rows_to_compute(const Inputs& in, const TiledOptions& 
   return rows;
 }
 
-TiledResult empty_result(const Inputs& in) { return TiledResult{Matrix(in.Q.rows, in.Q.cols), {}}; }
+TiledResult empty_result(const Inputs& in) { return TiledResult{Matrix(in.Q.rows, in.Q.cols), {}, {}}; }
 
 std::vector<std::vector<std::int64_t>> rows_by_block(const BlockGrid& g, const std::vector<std::int64_t>& rows) {
   std::vector<std::vector<std::int64_t>> by_block(static_cast<std::size_t>(g.Tr));

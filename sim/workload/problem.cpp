@@ -81,7 +81,8 @@ BlockGrid::BlockGrid(std::int64_t N_, Blocks blocks, bool causal_)
 
 BlockGrid::BlockGrid(const AttentionProblem& p, Blocks blocks, std::int64_t group_)
     : Nq(group_ * p.Nq()), N(p.seq_len), Br(blocks.Br), Bc(blocks.Bc), Tr(ceil_div(group_ * p.Nq(), blocks.Br)),
-      Tc(ceil_div(p.seq_len, blocks.Bc)), causal(p.causal), mask(p.block_mask), group(group_) {}
+      Tc(ceil_div(p.seq_len, blocks.Bc)), causal(p.causal), mask(p.block_mask), group(group_),
+      splits(std::clamp<std::int64_t>(p.kv_splits, 1, Tc)) {}
 
 std::int64_t BlockGrid::rows(std::int64_t i) const { return std::min(Br, Nq - row_begin(i)); }
 std::int64_t BlockGrid::cols(std::int64_t j) const { return std::min(Bc, N - col_begin(j)); }

@@ -177,7 +177,7 @@ public:
             hbm_m[q] = m_new;
             if (options.watch_row && q == *options.watch_row)
               result.watch.push_back({j, double(m_i), double(m_new), double(l_i), double(l_new), double(a),
-                                      std::vector<double>(O_i, O_i + d)});
+                                      std::vector<double>(O_i, O_i + d), -1, false, {}});
           }
         }
       }

@@ -23,13 +23,6 @@ namespace {
 // Line 9 per row: max with m_i (1), e^(m_i − m_i') (2), ℓ_i update multiply-add (2).
 constexpr std::int64_t kStatOps = 5;
 
-// What a flash2 CTA spends outside its pipelined K/V loop, in cycles: launch and index math, the
-// wait on Q_i before the first MMA, and the epilogue (ℓ_i reduction, O_i normalised, O_i and L_i
-// written). Calibrated with hbmlab validate on the short kernels (N = 512 to 2048), where a CTA runs
-// only 1 to 16 steps: PyTorch's FlashAttention-2 (assets/measurements/calibration-h100.json) and
-// hbmlab's flash2 (assets/measurements/h100.json) both come within 15 % at 2,500 cycles (1.3 µs).
-constexpr double kCtaOverheadCycles = 2500;
-
 // The steps of one CTA at a time, regrouped into the plan's phases: the prologue (line 4), one
 // segment per unskipped K_j (lines 7 to 10) and the epilogue (lines 12 to 15), so that the K/V
 // order can be reversed as FlashAttention-2's kernel visits it. Only one CTA's steps are kept.
@@ -185,7 +178,7 @@ public:
           for (T& x : acc) x *= alpha;  // line 10: O_i ← diag(e^(m_i − m_i'))O_i + P̃_ij V_j
           t.add_pv(S_row, c0, acc);
           if (options.watch_row && q == *options.watch_row) {
-            SoftmaxEvent e{j, double(m), double(m_new), double(l_old), double(l), double(alpha), {}};
+            SoftmaxEvent e{j, double(m), double(m_new), double(l_old), double(l), double(alpha), {}, -1, false, {}};
             for (T x : acc) e.O_partial.push_back(double(x / l));
             result.watch.push_back(std::move(e));
           }
