@@ -10,9 +10,12 @@ namespace hbmlab::gpu {
 const KernelFamily& standard_kernels();  // gpu/standard.cu
 const KernelFamily& flash1_kernels();    // gpu/flash1.cu
 const KernelFamily& flash2_kernels();    // gpu/flash2.cu
+const KernelFamily& flash_decoding_kernels();    // gpu/flash_decoding.cu
+const KernelFamily& flashdecoding_pp_kernels();  // gpu/flash_decoding.cu
 
 std::span<const KernelFamily* const> kernel_families() {
-  static const KernelFamily* const families[] = {&standard_kernels(), &flash1_kernels(), &flash2_kernels()};
+  static const KernelFamily* const families[] = {&standard_kernels(), &flash1_kernels(), &flash2_kernels(),
+                                                  &flash_decoding_kernels(), &flashdecoding_pp_kernels()};
   return families;
 }
 
@@ -72,6 +75,8 @@ void launch(Algo algo, const AttentionProblem& p, Blocks b, const DeviceTensors&
   if (kv_descending && !algo->has_kv_order())
     throw std::invalid_argument(std::string(to_string(algo)) + " visits K/V blocks in ascending order only");
   const KernelFamily& family = family_of(algo);
+  if (p.block_mask && !family.takes_block_mask())
+    throw std::invalid_argument(std::string(to_string(algo)) + "'s kernel takes no block mask (flash2's does)");
   bool tensors = true;
   for (const ScratchTensor& st : family.scratch(p)) tensors = tensors && t.at(st.tensor) != nullptr;
   if (!tensors || !family.launch(p, b, kv_descending, t, s))

@@ -23,17 +23,11 @@
 #include <string>
 
 #include "gpu/ptx.cuh"
+#include "gpu/tiles.cuh"
 #include "gpu/kernels.hpp"
 
 namespace hbmlab::gpu {
 namespace {
-
-// [SECTION] shared-memory layout: rows of d elements in 16-byte chunks, chunk index XOR (row mod 8),
-// so that the 8 rows one ldmatrix phase reads land in 8 different bank groups.
-template <int kD>
-__device__ __forceinline__ int swz(int row, int chunk) {
-  return row * (kD / 8) + (chunk ^ (row & 7));  // in 16-byte units
-}
 
 // The fragment reads of one thread walk the chunks 2k + bit of a fixed row pattern (row mod 8 =
 // lane mod 8). Since chunk 8q + c XOR r = 8q + (c XOR r) for r < 8, the chunk offsets repeat every
@@ -56,30 +50,6 @@ struct FragmentOffsets {
   }
 };
 
-// Loads rows [row0, row0 + kRows) of a [N][kD] tensor into shared memory; rows ≥ N read as zeros.
-// Each pass of the CTA covers kThreads / (kD / 8) whole rows, a multiple of 8, so a thread keeps its
-// row mod 8 and chunk: one source pointer and one swizzled offset serve all passes (immediates).
-template <typename T, int kD, int kRows, int kThreads>
-__device__ __forceinline__ void load_tile(std::uint32_t sram_base, const T* hbm, int row0, int N, int tid) {
-  constexpr int kChunksPerRow = kD / 8;
-  constexpr int kRowsPerPass = kThreads / kChunksPerRow;
-  static_assert(kThreads % kChunksPerRow == 0 && kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0,
-                "each pass must cover whole rows, a multiple of 8, and the tile a whole number of passes");
-  const int r = tid / kChunksPerRow, c = tid % kChunksPerRow;
-  const std::uint32_t dst = sram_base + swz<kD>(r, c) * 16;
-  const T* src = hbm + static_cast<std::int64_t>(row0 + r) * kD + c * 8;
-  if (row0 + kRows <= N) {
-#pragma unroll
-    for (int k = 0; k < kRows / kRowsPerPass; ++k) cp_async_16(dst + k * kRowsPerPass * kD * 2, src + k * kRowsPerPass * kD, 16);
-    return;
-  }
-#pragma unroll
-  for (int k = 0; k < kRows / kRowsPerPass; ++k) {  // the ragged last tile
-    const bool in = row0 + r + k * kRowsPerPass < N;
-    cp_async_16(dst + k * kRowsPerPass * kD * 2, in ? src + k * kRowsPerPass * kD : hbm, in ? 16 : 0);
-  }
-}
-
 // kWM: m16 row groups per warp. With two, every K_j or V_j fragment a warp reads from shared memory
 // feeds two MMAs instead of one, which halves the shared-memory traffic per FLOP; Q_i then stays in
 // shared memory (its fragments are re-read per k16 step) to leave registers for S and O.
@@ -88,11 +58,15 @@ constexpr int kRowGroupsPerWarp = kBr >= 128 ? 2 : 1;
 template <int kBr>
 constexpr int kFlash2Threads = kBr / (16 * kRowGroupsPerWarp<kBr>) * 32;
 
-template <typename T, int kD, int kBr, int kBc, bool kCausal>
+// kMasked: a block mask (block-sparse FlashAttention, Algorithm 5): row block i visits only the K/V
+// blocks kv_blocks[kv_offsets[i] .. kv_offsets[i + 1]) (ascending; the causal skips already left out),
+// so a dropped pair costs no load and no MMA.
+template <typename T, int kD, int kBr, int kBc, bool kCausal, bool kMasked>
 __global__ void __launch_bounds__(kFlash2Threads<kBr>)
 flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T* __restrict__ hbm_V,
               T* __restrict__ hbm_O, float* __restrict__ hbm_L, int N, float scale_log2, bool kv_descending,
-              unsigned long long* __restrict__ hbm_trace) {
+              unsigned long long* __restrict__ hbm_trace, const int* __restrict__ kv_offsets,
+              const int* __restrict__ kv_blocks) {
   constexpr int kWM = kRowGroupsPerWarp<kBr>;
   constexpr int kThreads = kFlash2Threads<kBr>;
   constexpr bool kQInRegisters = kWM == 1;
@@ -126,16 +100,23 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
   const T* V = hbm_V + bh * N * kD;
   const int row_begin = i * kBr;
   const int Tc = (N + kBc - 1) / kBc;
-  // Causal: K_j is skipped when its first key lies after the block's last query.
-  const int j_end = kCausal ? min(Tc, (min(row_begin + kBr, N) - 1) / kBc + 1) : Tc;
+  // Causal: K_j is skipped when its first key lies after the block's last query. Masked: the row's list.
+  const int list0 = kMasked ? kv_offsets[i] : 0;
+  const int j_end = kMasked ? kv_offsets[i + 1] - list0 : kCausal ? min(Tc, (min(row_begin + kBr, N) - 1) / kBc + 1) : Tc;
   // The n-th K/V block visited: K_n, or K_{j_end−1−n} from the last block down (the order PyTorch's
   // FlashAttention-2 uses). The online softmax gives the same O either way; the L2 does not.
-  auto block_at = [&](int n) { return kv_descending ? j_end - 1 - n : n; };
+  auto block_at = [&](int n) {
+    const int at = kv_descending ? j_end - 1 - n : n;
+    if constexpr (kMasked) return kv_blocks[list0 + at];
+    else return at;
+  };
 
-  // line 4: load Q_i; and the first K_j, V_j.
+  // line 4: load Q_i; and the first K_j, V_j (a row the mask empties has none: its O is 0).
   load_tile<T, kD, kBr, kThreads>(sram_Q, Q, row_begin, N, tid);
-  load_tile<T, kD, kBc, kThreads>(sram_K, K, block_at(0) * kBc, N, tid);
-  load_tile<T, kD, kBc, kThreads>(sram_V, V, block_at(0) * kBc, N, tid);
+  if (j_end > 0) {
+    load_tile<T, kD, kBc, kThreads>(sram_K, K, block_at(0) * kBc, N, tid);
+    load_tile<T, kD, kBc, kThreads>(sram_V, V, block_at(0) * kBc, N, tid);
+  }
   cp_async_commit();
 
   std::uint32_t reg_Q[kQInRegisters ? kKSteps : 1][4];  // A fragments of this warp's 16 rows of Q_i  // (16, d)
@@ -323,12 +304,12 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
   }
 }
 
-template <typename T, int kD, int kBr, int kBc, bool kCausal>
+template <typename T, int kD, int kBr, int kBc, bool kCausal, bool kMasked>
 void launch_shape(const AttentionProblem& p, bool kv_descending, const DeviceTensors& t, cudaStream_t stream,
                   LaunchInfo* info) {
   constexpr int kThreads = kFlash2Threads<kBr>;
   constexpr int kSmem = (kBr + 4 * kBc) * kD * 2;
-  auto kernel = flash2_kernel<T, kD, kBr, kBc, kCausal>;
+  auto kernel = flash2_kernel<T, kD, kBr, kBc, kCausal, kMasked>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   const int N = static_cast<int>(p.seq_len);
   const dim3 grid((N + kBr - 1) / kBr, static_cast<unsigned>(p.instances()));
@@ -346,14 +327,22 @@ void launch_shape(const AttentionProblem& p, bool kv_descending, const DeviceTen
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)) * 1.4426950408889634);
   kernel<<<grid, kThreads, kSmem, stream>>>(t.at<const T>(Tensor::Q), t.at<const T>(Tensor::K),
                                             t.at<const T>(Tensor::V), t.at<T>(Tensor::O), t.at<float>(Tensor::lse), N,
-                                            scale_log2, kv_descending, t.trace);
+                                            scale_log2, kv_descending, t.trace, t.kv_offsets, t.kv_blocks);
   CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, int kD, int kBr, int kBc>
 void launch_causal(const AttentionProblem& p, bool desc, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
-  if (p.causal) launch_shape<T, kD, kBr, kBc, true>(p, desc, t, s, info);
-  else launch_shape<T, kD, kBr, kBc, false>(p, desc, t, s, info);
+  if (p.block_mask && t.kv_offsets == nullptr && info == nullptr)
+    throw std::invalid_argument("flash2: a block mask needs its K/V block lists (AttentionBuffers builds them)");
+  const bool masked = p.block_mask != nullptr;
+  if (p.causal) {
+    if (masked) launch_shape<T, kD, kBr, kBc, true, true>(p, desc, t, s, info);
+    else launch_shape<T, kD, kBr, kBc, true, false>(p, desc, t, s, info);
+  } else {
+    if (masked) launch_shape<T, kD, kBr, kBc, false, true>(p, desc, t, s, info);
+    else launch_shape<T, kD, kBr, kBc, false, false>(p, desc, t, s, info);
+  }
 }
 
 // A row of the shape table: the kernel in fp16 and bf16, causal or not chosen at launch.
@@ -376,6 +365,7 @@ public:
     return {{Tensor::lse, p.instances() * p.seq_len * kStatBytes}};
   }
   const char* profiler_names() const override { return "flash2_kernel"; }
+  bool takes_block_mask() const override { return true; }
   std::int64_t default_max_n() const override { return 65536; }
 };
 

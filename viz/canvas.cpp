@@ -23,6 +23,7 @@ namespace {
 
 constexpr ImU32 kPending = IM_COL32(52, 54, 64, 255);
 constexpr ImU32 kSkipped = IM_COL32(28, 28, 32, 255);
+constexpr ImU32 kMasked = IM_COL32(58, 36, 78, 255);  // dropped by a block mask
 constexpr ImU32 kCurrent = IM_COL32(255, 215, 60, 255);
 constexpr ImU32 kFrame = IM_COL32(150, 150, 165, 255);
 constexpr ImU32 kText = IM_COL32(235, 235, 240, 255);
@@ -331,7 +332,7 @@ void DrawMatrixGrid(const view::MatrixView& m, Algo algo, Tensor fill_tensor, in
       if (which == 1) f = cell.s_in_hbm;
       if (which == 2) f = cell.p_in_hbm;
       ImU32 col_fill = mix(kPending, tensor_colour(fill_tensor), f * 0.85f);
-      if (cell.skipped >= 1.0f) col_fill = kSkipped;
+      if (cell.skipped >= 1.0f) col_fill = cell.masked >= 1.0f ? kMasked : kSkipped;
       dl->AddRectFilled(p, q, col_fill);
       if (cell.skipped > 0 && cw >= 6) Hatch(dl, p, q, IM_COL32(90, 90, 100, 255), std::max(4.0f, cw / 4));
       if (numbers && cell.visit > 0 && cell.skipped < 1.0f)
@@ -366,7 +367,11 @@ void DrawMatrixGrid(const view::MatrixView& m, Algo algo, Tensor fill_tensor, in
         ImGui::Text("blocks i = %lld..%lld, j = %lld..%lld", static_cast<long long>(cell.i0 + 1), static_cast<long long>(cell.i1),
                     static_cast<long long>(cell.j0 + 1), static_cast<long long>(cell.j1));
       }
-      ImGui::Text("%.0f%% done, %.0f%% skipped (causal)", cell.done * 100, cell.skipped * 100);
+      if (cell.masked > 0)
+        ImGui::Text("%.0f%% done, %.0f%% skipped by the block mask, %.0f%% by causality", cell.done * 100,
+                    cell.masked * 100, (cell.skipped - cell.masked) * 100);
+      else
+        ImGui::Text("%.0f%% done, %.0f%% skipped (causal)", cell.done * 100, cell.skipped * 100);
       ImGui::EndTooltip();
     }
   }
@@ -382,19 +387,31 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
                                  r.blocks().Br, r.blocks().Bc);
   if (m.rows < m.Tr || m.cols < m.Tc) head += fmt::format(" (shown as {} × {} cells)", m.rows, m.cols);
   Text(dl, a, algo_colour(r.algo()), head);
-  // Legend
+  // Legend, and with a block mask what it keeps.
   float lx = a.x;
   const float ly = a.y + fs * 1.3f;
-  const std::pair<ImU32, const char*> legend[] = {{mix(kPending, tensor_colour(Tensor::S), 0.85f), "done"},
-                                                  {kCurrent, "current"},
-                                                  {kPending, "pending"},
-                                                  {kSkipped, "skipped (causal)"}};
-  for (const auto& [col, name] : legend) {
+  std::vector<std::pair<ImU32, std::string>> legend = {{mix(kPending, tensor_colour(Tensor::S), 0.85f), "done"},
+                                                       {kCurrent, "current"},
+                                                       {kPending, "pending"},
+                                                       {kSkipped, "skipped (causal)"}};
+  if (const auto& mask = res.problem.block_mask) {
+    legend.push_back({kMasked, fmt::format("skipped ({})", mask->spec())});
+  }
+  for (const auto& [col, text] : legend) {
+    const char* name = text.c_str();
     dl->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs * 0.9f, ly + fs * 0.9f + 2), col);
     Text(dl, ImVec2(lx + fs * 1.2f, ly), kDim, name);
     lx += fs * 1.6f + ImGui::CalcTextSize(name).x;
   }
-  const ImVec2 ga(a.x, a.y + fs * 2.8f);
+  ImVec2 ga(a.x, a.y + fs * 2.8f);
+  if (res.problem.block_mask) {  // what the mask keeps, on a line of its own
+    Text(dl, ImVec2(a.x, ga.y - fs * 0.2f), kDim,
+         fmt::format("kept {} of {} block pairs ({:.0f}%): {} dropped by the mask, {} by causality",
+                     format_count(double(m.kept_pairs)), format_count(double(m.Tr * m.Tc)),
+                     100.0 * double(m.kept_pairs) / double(m.Tr * m.Tc), format_count(double(m.mask_skipped)),
+                     format_count(double(m.causal_skipped))));
+    ga.y += fs * 1.3f;
+  }
   // Cell aspect: a cell spans (Tc/cols)·Bc columns of S and (Tr/rows)·Br rows.
   const float aspect = float(double(m.Tc) / double(m.cols) * double(r.blocks().Bc)) /
                        float(double(m.Tr) / double(m.rows) * double(r.blocks().Br));
@@ -735,7 +752,9 @@ void ShowMeasuredPanel(AppState& app) {
   for (int pass = 0; pass < 2; ++pass)
     for (const ValidationRow& r : rep.rows) {
       if (!(r.measured_time_s > 0 && r.predicted_time_s > 0)) continue;
-      const bool mine = r.problem.seq_len == p.seq_len && r.problem.head_dim == p.head_dim && r.algo == algo;
+      const auto spec = [](const AttentionProblem& q) { return q.block_mask ? q.block_mask->spec() : std::string(); };
+      const bool mine = r.problem.seq_len == p.seq_len && r.problem.head_dim == p.head_dim && r.algo == algo &&
+                        r.problem.causal == p.causal && spec(r.problem) == spec(p);
       if (mine != (pass == 1)) continue;
       const ImVec2 q(px(r.measured_time_s), py(r.predicted_time_s));
       dl->AddCircleFilled(q, fs * (mine ? 0.32f : 0.22f), algo_colour(r.algo));

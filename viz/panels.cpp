@@ -167,6 +167,18 @@ void ShowControlsPanel(AppState& app) {
   }
   changed |= ImGui::IsItemDeactivatedAfterEdit();
   changed |= ImGui::Checkbox("causal mask", &s.causal);
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(-1);
+  // Block masks (flash1, flash2): a few to pick from; a scenario or lesson may set any other spec.
+  const std::string shown = s.block_mask.empty() ? "every block pair" : "block mask " + s.block_mask;
+  if (ImGui::BeginCombo("##block_mask", shown.c_str())) {
+    for (const char* spec : {"", "local:256", "local:1024", "butterfly", "random:0.25"})
+      if (ImGui::Selectable(*spec ? spec : "every block pair", s.block_mask == spec)) {
+        s.block_mask = spec;
+        changed = true;
+      }
+    ImGui::EndCombo();
+  }
 
   ImGui::Spacing();
   ImGui::TextDisabled("blocks and SRAM");
@@ -413,6 +425,14 @@ void ShowIoPanel(AppState& app) {
     }
     ImGui::EndTable();
   }
+  if (res.mask) {
+    const double dense = double(res.mask->dense_total.hbm_bytes()), masked = double(res.total.hbm_bytes());
+    ImGui::TextColored(ImVec4(0.75f, 0.6f, 0.95f, 1.0f), "Block mask %s keeps %lld of %lld pairs (%.0f%%)", res.mask->spec.c_str(),
+                       static_cast<long long>(res.mask->kept_pairs), static_cast<long long>(res.mask->pairs),
+                       100 * res.mask->density);
+    ImGui::TextWrapped("HBM traffic %s against %s without the mask: %.1f× less.", format_bytes(masked).c_str(),
+                       format_bytes(dense).c_str(), masked > 0 ? dense / masked : 0.0);
+  }
   ImGui::TextWrapped("All B·H = %lld heads: %s read, %s written, %s accesses (elements)",
               static_cast<long long>(res.problem.instances()), format_bytes(double(res.total.hbm_read_bytes())).c_str(),
               format_bytes(double(res.total.hbm_write_bytes())).c_str(), format_count(double(res.total.accesses())).c_str());
@@ -440,7 +460,7 @@ void ShowIoPanel(AppState& app) {
     ImGui::PopStyleColor();
     ImGui::SameLine(label_w);
     if (!b.ok) {
-      TextWrappedColoured(IM_COL32(255, 110, 100, 255), b.error.c_str());
+      TextWrappedColoured(b.shape_not_taken ? IM_COL32(150, 150, 160, 255) : IM_COL32(255, 110, 100, 255), b.error.c_str());
       continue;
     }
     const double acc = double(b.result.total.accesses());

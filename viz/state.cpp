@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
 
 namespace hbmlab::viz {
@@ -19,6 +20,7 @@ view::ReplayRequest replay_request(const AppState& app, Algo algo) {
   view::ReplayRequest r;
   r.sim.gpu = current_gpu(app);
   r.sim.problem = {s.batch, s.heads, s.N, s.d, s.dtype, s.causal};
+  if (!s.block_mask.empty()) r.sim.problem.block_mask = parse_block_mask(s.block_mask);
   r.sim.algo = algo;
   if (!s.auto_blocks) {
     r.sim.block_rows = s.Br;
@@ -61,6 +63,7 @@ void load_scenario_into(AppState& app, const std::string& name_or_path) {
   s.heads = sc.problem.heads;
   s.dtype = sc.problem.dtype;
   s.causal = sc.problem.causal;
+  s.block_mask = sc.problem.block_mask ? sc.problem.block_mask->spec() : std::string();
   s.auto_blocks = !sc.block_rows && !sc.block_cols;
   if (sc.block_rows) s.Br = *sc.block_rows;
   if (sc.block_cols) s.Bc = *sc.block_cols;
@@ -80,8 +83,12 @@ void apply_stage(AppState& app, int stage) {
   if (app.scenario.stages.empty()) return;
   app.stage = std::clamp(stage, 0, static_cast<int>(app.scenario.stages.size()) - 1);
   const LessonStage& st = app.scenario.stages[static_cast<std::size_t>(app.stage)];
-  const bool new_algo = st.algorithm && *st.algorithm != app.settings.algo;
-  if (st.algorithm) app.settings.algo = *st.algorithm;
+  Settings& s = app.settings;
+  const bool new_problem = (st.causal && *st.causal != s.causal) || (st.block_mask && *st.block_mask != s.block_mask);
+  const bool new_algo = (st.algorithm && *st.algorithm != s.algo) || new_problem;
+  if (st.algorithm) s.algo = *st.algorithm;
+  if (st.causal) s.causal = *st.causal;
+  if (st.block_mask) s.block_mask = *st.block_mask;
   app.highlight = st.panel;
   const std::pair<const char*, Tab> tabs[] = {{"softmax", Tab::softmax}, {"io", Tab::io}, {"explorer", Tab::explorer},
                                               {"timeline", Tab::timeline}, {"measured", Tab::measured}};

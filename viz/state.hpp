@@ -100,6 +100,7 @@ struct Settings {
   bool gpu_sram = true;               // the GPU preset's SRAM, else sram_bytes
   std::int64_t sram_bytes = 131072;
   bool causal = false;
+  std::string block_mask;  // --block-mask SPEC; empty: every block pair
   int watch_row = -1;  // −1: let sim/view pick a row whose max grows mid-way
 };
 

@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     return usage_error("--blocks: this (d, Br x Bc) shape of flash2 is not compiled (hbmlab measure --list)");
 
   const AttentionProblem& p = o.problem;
-  AttentionBuffers buffers(p, flash2);
+  AttentionBuffers buffers(p, flash2, o.blocks);
   const CheckResult check = check_kernel(p, o.blocks, o.kv_descending, hbmlab::InputKind::unit, 1, buffers);
   if (!check.pass) {
     std::cerr << "hbmlab_cta_schedule: flash2 does not match the reference here (" << check.note << ")\n";

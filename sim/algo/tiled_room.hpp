@@ -1,5 +1,5 @@
 // What the tiled (FlashAttention) rooms share: the SRAM working set of one CTA, the bound
-// Θ(N²d²/M) and its exponents, and the caption under the SRAM box.
+// Θ(N²d²/M) and its exponents (and 1 in a block mask's density s), and the caption under the SRAM box.
 #pragma once
 
 #include "sim/algo/algorithm.hpp"
@@ -21,6 +21,7 @@ public:
       case SweepAxis::N: return 2.0;
       case SweepAxis::d: return 2.0;
       case SweepAxis::M: return -1.0;
+      case SweepAxis::s: return 1.0;  // Proposition 4: the N²d²s/M term, where it dominates Nd
     }
     return 0;
   }

@@ -10,6 +10,7 @@ std::string_view to_string(SweepAxis axis) {
     case SweepAxis::N: return "N";
     case SweepAxis::d: return "d";
     case SweepAxis::M: return "M";
+    case SweepAxis::s: return "s";
   }
   return "?";
 }
@@ -27,6 +28,11 @@ Bound tiled_bound(const AttentionProblem& p, std::int64_t M) {
   // Proposition 3: no exact attention does o(N²d²/M) accesses for all M in [d, Nd].
   const std::string kind = (M >= p.head_dim && double(M) <= N * d) ? "Θ and Ω" : "Θ";
   return {"N^2 d^2 / M", kind, BH * N * N * d * d / double(M), 0};
+}
+
+Bound block_sparse_bound(const AttentionProblem& p, std::int64_t M, double s) {
+  const double N = double(p.seq_len), d = double(p.head_dim), BH = double(p.instances());
+  return {"N d + N^2 d^2 s / M", "Θ", BH * (N * d + N * N * d * d * s / double(M)), 0};
 }
 
 std::int64_t visited_blocks(const BlockGrid& g, std::int64_t i) {

@@ -17,13 +17,16 @@ struct Bound {
   double ratio = 0;        // counted accesses / value
 };
 
-enum class SweepAxis { N, d, M };
+// s: the density of a block mask (kept pairs over Tr·Tc), for rooms that take one.
+enum class SweepAxis { N, d, M, s };
 std::string_view to_string(SweepAxis axis);
 
 // Θ(N d + N²): attention that writes S and P to HBM.
 Bound materialised_bound(const AttentionProblem& problem);
 // Θ(N² d² / M), and the lower bound Ω for M in [d, Nd] (Proposition 3): tiled exact attention.
 Bound tiled_bound(const AttentionProblem& problem, std::int64_t M_elements);
+// Θ(N d + N² d² s / M) for a fraction s of kept block pairs (Proposition 4): block-sparse attention.
+Bound block_sparse_bound(const AttentionProblem& problem, std::int64_t M_elements, double s);
 
 // Closed forms: the K/V blocks row block i visits under the causal mask (Tc without it), from the
 // diagonal's position rather than from the grid's skip test, so that the two check each other.

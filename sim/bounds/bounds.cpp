@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/algo/block_sparse/masks.hpp"
 #include "sim/engine/replay.hpp"
 
 namespace hbmlab {
@@ -35,25 +36,41 @@ double fit_exponent(std::span<const double> x, std::span<const double> y) {
 std::vector<BoundsRow> run_bounds(const BoundsConfig& config) {
   std::vector<BoundsRow> rows;
   for (Algo algo : config.algos) {
-    for (SweepAxis axis : {SweepAxis::N, SweepAxis::d, SweepAxis::M}) {
+    std::vector<SweepAxis> axes = {SweepAxis::N, SweepAxis::d, SweepAxis::M};
+    if (algo->supports().block_mask) axes.push_back(SweepAxis::s);
+    for (SweepAxis axis : axes) {
       BoundsRow row{algo, axis, {}, 0, algo->expected_exponent(axis), false, true, "", 0, 0};
-      const auto& values = axis == SweepAxis::N ? config.seq_lens : axis == SweepAxis::d ? config.head_dims : config.sram_elems;
+      const std::size_t count = axis == SweepAxis::N   ? config.seq_lens.size()
+                                : axis == SweepAxis::d ? config.head_dims.size()
+                                : axis == SweepAxis::M ? config.sram_elems.size()
+                                                       : config.densities.size();
       std::vector<double> xs, ys;
-      for (std::int64_t v : values) {
+      for (std::size_t k = 0; k < count; ++k) {
         BoundsPoint pt;
-        pt.N = axis == SweepAxis::N ? v : config.base_N;
-        pt.d = axis == SweepAxis::d ? v : config.base_d;
-        pt.M = axis == SweepAxis::M ? v : config.base_M;
-        const AttentionProblem problem{1, 1, pt.N, pt.d, config.dtype, false};
+        pt.N = axis == SweepAxis::N ? config.seq_lens[k] : config.base_N;
+        pt.d = axis == SweepAxis::d ? config.head_dims[k] : config.base_d;
+        pt.M = axis == SweepAxis::M ? config.sram_elems[k] : config.base_M;
+        AttentionProblem problem{1, 1, pt.N, pt.d, config.dtype, false};
         pt.blocks = algo->paper_blocks(pt.M, pt.d, pt.N);
+        if (axis == SweepAxis::s) {
+          problem.block_mask = parse_block_mask(fmt::format("random:{}:1", config.densities[k]));
+          pt.s = density(BlockGrid(problem, pt.blocks));
+        }
         pt.accesses = count_instance(algo, problem, pt.blocks).accesses();
         pt.closed_form_accesses = closed_form(algo, problem, pt.blocks).accesses();
-        const Bound bound = bound_for(algo, problem, pt.M, pt.accesses);
+        Bound bound = bound_for(algo, problem, pt.M, pt.accesses);
+        if (axis == SweepAxis::s) {
+          bound = block_sparse_bound(problem, pt.M, pt.s);
+          bound.ratio = double(pt.accesses) / bound.value;
+        }
         pt.bound_value = bound.value;
         pt.ratio = bound.ratio;
         row.bound_expression = bound.expression;
         row.exact_ok = row.exact_ok && pt.accesses == pt.closed_form_accesses;
-        xs.push_back(double(v));
+        xs.push_back(axis == SweepAxis::N   ? double(pt.N)
+                     : axis == SweepAxis::d ? double(pt.d)
+                     : axis == SweepAxis::M ? double(pt.M)
+                                            : pt.s);
         ys.push_back(double(pt.accesses));
         row.points.push_back(pt);
       }

@@ -24,6 +24,7 @@ double fit_exponent(std::span<const double> x, std::span<const double> y);
 
 struct BoundsPoint {
   std::int64_t N = 0, d = 0, M = 0;  // M in elements
+  double s = 1;                      // kept block pairs over Tr·Tc (the s sweep's random mask)
   Blocks blocks;
   std::int64_t accesses = 0;
   std::int64_t closed_form_accesses = 0;
@@ -48,12 +49,15 @@ struct BoundsConfig {
   std::vector<std::int64_t> seq_lens = {8192, 16384, 32768, 65536};
   std::vector<std::int64_t> head_dims = {32, 64, 128};
   std::vector<std::int64_t> sram_elems = {16384, 32768, 65536, 131072};  // M values
+  // Densities of the s sweep (random:s masks), for rooms that take a block mask.
+  std::vector<double> densities = {0.125, 0.25, 0.5, 1.0};
   std::int64_t base_N = 32768, base_d = 64, base_M = 65536;
   Dtype dtype = Dtype::fp16;
   double tolerance = 0.05;
 };
 
-// Counts every point with blocks from the paper's rule for its M.
+// Counts every point with blocks from the paper's rule for its M. Rooms that take a block mask also
+// sweep its density s at the fixed N, d and M, against Proposition 4's Θ(N d + N² d² s / M).
 std::vector<BoundsRow> run_bounds(const BoundsConfig& config);
 
 }  // namespace hbmlab

@@ -154,7 +154,7 @@ struct SimulateFlags {
   bool json = false, csv = false, steps = false, counts_only = false, no_l2 = false, kv_descending = false,
        hbmlab_kernels = false;
   std::int64_t steps_limit = 200;
-  std::string timeline;
+  std::string timeline, mask_out;
   std::int64_t launch_threads = 0, launch_registers = 0, launch_smem = 0;
   CLI::Option *o_block_rows{}, *o_block_cols{}, *o_sram_bytes{}, *o_launch_threads{}, *o_launch_registers{}, *o_launch_smem{};
 };
@@ -173,6 +173,8 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   cmd->add_flag("--steps", f.steps, "also narrate the steps of one (batch, head), in the paper's words");
   cmd->add_option("--steps-limit", f.steps_limit, "narrate at most this many steps [200]");
   cmd->add_flag("--no-l2", f.no_l2, "turn the L2 off: the paper's model, every counted access reaches HBM");
+  cmd->add_option("--mask-out", f.mask_out, "write the block pairs the algorithm visits as a mask file (Tr lines of "
+                                            "Tc characters 0/1; --block-mask takes it back)");
   cmd->add_option("--timeline", f.timeline, "write the per-SM timeline and HBM bandwidth as Chrome trace JSON "
                                             "(chrome://tracing, Perfetto) to this file");
   f.o_launch_threads = cmd->add_option("--launch-threads", f.launch_threads, "flash1/flash2: threads per CTA [128]");
@@ -258,6 +260,23 @@ int run_simulate(const SimulateFlags& f, std::ostream& out) {
   if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
   const Scenario s = f.problem.resolve();
   const std::vector<SimulationResult> results = simulate_scenario(s, &f);
+  if (!f.mask_out.empty()) {
+    if (results.size() != 1) fail_input("--mask-out: choose one algorithm (--algo) for a mask file");
+    // From the room's own steps: a pair is visited unless the stream skips it.
+    const SimulationResult& r = results.front();
+    class Skips final : public StepSink {
+    public:
+      Skips(std::int64_t Tr, std::int64_t Tc) : rows(static_cast<std::size_t>(Tr), std::string(Tc, '1')) {}
+      void on_step(const Step& s) override {
+        if (s.kind == StepKind::skip) rows[static_cast<std::size_t>(s.i)][static_cast<std::size_t>(s.j)] = '0';
+      }
+      std::vector<std::string> rows;
+    } skips(r.Tr, r.Tc);
+    r.algo->emit(r.problem, r.blocks.blocks, skips);
+    std::string text;
+    for (const std::string& row : skips.rows) text += row + "\n";
+    write_file_atomically(f.mask_out, text);
+  }
   if (!f.timeline.empty()) {
     if (results.size() != 1) fail_input("--timeline: choose one algorithm (--algo) for a timeline");
     write_file_atomically(f.timeline, timeline_chrome_trace(results.front().engine, results.front().gpu));
@@ -288,7 +307,7 @@ int run_simulate(const SimulateFlags& f, std::ostream& out) {
 // [SECTION] bounds
 
 struct BoundsFlags {
-  std::string algo = "all", seq_lens, head_dims, sram_elements, dtype = "fp16";
+  std::string algo = "all", seq_lens, head_dims, sram_elements, densities, dtype = "fp16";
   std::int64_t base_N = 0, base_d = 0, base_M = 0;
   double tolerance = 0.05;
   bool json = false;
@@ -302,6 +321,7 @@ void add_bounds(CLI::App& app, BoundsFlags& f) {
   cmd->add_option("--seq-lens", f.seq_lens, "N values of the N sweep [8192,16384,32768,65536]");
   cmd->add_option("--head-dims", f.head_dims, "d values of the d sweep [32,64,128]");
   cmd->add_option("--sram-elements", f.sram_elements, "M values (SRAM in elements) of the M sweep [16384,32768,65536,131072]");
+  cmd->add_option("--densities", f.densities, "block-mask densities s of the s sweep, in (0, 1] [0.125,0.25,0.5,1]");
   f.o_base_N = cmd->add_option("--seq-len", f.base_N, "N held fixed in the d and M sweeps [32768]");
   f.o_base_d = cmd->add_option("--head-dim", f.base_d, "d held fixed in the N and M sweeps [64]");
   f.o_base_M = cmd->add_option("--sram-element-count", f.base_M, "M held fixed in the N and d sweeps [65536]");
@@ -316,6 +336,19 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
   if (!f.seq_lens.empty()) config.seq_lens = parse_int_list(f.seq_lens, "--seq-lens");
   if (!f.head_dims.empty()) config.head_dims = parse_int_list(f.head_dims, "--head-dims");
   if (!f.sram_elements.empty()) config.sram_elems = parse_int_list(f.sram_elements, "--sram-elements");
+  if (!f.densities.empty()) {
+    config.densities.clear();
+    std::stringstream in(f.densities);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      double s = 0;
+      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), s);
+      if (ec != std::errc() || end != item.data() + item.size() || !(s > 0 && s <= 1))
+        fail_input("--densities: '{}' is not a density in (0, 1] (expected a list such as 0.125,0.25,0.5,1)", item);
+      config.densities.push_back(s);
+    }
+    if (config.densities.size() < 2) fail_input("--densities: a fit needs at least two densities");
+  }
   auto positive = [](std::int64_t v, std::string_view option) {
     if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);
     return v;

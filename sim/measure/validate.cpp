@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/parallel.hpp"
 #include "sim/common/units.hpp"
@@ -53,6 +54,11 @@ AttentionProblem problem_of(const Json& j, const std::string& where) {
     if (!dtype) fail_input("{}.dtype: unknown dtype", where);
     p.dtype = *dtype;
     p.causal = j.value("causal", false);
+    if (j.contains("block_mask")) p.block_mask = parse_block_mask(j.at("block_mask").get<std::string>());
+    p.query_len = j.value("query_len", std::int64_t{0});
+    p.kv_heads = j.value("kv_heads", std::int64_t{0});
+    p.kv_splits = j.value("splits", std::int64_t{0});
+    if (j.contains("unified_max")) p.unified_max = j.at("unified_max").get<double>();
     p.validate();
     return p;
   } catch (const Json::exception& e) {
@@ -201,11 +207,12 @@ ValidationReport read_file(const std::string& path, const std::optional<std::str
   } catch (const Json::exception& e) {
     fail_input("{}: not JSON: {}", path, e.what());
   }
-  const std::string preset = gpu ? *gpu : preset_for(file.value("device", Json::object()), path);
   try {
+    if (!file.is_object() || (!file.contains("sdpa") && !file.contains("records")))
+      fail_input("{}: neither \"sdpa\" (a calibration file) nor \"records\" (a measurement file)", path);
+    const std::string preset = gpu ? *gpu : preset_for(file.value("device", Json::object()), path);
     if (file.contains("sdpa")) read_sdpa(file, path, preset, one);
-    else if (file.contains("records")) read_records(file, path, preset, one);
-    else fail_input("{}: neither \"sdpa\" (a calibration file) nor \"records\" (a measurement file)", path);
+    else read_records(file, path, preset, one);
   } catch (const Json::exception& e) {
     fail_input("{}: {}", path, e.what());
   }
@@ -335,7 +342,8 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
     const AttentionProblem& p = row.problem;
     const char* order = !row.algo->has_kv_order() ? "" : row.launch.kv_descending ? "desc" : "asc";
     fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7} {:<4}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
-               row.source, row.gpu, p.batch, p.heads, p.seq_len, p.head_dim, p.causal ? "causal" : "full",
+               row.source, row.gpu, p.batch, p.heads, p.seq_len, p.head_dim,
+               std::string(p.causal ? "causal" : "full") + (p.block_mask ? "+" + p.block_mask->spec() : ""),
                fmt::format("{}×{}", row.blocks.Br, row.blocks.Bc), order, mb_text(row.measured_dram_read),
                mb_text(row.predicted_dram_read), percent_text(row.dram_read_error()), ms_text(row.measured_time_s),
                ms_text(row.predicted_time_s), percent_text(row.time_error()));

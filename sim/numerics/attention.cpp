@@ -99,21 +99,25 @@ std::vector<std::int64_t> all_rows_if_empty(std::span<const std::int64_t> rows, 
 
 // [SECTION] Reference
 
-Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows_in) {
+Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows_in, const BlockGrid* blocks) {
   const std::int64_t Nq = in.Q.rows, N = in.K.rows, d = in.Q.cols;
   Matrix O(Nq, d);
   std::vector<double> s(static_cast<std::size_t>(N));
   for (std::int64_t q : all_rows_if_empty(rows_in, Nq)) {
     const std::int64_t position = N - Nq + q;  // the queries are the last NQ positions
+    auto hidden = [&](std::int64_t k) {
+      return tiled::masked(causal, position, k) || (blocks && blocks->skipped(q / blocks->Br, k / blocks->Bc));
+    };
     double mx = kMinusInf;
     for (std::int64_t k = 0; k < N; ++k) {
       double dot = 0;
       for (std::int64_t x = 0; x < d; ++x) dot += in.Q(q, x) * in.K(k, x);
-      s[k] = tiled::masked(causal, position, k) ? kMinusInf : in.scale * dot;
+      s[k] = hidden(k) ? kMinusInf : in.scale * dot;
       mx = std::max(mx, s[k]);
     }
     double sum = 0;
-    for (std::int64_t k = 0; k < N; ++k) sum += (s[k] = tiled::masked(causal, position, k) ? 0.0 : std::exp(s[k] - mx));
+    for (std::int64_t k = 0; k < N; ++k) sum += (s[k] = hidden(k) ? 0.0 : std::exp(s[k] - mx));
+    if (sum == 0) continue;  // every key hidden: the row stays 0
     for (std::int64_t k = 0; k < N; ++k)
       for (std::int64_t x = 0; x < d; ++x) O(q, x) += s[k] / sum * in.V(k, x);
   }
@@ -153,11 +157,16 @@ TiledResult run_tiled(Algo algo, Precision precision, const Inputs& in, Blocks b
 namespace {
 
 NumericsCheck check_tiled(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
-                          std::span<const std::int64_t> rows_in, TiledOptions options) {
+                          std::span<const std::int64_t> rows_in, TiledOptions options,
+                          std::shared_ptr<const BlockMask> block_mask) {
   const std::vector<std::int64_t> rows = all_rows_if_empty(rows_in, in.Q.rows);
   options.rows = rows;
-  const TiledResult tiled = run_tiled(algo, precision, in, blocks, causal, options);
-  const Matrix reference = reference_attention(in, causal, rows);
+  AttentionProblem head(1, 1, in.K.rows, in.Q.cols, Dtype::fp32, causal);
+  head.query_len = in.Q.rows;
+  head.block_mask = std::move(block_mask);
+  const BlockGrid grid(head, blocks);
+  const TiledResult tiled = algo->run_tiled(precision, in, grid, options);
+  const Matrix reference = reference_attention(in, causal, rows, grid.mask ? &grid : nullptr);
   NumericsCheck check;
   check.rows_checked = static_cast<std::int64_t>(rows.size());
   check.recomputed_rows = static_cast<std::int64_t>(tiled.recomputed_rows.size());
@@ -174,8 +183,8 @@ NumericsCheck check_tiled(Algo algo, Precision precision, const Inputs& in, Bloc
 }  // namespace
 
 NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
-                             std::span<const std::int64_t> rows) {
-  return check_tiled(algo, precision, in, blocks, causal, rows, {});
+                             std::span<const std::int64_t> rows, std::shared_ptr<const BlockMask> block_mask) {
+  return check_tiled(algo, precision, in, blocks, causal, rows, {}, std::move(block_mask));
 }
 
 NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, const AttentionProblem& p, Blocks blocks,
@@ -183,7 +192,7 @@ NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, c
   TiledOptions options;
   options.kv_splits = p.kv_splits;
   options.unified_max = p.unified_max;
-  return check_tiled(algo, precision, in, blocks, p.causal, rows, options);
+  return check_tiled(algo, precision, in, blocks, p.causal, rows, options, p.block_mask);
 }
 
 std::vector<std::int64_t> sample_rows(std::int64_t N, std::int64_t Br, int count) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -76,8 +77,11 @@ class Algo;  // sim/algo/algorithm.hpp
 TiledResult run_tiled(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
                       const TiledOptions& options = {});
 
-// Plain fp64 softmax(scale·QKᵀ)·V on the given rows (all when empty).
-Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows = {});
+// Plain fp64 softmax(scale·QKᵀ)·V on the given rows (all when empty). With `blocks`, keys in block
+// pairs that grid skips (its block mask; the causal mask applies element by element) are left out;
+// a row that keeps no key is 0.
+Matrix reference_attention(const Inputs& in, bool causal, std::span<const std::int64_t> rows = {},
+                           const BlockGrid* blocks = nullptr);
 
 struct NumericsCheck {
   std::int64_t rows_checked = 0;
@@ -87,8 +91,9 @@ struct NumericsCheck {
 };
 
 NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
-                             std::span<const std::int64_t> rows = {});
-// The same with the problem's decoding settings (causal, splits, unified max) passed to the room.
+                             std::span<const std::int64_t> rows = {},
+                             std::shared_ptr<const BlockMask> block_mask = nullptr);
+// The same with the problem's settings (causal, block mask, splits, unified max) passed to the room.
 NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, const AttentionProblem& problem,
                              Blocks blocks, std::span<const std::int64_t> rows = {});
 

@@ -17,6 +17,8 @@ struct LessonStage {
   std::string caption;
   std::optional<Algo> algorithm;  // the algorithm this stage shows, if one
   std::string panel;              // the GUI panel to bring forward: memory, matrix, softmax, io, explorer, timeline
+  std::optional<bool> causal;             // the stage turns the causal mask on or off
+  std::optional<std::string> block_mask;  // the stage's --block-mask SPEC ("" for none), checked on reading
 };
 
 struct Scenario {

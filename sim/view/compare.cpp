@@ -18,6 +18,14 @@ std::vector<AlgoBar> compare_algorithms(const SimulateRequest& base) {
     r.algo = algo;
     r.numerics = NumericsMode::off;
     try {
+      algo->check_problem(r.problem);
+    } catch (const InputError& e) {
+      bar.error = e.what();
+      bar.shape_not_taken = true;
+      bars.push_back(std::move(bar));
+      continue;
+    }
+    try {
       try {
         bar.result = simulate(r);
       } catch (const InputError&) {

@@ -16,6 +16,7 @@ struct AlgoBar {
   Algo algo = default_algo();
   bool ok = false;
   std::string error;  // why this algorithm could not run with these settings
+  bool shape_not_taken = false;  // the room does not model this shape (a mask, NQ < N…): a note, not a fault
   SimulationResult result;
 };
 

@@ -113,13 +113,17 @@ void ReplayView::index_pairs() {
   s_written_.assign(pairs, -1);
   p_written_.assign(pairs, -1);
   skipped_.assign(pairs, false);
+  masked_.assign(pairs, false);
   for (std::int64_t k = 0; k < n; ++k) {
     const std::int32_t p = pair_of_step_[k];
     if (p < 0) continue;
     pair_begin_[p] = std::min(pair_begin_[p], k);
     pair_end_[p] = std::max(pair_end_[p], k);
     const Step& s = steps_[k];
-    if (s.kind == StepKind::skip) skipped_[p] = true;
+    if (s.kind == StepKind::skip) {
+      skipped_[p] = true;
+      masked_[p] = s.by_block_mask;
+    }
     if (s.kind == StepKind::store && s.tensor == Tensor::S) s_written_[p] = k;
     if (s.kind == StepKind::store && s.tensor == Tensor::P) p_written_[p] = k;
   }
@@ -224,6 +228,11 @@ MatrixView ReplayView::matrix(std::int64_t pos, std::int64_t max_cells) const {
     v.current_j = static_cast<std::int32_t>(current % v.Tc);
   }
   const bool scores_in_hbm = algo()->window().scores_in_hbm;
+  for (std::size_t p = 0; p < skipped_.size(); ++p) {
+    if (!skipped_[p]) ++v.kept_pairs;
+    else if (masked_[p]) ++v.mask_skipped;
+    else ++v.causal_skipped;
+  }
   v.cells.resize(static_cast<std::size_t>(v.rows * v.cols));
   for (std::int64_t r = 0; r < v.rows; ++r)
     for (std::int64_t c = 0; c < v.cols; ++c) {
@@ -232,11 +241,12 @@ MatrixView ReplayView::matrix(std::int64_t pos, std::int64_t max_cells) const {
       cell.i1 = (r + 1) * v.Tr / v.rows;
       cell.j0 = c * v.Tc / v.cols;
       cell.j1 = (c + 1) * v.Tc / v.cols;
-      std::int64_t done = 0, skipped = 0, s_hbm = 0, p_hbm = 0;
+      std::int64_t done = 0, skipped = 0, masked = 0, s_hbm = 0, p_hbm = 0;
       for (std::int64_t i = cell.i0; i < cell.i1; ++i)
         for (std::int64_t j = cell.j0; j < cell.j1; ++j) {
           const std::int64_t p = pair(i, j);
           if (skipped_[p]) ++skipped;
+          if (masked_[p]) ++masked;
           if (pair_end_[p] >= 0 && last >= pair_end_[p]) ++done;
           if (scores_in_hbm && s_written_[p] >= 0 && last >= s_written_[p]) ++s_hbm;
           if (scores_in_hbm && p_written_[p] >= 0 && last >= p_written_[p]) ++p_hbm;
@@ -245,6 +255,7 @@ MatrixView ReplayView::matrix(std::int64_t pos, std::int64_t max_cells) const {
       const float n = static_cast<float>((cell.i1 - cell.i0) * (cell.j1 - cell.j0));
       cell.done = static_cast<float>(done) / n;
       cell.skipped = static_cast<float>(skipped) / n;
+      cell.masked = static_cast<float>(masked) / n;
       cell.s_in_hbm = static_cast<float>(s_hbm) / n;
       cell.p_in_hbm = static_cast<float>(p_hbm) / n;
       if (cell.i1 - cell.i0 == 1 && cell.j1 - cell.j0 == 1) cell.visit = visit_[pair(cell.i0, cell.j0)];
@@ -280,13 +291,17 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
     return;
   }
   const Inputs in = make_inputs(N, d, InputKind::unit, request.sim.seed, Nq);
+  AttentionProblem head(1, 1, N, d, Dtype::fp32, p.causal);  // one head of the group
+  head.query_len = Nq;
+  head.block_mask = p.block_mask;
+  const BlockGrid grid(head, blocks());
   auto watch = [&](std::int64_t row) {
     TiledOptions options;
     options.rows = {row};
     options.watch_row = row;
     options.kv_splits = p.kv_splits;
     options.unified_max = p.unified_max;
-    return run_tiled(algo(), Precision::fp32, in, blocks(), p.causal, options);
+    return algo()->run_tiled(Precision::fp32, in, grid, options);
   };
   TiledResult tiled = watch(v.row);
   if (request.watch_row < 0 && algo()->window().running_softmax) {
@@ -308,7 +323,7 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
   v.row_block = g * v.row / result_.blocks.blocks.Br;
   v.events = tiled.watch;
   const std::int64_t rows[] = {v.row};
-  const Matrix ref = reference_attention(in, p.causal, rows);
+  const Matrix ref = reference_attention(in, p.causal, rows, grid.mask ? &grid : nullptr);
   v.O_exact.assign(ref.data.begin() + v.row * d, ref.data.begin() + (v.row + 1) * d);
   v.O_final.assign(tiled.O.data.begin() + v.row * d, tiled.O.data.begin() + (v.row + 1) * d);
   for (std::int64_t x = 0; x < d; ++x) v.max_abs_diff = std::max(v.max_abs_diff, std::abs(v.O_final[x] - v.O_exact[x]));
@@ -316,6 +331,7 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
   v.m_exact = -std::numeric_limits<double>::infinity();
   std::vector<double> s;
   for (std::int64_t k = 0; k < N && !(p.causal && k > N - Nq + v.row); ++k) {
+    if (grid.mask && grid.skipped(v.row / grid.Br, k / grid.Bc)) continue;  // a block the mask drops
     double dot = 0;
     for (std::int64_t x = 0; x < d; ++x) dot += in.Q(v.row, x) * in.K(k, x);
     s.push_back(in.scale * dot);

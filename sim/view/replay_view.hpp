@@ -63,6 +63,7 @@ struct MatrixCell {
   std::int64_t i0 = 0, i1 = 0, j0 = 0, j1 = 0;  // block pairs [i0, i1) × [j0, j1)
   float done = 0;       // fraction finished (standard: P_ij read back by line 3)
   float skipped = 0;    // fraction skipped (causal mask or block mask)
+  float masked = 0;     // of those, the fraction the block mask dropped
   float s_in_hbm = 0;   // scores in HBM (WindowTraits::scores_in_hbm): fraction of S_ij written so far
   float p_in_hbm = 0;   // likewise P_ij
   bool current = false; // holds the pair of the last step
@@ -71,6 +72,7 @@ struct MatrixCell {
 
 struct MatrixView {
   std::int64_t Tr = 0, Tc = 0;
+  std::int64_t kept_pairs = 0, causal_skipped = 0, mask_skipped = 0;  // over the whole grid
   std::int64_t rows = 0, cols = 0;  // cells shown (≤ the max asked for)
   std::vector<MatrixCell> cells;    // row-major, rows × cols
   std::int32_t current_i = -1, current_j = -1;
@@ -135,7 +137,7 @@ private:
   std::vector<std::int64_t> pair_begin_, pair_end_;  // first and last step of each pair
   std::vector<std::int64_t> s_written_, p_written_;  // step that stores S_ij, P_ij (scores in HBM)
   std::vector<std::int64_t> visit_;                  // 1-based order in which pairs start
-  std::vector<bool> skipped_;
+  std::vector<bool> skipped_, masked_;  // skipped at all; skipped by the block mask
   SoftmaxView softmax_;
 };
 

@@ -24,7 +24,10 @@ TEST_CASE("fit_exponent recovers a power law", "[bounds]") {
 TEST_CASE("counted accesses scale as the paper says, within 0.05", "[bounds]") {
   const BoundsConfig config;
   const std::vector<BoundsRow> rows = run_bounds(config);
-  REQUIRE(rows.size() == 3 * algorithms().size());  // every forward room × N, d, M
+  std::size_t expected_rows = 0;  // N, d and M for every room, and s for those that take a block mask
+  for (Algo algo : config.algos) expected_rows += algo->supports().block_mask ? 4 : 3;
+  REQUIRE(rows.size() == expected_rows);
+  REQUIRE(rows.size() >= 11);  // standard, flash1, flash2 at least
   for (const BoundsRow& row : rows) {
     INFO(to_string(row.algo) << " over " << to_string(row.axis) << ": fitted " << row.fitted << ", expected " << row.expected);
     CHECK(row.exact_ok);
@@ -101,4 +104,25 @@ TEST_CASE("the sweep's engine times match the engine run point by point, and pro
     CHECK(pt.predicted_s == run_engine(pt.algo, config.problem, pt.blocks, config.gpu, options).predicted_s);
   }
   CHECK(std::count_if(points.begin(), points.end(), [](const SweepPoint& p) { return !p.fits; }) > 0);
+}
+
+TEST_CASE("the density sweep: exponent 1 in s where N²d²s/M dominates, exact against the closed forms",
+          "[bounds][block-sparse]") {
+  BoundsConfig config;
+  config.algos = {algo_named("flash1"), algo_named("flash2")};
+  int s_rows = 0;
+  for (const BoundsRow& row : run_bounds(config)) {
+    if (row.axis != SweepAxis::s) continue;
+    ++s_rows;
+    INFO(to_string(row.algo) << " fitted " << row.fitted);
+    CHECK(row.exact_ok);
+    CHECK(row.fitted == Approx(1.0).margin(0.05));
+    CHECK(row.bound_expression == "N d + N^2 d^2 s / M");
+    CHECK(row.points.front().s < 0.2);  // the random mask's measured density, near 0.125
+    CHECK(row.points.back().s == 1.0);
+  }
+  CHECK(s_rows == 2);
+  // standard writes S and P whatever a mask says: it takes none, so it has no s row.
+  config.algos = {algo_named("standard")};
+  for (const BoundsRow& row : run_bounds(config)) CHECK(row.axis != SweepAxis::s);
 }
