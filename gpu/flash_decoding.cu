@@ -18,8 +18,9 @@
 //      e^(LSE_s − LSE) and writes O.
 //   flashdecoding++ (kUnified): every split subtracts one unified max φ fixed ahead of time, so the
 //      split keeps no running max and rescales nothing; it writes Σ e^(x − φ)·v and ℓ_s = Σ e^(x − φ)
-//      unnormalised, and the combine divides their sums. A split whose row max leaves φ ± 64 (where
-//      e^(x − φ) could overflow fp32 or vanish) raises its row block's flag; a second launch of the
+//      unnormalised, and the combine divides their sums. A split whose row max leaves φ's safe range
+//      (where e^(x − φ) in the dtype could overflow or vanish: ±64 for bf16, about −10…+10 for fp16)
+//      raises its row block's flag; a second launch of the
 //      synchronised split kernel recomputes the flagged row blocks only (the others exit at once), and
 //      the combine reads those partials the synchronised way.
 #include <algorithm>
@@ -38,8 +39,14 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kStages = 3;
 constexpr float kLog2e = 1.4426950408889634f;
-// FlashDecoding++'s safe range around φ (natural units, SplitKvAttention::kSafeRange), in base 2.
-constexpr float kSafeRangeLog2 = 64.f * kLog2e;
+// FlashDecoding++'s safe range for a row's largest score x around φ, in base 2: e^(x − φ) rounded to
+// the dtype for the P̃V product must stay finite and normal. bf16 has fp32's exponent range, so the
+// simulator's ±64 (natural units, SplitKvAttention::kSafeRange) holds; fp16 tops out at 65504 = 2^16
+// and leaves normal numbers below 2^−14, so its window is [φ − 14, φ + 15] in base 2 (about φ ± 10).
+template <typename T> constexpr float kAboveLog2 = 64.f * kLog2e;
+template <typename T> constexpr float kBelowLog2 = 64.f * kLog2e;
+template <> constexpr float kAboveLog2<__half> = 15.f;
+template <> constexpr float kBelowLog2<__half> = 14.f;
 
 // What one launch needs to find its rows and blocks.
 struct DecodeGeometry {
@@ -289,7 +296,8 @@ decode_split_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, co
         float mx = -INFINITY;
 #pragma unroll
         for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, red_max[w * kRows + r]);
-        if (mx != -INFINITY && fabsf(mx - geo.phi_log2) > kSafeRangeLog2) fallback[inst * geo.Tr + i] = 1;
+        if (mx != -INFINITY && (mx - geo.phi_log2 > kAboveLog2<T> || geo.phi_log2 - mx > kBelowLog2<T>))
+          fallback[inst * geo.Tr + i] = 1;
       }
     }
     const bool normalise = kSync || !partial;  // the unified partials stay unnormalised
