@@ -1,9 +1,9 @@
 // hbmlab's CUDA attention kernels, seen from the host. Each kernel family is one .cu file
-// (standard.cu, flash1.cu, flash2.cu) that runs one room of sim/algo: it implements KernelFamily
+// (standard.cu, flash1.cu, flash2.cu, flash_decoding.cu) that runs one room of sim/algo: it implements KernelFamily
 // with its table of compiled (d, Br, Bc) shapes, the HBM tensors it needs beyond Q, K, V and O, its
 // tolerance against the fp64 reference, and what the profiler calls it. One line of dispatch.cu
-// lists it. Tensors are [B·H][N][d] row-major, Q, K, V, O in the problem dtype (fp16/bf16); S, P
-// (standard) in the dtype; ℓ, m, L in fp32.
+// lists it. Tensors are row-major, Q and O [B·H][NQ][d], K and V [B·HKV][N][d], in the problem dtype
+// (fp16/bf16); S, P (standard) in the dtype; ℓ, m, L, O_part, lse_part in fp32.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,6 +27,8 @@ struct DeviceTensors {
   // (the same for every (batch, head); built from the simulator's BlockGrid, so kernel and model agree).
   const int* kv_offsets = nullptr;
   const int* kv_blocks = nullptr;
+  // FlashDecoding++: one flag per (instance, row block) whose splits left the unified max's safe range.
+  int* fallback = nullptr;
 
   template <class T = void>
   T* at(Tensor t) const { return static_cast<T*>(hbm[static_cast<int>(t)]); }
@@ -82,6 +84,7 @@ public:
   virtual std::int64_t default_max_n() const = 0;  // `hbmlab measure --max-n-NAME`
   virtual const char* launch_note() const { return nullptr; }  // what the recorded launch shape describes
   virtual bool takes_block_mask() const { return false; }     // --block-mask (DeviceTensors::kv_offsets)
+  virtual std::int64_t fallback_flags(const AttentionProblem&) const { return 0; }  // DeviceTensors::fallback
 
   // Enqueues the shape's kernels on the stream, or fills `info` (nothing launched); false when the
   // shape is not compiled.

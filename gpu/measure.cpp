@@ -25,6 +25,7 @@
 #include "sim/common/error.hpp"
 #include "sim/common/files.hpp"
 #include "sim/report/report.hpp"
+#include "sim/spec/gpu_spec.hpp"
 
 namespace hbmlab::gpu {
 namespace {
@@ -44,6 +45,11 @@ Options (lists are comma-separated):
   --kv-order ORDER     flash2's K/V block order: ascending | descending | both (default ascending);
                        descending is PyTorch's FlashAttention-2 order (other kernels run once, ascending)
   --tokens T           B*H*N of each run (default 262144); --heads H (default 16)
+  --batch B            B of each run instead of --tokens (B*H = B x --heads)
+  --query-len LIST     decoding: NQ query rows against the N-key cache, e.g. 1,4 (split-KV kernels only)
+  --kv-heads HKV       decoding: K/V heads, dividing --heads (grouped-query attention)
+  --splits S           split-KV: K/V splits per (batch, K/V head) (default: the room's, every SM filled once)
+  --unified-max PHI    flashdecoding++: the unified max (default: the room's, sqrt(2 ln N))
   --max-n-standard N   largest N for standard (default 16384); --max-n-flash1 (8192), --max-n-flash2 (65536)
   --max-scratch-gb G   standard's S and P together stay under G GB by shrinking B*H (default 24)
   --reps R             timed repetitions, median reported (default 50; fewer for runs over 40 ms)
@@ -69,6 +75,9 @@ struct Options {
   std::vector<bool> kv_descending{false};
   std::vector<std::string> block_masks{"none"};
   std::int64_t tokens = 262144, heads = 16;
+  std::int64_t batch = 0, kv_heads = 0, splits = 0;  // 0: from --tokens; H; the room's default
+  std::vector<std::int64_t> query_lens{0};           // 0: NQ = N
+  std::optional<double> unified_max;
   std::map<std::string, std::int64_t, std::less<>> max_n;  // --max-n-NAME given; else the family's default
 
   std::int64_t max_n_of(Algo algo) const {
@@ -157,6 +166,24 @@ Options parse(const std::vector<std::string>& args) {
       o.tokens = to_int(a, value());
     } else if (a == "--heads") {
       o.heads = to_int(a, value());
+    } else if (a == "--batch") {
+      o.batch = to_int(a, value());
+    } else if (a == "--kv-heads") {
+      o.kv_heads = to_int(a, value());
+    } else if (a == "--splits") {
+      o.splits = to_int(a, value());
+    } else if (a == "--query-len") {
+      o.query_lens.clear();
+      for (const auto& s : split(value())) o.query_lens.push_back(to_int(a, s));
+    } else if (a == "--unified-max") {
+      const std::string v = value();
+      try {
+        std::size_t used = 0;
+        o.unified_max = std::stod(v, &used);
+        if (used != v.size() || !std::isfinite(*o.unified_max)) throw std::invalid_argument(v);
+      } catch (const std::exception&) {
+        throw BadOption("--unified-max: expected a number, got '" + v + "'");
+      }
     } else if (a.starts_with("--max-n-") && parse_algo(a.substr(8))) {
       o.max_n[a.substr(8)] = to_int(a, value());
     } else if (a == "--max-scratch-gb") {
@@ -226,8 +253,8 @@ AttentionProblem problem_for(const Options& o, Algo algo, Dtype dtype, int d, st
     bh = std::max<std::int64_t>(1, std::min(bh, cap));
   }
   AttentionProblem p;
-  p.heads = std::min(o.heads, bh);
-  p.batch = std::max<std::int64_t>(1, bh / p.heads);
+  p.heads = o.batch > 0 ? o.heads : std::min(o.heads, bh);
+  p.batch = o.batch > 0 ? o.batch : std::max<std::int64_t>(1, bh / p.heads);
   p.seq_len = N;
   p.head_dim = d;
   p.dtype = dtype;
@@ -235,7 +262,9 @@ AttentionProblem problem_for(const Options& o, Algo algo, Dtype dtype, int d, st
   return p;
 }
 
-std::vector<Config> plan(const Options& o) {
+std::vector<Config> plan(const Options& o, const DeviceInfo& dev) {
+  GpuSpec gpu;  // the room's defaults (split count) need only the SMs of the device
+  gpu.sm_count = dev.sm_count;
   std::vector<Config> configs;
   for (Algo algo : o.algos) {
     const std::vector<bool> orders = algo->has_kv_order() ? o.kv_descending : std::vector<bool>{false};
@@ -244,15 +273,30 @@ std::vector<Config> plan(const Options& o) {
         for (std::int64_t N : o.seq_lens) {
           if (N > o.max_n_of(algo)) continue;
           for (bool causal : o.causal)
-            for (const std::string& mask : o.block_masks) {
-              AttentionProblem p = problem_for(o, algo, dtype, d, N, causal);
-              if (mask != "none") {
-                if (!family_of(algo).takes_block_mask()) continue;  // standard's and flash1's kernels are dense
-                p.block_mask = parse_block_mask(mask);
+            for (const std::string& mask : o.block_masks)
+              for (std::int64_t Nq : o.query_lens) {
+                AttentionProblem p = problem_for(o, algo, dtype, d, N, causal);
+                if (mask != "none") {
+                  if (!family_of(algo).takes_block_mask()) continue;  // standard's and flash1's kernels are dense
+                  p.block_mask = parse_block_mask(mask);
+                }
+                const ShapeSupport takes = algo->supports();
+                if (Nq > 0 && Nq != N) {
+                  if (!takes.query_len || Nq > N) continue;  // the self-attention kernels take NQ = N only
+                  p.query_len = Nq;
+                }
+                if (o.kv_heads > 0 && o.kv_heads != p.heads) {
+                  if (!takes.kv_heads) continue;
+                  if (p.heads % o.kv_heads != 0) throw BadOption("--kv-heads: " + std::to_string(o.kv_heads) + " does not divide H = " + std::to_string(p.heads));
+                  p.kv_heads = o.kv_heads;
+                }
+                if (takes.splits && o.splits > 0) p.kv_splits = o.splits;
+                if (takes.unified_max) p.unified_max = o.unified_max;
+                for (Blocks b : blocks_for(o, algo, dtype, d)) {
+                  const AttentionProblem prepared = algo->prepare(p, b, gpu);  // the split count, φ
+                  for (bool desc : orders) configs.push_back({algo, prepared, b, desc});
+                }
               }
-              for (Blocks b : blocks_for(o, algo, dtype, d))
-                for (bool desc : orders) configs.push_back({algo, p, b, desc});
-            }
         }
   }
   return configs;
@@ -262,7 +306,10 @@ std::string describe(const Config& c) {
   std::ostringstream s;
   s << std::left << std::setw(8) << to_string(c.algo) << " " << to_string(c.problem.dtype) << " d=" << std::setw(3)
     << c.problem.head_dim << " N=" << std::setw(5) << c.problem.seq_len << " B*H=" << std::setw(3)
-    << c.problem.instances() << (c.problem.causal ? " causal " : " full   ") << std::setw(7)
+    << c.problem.instances() << (c.problem.causal ? " causal " : " full   ")
+    << (c.problem.Nq() < c.problem.seq_len ? "NQ=" + std::to_string(c.problem.Nq()) + " " : std::string())
+    << (c.problem.Hkv() < c.problem.heads ? "HKV=" + std::to_string(c.problem.Hkv()) + " " : std::string())
+    << (c.problem.kv_splits > 0 ? "S=" + std::to_string(c.problem.kv_splits) + " " : std::string()) << std::setw(7)
     << (std::to_string(c.blocks.Br) + "x" + std::to_string(c.blocks.Bc) + (c.kv_descending ? " desc" : ""))
     << (c.problem.block_mask ? " mask " + c.problem.block_mask->spec() : std::string());
   return s.str();
@@ -280,7 +327,13 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     return 1;
   }
   const DeviceInfo dev = device_info();
-  const std::vector<Config> configs = plan(o);
+  std::vector<Config> configs;
+  try {
+    configs = plan(o, dev);
+  } catch (const InputError& e) {
+    err << "hbmlab measure: " << e.what() << "\n";
+    return 2;
+  }
   if (configs.empty()) {
     err << "hbmlab measure: nothing to run (check --blocks against --list and the --max-n-* limits)\n";
     return 2;
@@ -349,7 +402,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
                           "dirty in the 50 MB L2 when the last kernel ends are written back later and are not counted"},
       {"check", "each record checked before timing against the fp64 CPU reference (sim/numerics) on fresh "
                 "random inputs; instances 0 and B*H-1, all rows for N <= 1024, else 48 sampled rows"},
-      {"flops", "4*N^2*d*B*H, halved when causal"}};
+      {"flops", "4*N^2*d*B*H, halved when causal; decoding (NQ < N): 4*d*B*H times the keys each query row sees"}};
   file["records"] = nlohmann::ordered_json::array();
   bool all_pass = true;
   out << "device: " << dev.name << " (" << dev.sm_count << " SMs, L2 " << dev.l2_bytes / (1 << 20)

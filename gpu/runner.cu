@@ -61,9 +61,12 @@ DeviceInfo device_info() {
 // [SECTION] buffers and inputs
 
 AttentionBuffers::AttentionBuffers(const AttentionProblem& p, Algo algo, Blocks blocks) : algo_(algo) {
-  elems_ = p.instances() * p.seq_len * p.head_dim;
-  const std::size_t bytes = static_cast<std::size_t>(elems_ * p.elem_bytes());
-  for (Tensor t : {Tensor::Q, Tensor::K, Tensor::V, Tensor::O}) buffers_[static_cast<int>(t)] = DeviceBuffer(bytes);
+  q_elems_ = p.batch * p.heads * p.Nq() * p.head_dim;
+  kv_elems_ = p.batch * p.Hkv() * p.seq_len * p.head_dim;
+  for (Tensor t : {Tensor::Q, Tensor::O}) buffers_[static_cast<int>(t)] = DeviceBuffer(static_cast<std::size_t>(q_elems_ * p.elem_bytes()));
+  for (Tensor t : {Tensor::K, Tensor::V}) buffers_[static_cast<int>(t)] = DeviceBuffer(static_cast<std::size_t>(kv_elems_ * p.elem_bytes()));
+  if (const std::int64_t flags = family_of(algo).fallback_flags(p); flags > 0)
+    fallback_ = DeviceBuffer(static_cast<std::size_t>(flags) * sizeof(int));
   for (const ScratchTensor& s : family_of(algo).scratch(p))
     buffers_[static_cast<int>(s.tensor)] = DeviceBuffer(static_cast<std::size_t>(s.bytes));
   if (p.block_mask) {  // the pairs the simulator's grid keeps, row block by row block
@@ -86,6 +89,7 @@ DeviceTensors AttentionBuffers::tensors() const {
   for (Tensor tensor : kAllTensors) t.set(tensor, buffers_[static_cast<int>(tensor)].get());
   t.kv_offsets = kv_offsets_.get<const int>();
   t.kv_blocks = kv_blocks_.get<const int>();
+  t.fallback = fallback_.get<int>();
   return t;
 }
 
@@ -167,6 +171,11 @@ double attention_flops(const AttentionProblem& p, Blocks blocks) {
         if (!g.skipped(i, j)) kept += 4.0 * double(g.rows(i)) * double(g.cols(j)) * double(p.head_dim);
     return kept * static_cast<double>(p.instances());
   }
+  if (p.Nq() < p.seq_len) {  // decoding: the keys each of the NQ query rows sees
+    double keys = 0;
+    for (std::int64_t q = 0; q < p.Nq(); ++q) keys += p.causal ? double(p.seq_len - p.Nq() + q + 1) : double(p.seq_len);
+    return 4.0 * keys * static_cast<double>(p.head_dim) * static_cast<double>(p.batch * p.heads);
+  }
   const double f = 4.0 * static_cast<double>(p.seq_len) * static_cast<double>(p.seq_len) *
                    static_cast<double>(p.head_dim) * static_cast<double>(p.instances());
   return p.causal ? f / 2 : f;
@@ -178,53 +187,60 @@ CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, bool kv_desce
                          AttentionBuffers& buffers, std::int64_t full_rows_max_n) {
   const Algo algo = buffers.algo();
   const DeviceTensors t = buffers.tensors();
-  const std::int64_t N = p.seq_len, d = p.head_dim, BH = p.instances();
-  const std::int64_t per = N * d;
-  // Every instance random, then the checked ones overwritten with make_inputs' draws.
-  fill_random(t.at(Tensor::Q), buffers.elems(), p.dtype, seed * 3 + 1);
-  fill_random(t.at(Tensor::K), buffers.elems(), p.dtype, seed * 3 + 2);
-  fill_random(t.at(Tensor::V), buffers.elems(), p.dtype, seed * 3 + 3);
+  const std::int64_t N = p.seq_len, Nq = p.Nq(), d = p.head_dim, BH = p.batch * p.heads;
+  const std::int64_t g = p.heads / p.Hkv();
+  const std::int64_t q_per = Nq * d, kv_per = N * d;
+  // Every head random, then the checked ones (and their K/V heads) overwritten with make_inputs' draws.
+  fill_random(t.at(Tensor::Q), buffers.q_elems(), p.dtype, seed * 3 + 1);
+  fill_random(t.at(Tensor::K), buffers.kv_elems(), p.dtype, seed * 3 + 2);
+  fill_random(t.at(Tensor::V), buffers.kv_elems(), p.dtype, seed * 3 + 3);
   std::vector<std::int64_t> checked = {0};
   if (BH > 1) checked.push_back(BH - 1);
+  auto kv_head = [&](std::int64_t bh) { return (bh / p.heads) * p.Hkv() + (bh % p.heads) / g; };
+  auto upload = [&](const Matrix& m, std::int64_t count, Tensor tensor, std::int64_t at) {
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(count));
+    for (std::int64_t e = 0; e < count; ++e) bits[e] = to_bits(m.data[e], p.dtype);
+    CUDA_CHECK(cudaMemcpy(t.at<char>(tensor) + at * count * 2, bits.data(), count * 2, cudaMemcpyHostToDevice));
+  };
+  auto round = [&](Matrix& m) {
+    for (double& x : m.data) x = from_bits(to_bits(x, p.dtype), p.dtype);
+  };
   std::vector<Inputs> inputs;
   for (std::int64_t bh : checked) {
-    Inputs in = make_inputs(N, d, kind, seed * 1000003 + static_cast<std::uint64_t>(bh));
-    std::vector<std::uint16_t> q(per), k(per), v(per);
-    for (std::int64_t e = 0; e < per; ++e) {
-      q[e] = to_bits(in.Q.data[e], p.dtype);
-      k[e] = to_bits(in.K.data[e], p.dtype);
-      v[e] = to_bits(in.V.data[e], p.dtype);
-      in.Q.data[e] = from_bits(q[e], p.dtype);
-      in.K.data[e] = from_bits(k[e], p.dtype);
-      in.V.data[e] = from_bits(v[e], p.dtype);
-    }
-    const std::size_t off = static_cast<std::size_t>(bh * per * 2);
-    CUDA_CHECK(cudaMemcpy(t.at<char>(Tensor::Q) + off, q.data(), per * 2, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(t.at<char>(Tensor::K) + off, k.data(), per * 2, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(t.at<char>(Tensor::V) + off, v.data(), per * 2, cudaMemcpyHostToDevice));
+    // The K/V head's draw gives K and V (and Q when it is the head's own); with GQA the query head's
+    // own draw gives Q, so heads that share a K/V head see the same K and V.
+    const std::int64_t kvh = kv_head(bh);
+    Inputs in = make_inputs(N, d, kind, seed * 1000003 + static_cast<std::uint64_t>(kvh), Nq);
+    if (kvh != bh) in.Q = make_inputs(N, d, kind, seed * 1000003 + static_cast<std::uint64_t>(bh), Nq).Q;
+    round(in.Q);
+    round(in.K);
+    round(in.V);
+    upload(in.Q, q_per, Tensor::Q, bh);
+    upload(in.K, kv_per, Tensor::K, kvh);
+    upload(in.V, kv_per, Tensor::V, kvh);
     in.scale = 1.0 / std::sqrt(static_cast<double>(d));
     inputs.push_back(std::move(in));
   }
   // Poison O with all-ones bits (NaN in fp16 and bf16): an unwritten element stays NaN.
-  CUDA_CHECK(cudaMemset(t.at(Tensor::O), 0xFF, static_cast<std::size_t>(buffers.elems() * 2)));
+  CUDA_CHECK(cudaMemset(t.at(Tensor::O), 0xFF, static_cast<std::size_t>(buffers.q_elems() * 2)));
   launch(algo, p, blocks, t, nullptr, kv_descending);
   CUDA_CHECK(cudaDeviceSynchronize());
 
   CheckResult r;
   const Tolerance tol = tolerance(algo, p.dtype);
-  std::vector<std::uint16_t> o(static_cast<std::size_t>(per));
+  std::vector<std::uint16_t> o(static_cast<std::size_t>(q_per));
   for (std::size_t c = 0; c < checked.size(); ++c) {
     const std::int64_t bh = checked[c];
-    CUDA_CHECK(cudaMemcpy(o.data(), t.at<const char>(Tensor::O) + bh * per * 2, per * 2, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(o.data(), t.at<const char>(Tensor::O) + bh * q_per * 2, q_per * 2, cudaMemcpyDeviceToHost));
     for (std::uint16_t bits : o)
       if (!std::isfinite(from_bits(bits, p.dtype))) r.all_written = false;
     std::vector<std::int64_t> rows;
-    if (N > full_rows_max_n) rows = sample_rows(N, blocks.Br, 48);
+    if (Nq > full_rows_max_n) rows = sample_rows(Nq, std::min(blocks.Br, Nq), 48);
     const BlockGrid grid(p, blocks);
     const Matrix ref = reference_attention(inputs[c], p.causal, rows, p.block_mask ? &grid : nullptr);
     std::vector<std::int64_t> all_rows;
     if (rows.empty()) {
-      for (std::int64_t i = 0; i < N; ++i) all_rows.push_back(i);
+      for (std::int64_t i = 0; i < Nq; ++i) all_rows.push_back(i);
       rows = all_rows;
     }
     for (std::int64_t row : rows) {

@@ -30,13 +30,14 @@ class AttentionBuffers {
   AttentionBuffers(const AttentionProblem& problem, Algo algo, Blocks blocks);
   DeviceTensors tensors() const;
   Algo algo() const { return algo_; }
-  std::int64_t elems() const { return elems_; }  // B·H·N·d
+  std::int64_t q_elems() const { return q_elems_; }    // B·H·NQ·d (Q and O)
+  std::int64_t kv_elems() const { return kv_elems_; }  // B·HKV·N·d (K and V)
 
  private:
   Algo algo_;
-  std::int64_t elems_ = 0;
+  std::int64_t q_elems_ = 0, kv_elems_ = 0;
   std::array<DeviceBuffer, kTensorCount> buffers_;  // by Tensor
-  DeviceBuffer kv_offsets_, kv_blocks_;
+  DeviceBuffer kv_offsets_, kv_blocks_, fallback_;
 };
 
 // |O − O_ref| ≤ atol + rtol·|O_ref| elementwise: the kernel family's figures and why
@@ -53,9 +54,9 @@ struct CheckResult {
   std::string note;
 };
 
-// Fresh inputs: instances 0 and B·H−1 from make_inputs(kind, seed), the rest uniform random; O
-// poisoned with NaN; one launch; rows of the two instances compared with reference_attention
-// (all rows when N ≤ full_rows_max_n, else sample_rows). Inputs are rounded to the dtype first,
+// Fresh inputs: query heads 0 and B·H−1 (with their K/V heads) from make_inputs(kind, seed), the rest
+// uniform random; O poisoned with NaN; one launch; the NQ rows of the two heads compared with
+// reference_attention (all rows when NQ ≤ full_rows_max_n, else sample_rows). Inputs are rounded to the dtype first,
 // so the reference sees exactly what the kernel sees. kv_descending: see launch().
 CheckResult check_kernel(const AttentionProblem& problem, Blocks blocks, bool kv_descending, InputKind kind, std::uint64_t seed,
                          AttentionBuffers& buffers, std::int64_t full_rows_max_n = 1024);
@@ -77,7 +78,8 @@ void flush_l2(const DeviceBuffer& scratch);
 // A do-nothing kernel named hbmlab_marker whose grid size tags the profiler's rows (ncu).
 void launch_marker(int grid, int block);
 
-// FlashAttention's convention: 4·N²·d·B·H forward, halved when causal. With a block mask, the
+// FlashAttention's convention: 4·N²·d·B·H forward, halved when causal; with NQ < N, 4·d·B·H times the
+// keys each query row sees. With a block mask, the
 // matmul FLOPs of the block pairs the grid at `blocks` keeps (4·rows·cols·d each).
 double attention_flops(const AttentionProblem& problem, Blocks blocks = {});
 

@@ -66,6 +66,17 @@ struct ShapeSupport {
   bool unified_max = false; // --unified-max (FlashDecoding++)
 };
 
+// The non-matmul operations of one instance that set algorithms apart (the report prints them for
+// decoding problems): exponentials, rescales of the running output, the running-max updates each
+// later block must wait for, and the kernel boundaries every CTA waits at.
+struct NonMatmulOps {
+  std::int64_t exponentials = 0;       // e^x: one per score, plus rescale factors and log-sum-exp weights
+  std::int64_t rescaled_elements = 0;  // elements of O (or O_part) multiplied by e^(m_old − m_new) or e^(LSE_s − LSE)
+  std::int64_t max_updates = 0;        // per row and K/V block: a new running max the next block depends on
+  std::int64_t kernels = 0;            // launches: each boundary is a grid-wide synchronisation
+  std::string_view note;               // what the algorithm adds or avoids, in words
+};
+
 class Algorithm {
 public:
   virtual ~Algorithm() = default;
@@ -81,11 +92,25 @@ public:
   // Throws InputError naming the option when the problem has a shape this room does not model.
   void check_problem(const AttentionProblem& problem) const;
 
+  // The problem as this room runs it on a GPU with the chosen blocks: defaults the room resolves itself
+  // (flash-decoding's split count fills the SMs; FlashDecoding++'s unified max φ). simulate(), the
+  // window's replays and the sweeps call it once the blocks are chosen; throws InputError naming the
+  // option a value does not suit. Most rooms take the problem as it is.
+  virtual AttentionProblem prepare(const AttentionProblem& problem, Blocks, const GpuSpec&) const { return problem; }
+
+  // Instances: the unit a room's counts, steps and CTAs describe, all alike. One (batch, head) by
+  // default; a room that packs the g = H/HKV query heads sharing a K/V head into one CTA (GQA-packed
+  // decoding) has one instance per (batch, K/V head), with g·NQ query rows (BlockGrid::group).
+  virtual std::int64_t heads_per_instance(const AttentionProblem&) const { return 1; }
+  std::int64_t instances(const AttentionProblem& p) const { return p.instances() / heads_per_instance(p); }
+  std::string instance_name(const AttentionProblem& p) const;  // "(batch, head) pairs"
+  BlockGrid grid(const AttentionProblem& p, Blocks b) const { return BlockGrid(p, b, heads_per_instance(p)); }
+
   // Blocks: bytes of SRAM one CTA holds at once, and the paper's default blocks for M elements.
   virtual std::int64_t working_set_bytes(const AttentionProblem& problem, Blocks blocks) const = 0;
   virtual Blocks paper_blocks(std::int64_t M_elements, std::int64_t d, std::int64_t N) const = 0;
 
-  // Steps of one (batch, head), each narrated in the paper's words.
+  // Steps of one instance, each narrated in the paper's words.
   virtual void emit(const AttentionProblem& problem, Blocks blocks, StepSink& sink) const = 0;
   virtual std::string narrate(const Step& step) const { return narrate_step(step, compute_text(step)); }
 
@@ -93,6 +118,9 @@ public:
   virtual Counts closed_form(const AttentionProblem& problem, Blocks blocks) const = 0;
   virtual Bound bound(const AttentionProblem& problem, std::int64_t M_elements) const = 0;  // ratio left 0
   virtual double expected_exponent(SweepAxis axis) const = 0;
+  // The non-matmul work the report sets beside the FLOPs for decoding problems: what this algorithm
+  // adds or avoids. Rooms that take no decoding shape (the backward passes) leave it empty.
+  virtual NonMatmulOps non_matmul_ops(const AttentionProblem&, Blocks) const { return {}; }
 
   // Numerics: attention computed through this algorithm's tiles, in its loop order.
   virtual TiledResult run_tiled(Precision precision, const Inputs& in, const BlockGrid& grid,

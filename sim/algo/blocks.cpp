@@ -14,18 +14,26 @@ std::string describe(Blocks b, std::int64_t bytes) {
   return fmt::format("Br={}, Bc={} need {} B of SRAM", b.Br, b.Bc, bytes);
 }
 
+// The query rows of one instance: NQ (all N for self-attention), or g·NQ when a room packs g heads.
+std::int64_t query_rows(Algo algo, const AttentionProblem& p) { return algo->heads_per_instance(p) * p.Nq(); }
+
+// The paper's blocks for M elements, Br clamped to the query rows there are (decoding: NQ ≪ N).
+Blocks paper_default(Algo algo, const AttentionProblem& p, std::int64_t M) {
+  Blocks b = algo->paper_blocks(M, p.head_dim, p.seq_len);
+  b.Br = std::min(b.Br, query_rows(algo, p));
+  return b;
+}
+
 // The largest M' <= M whose paper-default blocks fit: working sets grow with M'.
 std::optional<Blocks> largest_fitting_default(Algo algo, const AttentionProblem& p, SramBudget sram, std::int64_t M) {
-  auto fits = [&](std::int64_t m) {
-    return algo->working_set_bytes(p, algo->paper_blocks(m, p.head_dim, p.seq_len)) <= sram.bytes_per_block;
-  };
+  auto fits = [&](std::int64_t m) { return algo->working_set_bytes(p, paper_default(algo, p, m)) <= sram.bytes_per_block; };
   if (!fits(1)) return std::nullopt;
   std::int64_t lo = 1, hi = M;  // fits(lo) holds
   while (lo < hi) {
     const std::int64_t mid = lo + (hi - lo + 1) / 2;
     if (fits(mid)) lo = mid; else hi = mid - 1;
   }
-  return algo->paper_blocks(lo, p.head_dim, p.seq_len);
+  return paper_default(algo, p, lo);
 }
 
 }  // namespace
@@ -41,14 +49,16 @@ BlockChoice choose_blocks(Algo algo, const AttentionProblem& p, SramBudget sram,
   choice.M_elements = sram.bytes_per_sm / p.elem_bytes();
   if (choice.M_elements < 1)
     fail_input("--sram-bytes: {} B holds no {} element", sram.bytes_per_sm, to_string(p.dtype));
-  const Blocks paper = algo->paper_blocks(choice.M_elements, p.head_dim, p.seq_len);
+  const Blocks paper = paper_default(algo, p, choice.M_elements);
 
   if (block_rows || block_cols) {
     choice.origin = "explicit";
-    choice.blocks = {std::min(block_rows.value_or(paper.Br), p.seq_len),
-                     std::min(block_cols.value_or(paper.Bc), p.seq_len)};
+    const std::int64_t rows = query_rows(algo, p);
+    choice.blocks = {std::min(block_rows.value_or(paper.Br), rows), std::min(block_cols.value_or(paper.Bc), p.seq_len)};
     if ((block_rows && *block_rows > p.seq_len) || (block_cols && *block_cols > p.seq_len))
       choice.note = fmt::format("blocks clamped to N = {}", p.seq_len);
+    else if (block_rows && *block_rows > rows)
+      choice.note = fmt::format("Br clamped to the {} query rows", rows);
     choice.working_set_bytes = algo->working_set_bytes(p, choice.blocks);
     if (choice.working_set_bytes > sram.bytes_per_block) {
       const std::string_view option = block_cols ? "--block-cols" : "--block-rows";

@@ -2,6 +2,8 @@
 // (batch, head) and turns "load K_j at line 6" into a Step with its rectangle and bytes.
 #pragma once
 
+#include <utility>
+
 #include "sim/algo/step.hpp"
 
 namespace hbmlab {
@@ -14,10 +16,12 @@ inline constexpr std::int64_t kSoftmaxOps = 5;
 
 class Emitter {
 public:
-  Emitter(const AttentionProblem& p, Blocks b, StepSink& sink)
-      : grid(p, b), d_(p.head_dim), dtype_(p.dtype), sink_(sink) {}
+  Emitter(const AttentionProblem& p, Blocks b, StepSink& sink) : Emitter(p, BlockGrid(p, b), sink) {}
+  Emitter(const AttentionProblem& p, BlockGrid g, StepSink& sink)
+      : grid(std::move(g)), d_(p.head_dim), dtype_(p.dtype), sink_(sink) {}
 
   const BlockGrid grid;
+  std::int32_t cta = -1;  // stamped on every step (Step::cta) by rooms that number their CTAs
   std::int64_t d() const { return d_; }
 
   void load(Tensor t, std::int64_t i, std::int64_t j, int line) { move(StepKind::load, t, i, j, line); }
@@ -31,6 +35,7 @@ public:
     s.line = static_cast<std::uint8_t>(line);
     s.flops = flops;
     s.sram_read_bytes = sram_read_elems * dtype_bytes(dtype_);
+    s.cta = cta;
     sink_.on_step(s);
   }
 
@@ -39,18 +44,22 @@ public:
     s.kind = StepKind::skip;
     s.line = static_cast<std::uint8_t>(line);
     s.by_block_mask = !(grid.causal && !causal_mask().keeps(grid, i, j));
+    s.cta = cta;
     sink_.on_step(s);
   }
 
   // The rectangle a tensor's block occupies: K and V (and their gradients) by row block j; the
   // others by row block i; S and P (and dP, dS) also by column block j; statistics one column wide.
+  // A split's partials O_part and lse_part (j = the split) stack the splits: split j's rows follow
+  // the j earlier splits' NQ rows each.
   Step tile(Tensor t, std::int64_t i, std::int64_t j) const {
     Step s;
     s.tensor = t;
     s.i = static_cast<std::int32_t>(i);
     s.j = static_cast<std::int32_t>(j);
     const bool by_j = by_column_block(t);
-    s.row0 = by_j ? grid.col_begin(j) : grid.row_begin(i);
+    const bool by_split = t == Tensor::O_part || t == Tensor::lse_part;
+    s.row0 = by_j ? grid.col_begin(j) : by_split ? j * grid.Nq + grid.row_begin(i) : grid.row_begin(i);
     s.rows = by_j ? grid.cols(j) : grid.rows(i);
     if (is_score_block(t)) {
       s.col0 = grid.col_begin(j);
@@ -67,6 +76,7 @@ private:
     s.kind = kind;
     s.line = static_cast<std::uint8_t>(line);
     s.bytes = s.rows * s.cols * element_bytes(t, dtype_);
+    s.cta = cta;
     sink_.on_step(s);
   }
 

@@ -14,6 +14,8 @@ namespace hbmlab {
 const Algorithm& standard_room();  // sim/algo/standard: standard attention, Algorithm 0
 const Algorithm& flash1_room();    // sim/algo/flash1: FlashAttention, Algorithm 1
 const Algorithm& flash2_room();    // sim/algo/flash2: FlashAttention-2, Algorithm 1
+const Algorithm& flash_decoding_room();    // sim/algo/flash_decoding: Flash-Decoding, split-KV
+const Algorithm& flashdecoding_pp_room();  // sim/algo/flashdecoding_pp: FlashDecoding++, unified max
 const Algorithm& standard_backward_room();  // sim/algo/standard_backward: Algorithm 3
 const Algorithm& flash1_backward_room();    // sim/algo/flash1_backward: FlashAttention, Algorithm 4
 const Algorithm& flash2_backward_room();    // sim/algo/flash2_backward: FlashAttention-2, Algorithm 2
@@ -23,6 +25,7 @@ namespace {
 // Every room, in the order `--algo all` lists them (each pass keeps this order).
 const std::vector<Algo>& rooms() {
   static const std::vector<Algo> all = {standard_room(),          flash1_room(),          flash2_room(),
+                                        flash_decoding_room(),    flashdecoding_pp_room(),
                                         standard_backward_room(), flash1_backward_room(), flash2_backward_room()};
   return all;
 }
@@ -61,6 +64,11 @@ std::string algo_names(Pass pass, std::string_view last_separator) {
   for (std::size_t k = 0; k < all.size(); ++k)
     out += fmt::format("{}{}", k == 0 ? "" : k + 1 == all.size() ? last_separator : ", ", all[k]->name());
   return out;
+}
+
+std::string Algorithm::instance_name(const AttentionProblem& p) const {
+  const std::int64_t g = heads_per_instance(p);
+  return g == 1 ? "(batch, head) pairs" : fmt::format("(batch, K/V head) groups of {} query heads", g);
 }
 
 void Algorithm::check_problem(const AttentionProblem& p) const {

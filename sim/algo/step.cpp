@@ -35,6 +35,8 @@ std::string block_name(const Step& s) {
   const std::string_view sym = tensor_symbol(s.tensor);
   if (by_column_block(s.tensor)) return fmt::format("{}_{}", sym, s.j + 1);
   if (is_score_block(s.tensor) && s.j >= 0) return fmt::format("{}_{},{}", sym, s.i + 1, s.j + 1);
+  if ((s.tensor == Tensor::O_part || s.tensor == Tensor::lse_part) && s.j >= 0)
+    return fmt::format("{}_{} of split {}", sym, s.i + 1, s.j + 1);
   if (s.i >= 0) return fmt::format("{}_{}", sym, s.i + 1);
   return std::string(sym);
 }

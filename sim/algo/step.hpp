@@ -39,7 +39,8 @@ struct Step {
   FlopKind flop_kind = FlopKind::matmul;
   std::uint8_t line = 0;      // line of the paper's algorithm
   std::int32_t i = -1;        // row block of Q/O/S (-1: none)
-  std::int32_t j = -1;        // column block of K/V/S (-1: none)
+  std::int32_t j = -1;        // column block of K/V/S, or the split of O_part and lse_part (-1: none)
+  std::int32_t cta = -1;      // the instance's CTA running the step, in launch order; -1: the window infers it
   std::int64_t row0 = 0, rows = 0;  // rectangle of the per-head tensor this step touches
   std::int64_t col0 = 0, cols = 0;
   std::int64_t bytes = 0;           // load/store: bytes moved between HBM and SRAM

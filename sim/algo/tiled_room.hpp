@@ -30,6 +30,30 @@ public:
   }
 
 protected:
+  // What a FlashAttention-2-style CTA (one Q_i against a stream of K_j, V_j) spends outside its
+  // pipelined K/V loop, in cycles: launch and index math, the wait on Q_i before the first MMA, and
+  // the epilogue (ℓ_i reduction, O_i normalised, O_i and L_i written). Calibrated with hbmlab validate
+  // on the short kernels (N = 512 to 2048), where a CTA runs only 1 to 16 steps: PyTorch's
+  // FlashAttention-2 (assets/measurements/calibration-h100.json) and hbmlab's flash2
+  // (assets/measurements/h100.json) both come within 15 % at 2,500 cycles (1.3 µs).
+  static constexpr double kCtaOverheadCycles = 2500;
+
+  // Σ rows(i)·cols(j) (scores) and Σ rows(i) (row visits) over the block pairs a grid keeps: what the
+  // non-matmul work of a tiled room is made of.
+  struct Visits {
+    std::int64_t scores = 0, rows = 0;
+  };
+  static Visits visits(const BlockGrid& g) {
+    Visits v;
+    for (std::int64_t i = 0; i < g.Tr; ++i)
+      for (std::int64_t j = 0; j < g.Tc; ++j)
+        if (!g.skipped(i, j)) {
+          v.scores += g.rows(i) * g.cols(j);
+          v.rows += g.rows(i);
+        }
+    return v;
+  }
+
   static constexpr std::string_view kRegistersNote = "S_ij and P̃_ij stay in registers: never written to HBM.";
 };
 

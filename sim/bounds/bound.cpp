@@ -15,13 +15,16 @@ std::string_view to_string(SweepAxis axis) {
   return "?";
 }
 
+// With NQ < N query rows (decoding) one N of each expression is NQ: S and P are NQ × N; a tiled
+// algorithm makes ⌈NQ/Br⌉ passes over K and V (NQ·N·d²/M) but never fewer than one (N·d).
 Bound materialised_bound(const AttentionProblem& p) {
-  const double N = double(p.seq_len), d = double(p.head_dim), BH = double(p.instances());
-  return {"N d + N^2", "Θ", BH * (N * d + N * N), 0};
+  const double N = double(p.seq_len), Nq = double(p.Nq()), d = double(p.head_dim), BH = double(p.instances());
+  return {p.Nq() == p.seq_len ? "N d + N^2" : "N d + NQ N", "Θ", BH * (N * d + Nq * N), 0};
 }
 
 Bound tiled_bound(const AttentionProblem& p, std::int64_t M) {
-  const double N = double(p.seq_len), d = double(p.head_dim), BH = double(p.instances());
+  const double N = double(p.seq_len), Nq = double(p.Nq()), d = double(p.head_dim), BH = double(p.instances());
+  if (p.Nq() != p.seq_len) return {"NQ N d^2 / M + N d", "Θ", BH * (Nq * N * d * d / double(M) + N * d), 0};
   // Proposition 3: no exact attention does o(N²d²/M) accesses for all M in [d, Nd].
   const std::string kind = (M >= p.head_dim && double(M) <= N * d) ? "Θ and Ω" : "Θ";
   return {"N^2 d^2 / M", kind, BH * N * N * d * d / double(M), 0};

@@ -24,14 +24,16 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
           pt.algo = algo;
           pt.sram_bytes = sram;
           pt.M_elements = sram / config.problem.elem_bytes();
-          pt.blocks = {std::min(Br, config.problem.seq_len), std::min(Bc, config.problem.seq_len)};
-          const BlockGrid grid(config.problem, pt.blocks);
+          pt.blocks = {std::min(Br, algo->heads_per_instance(config.problem) * config.problem.Nq()),
+                       std::min(Bc, config.problem.seq_len)};
+          pt.problem = algo->prepare(config.problem, pt.blocks, config.gpu);
+          const BlockGrid grid = algo->grid(pt.problem, pt.blocks);
           pt.Tr = grid.Tr;
           pt.Tc = grid.Tc;
-          pt.working_set_bytes = algo->working_set_bytes(config.problem, pt.blocks);
+          pt.working_set_bytes = algo->working_set_bytes(pt.problem, pt.blocks);
           pt.fits = pt.working_set_bytes <= sram;
-          pt.total = count_problem(algo, config.problem, pt.blocks);
-          pt.bound_ratio = bound_for(algo, config.problem, pt.M_elements, pt.total.accesses()).ratio;
+          pt.total = count_problem(algo, pt.problem, pt.blocks);
+          pt.bound_ratio = bound_for(algo, pt.problem, pt.M_elements, pt.total.accesses()).ratio;
           pt.predicted_s = std::numeric_limits<double>::quiet_NaN();
           points.push_back(pt);
         }
@@ -44,7 +46,7 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
         if (!pt.fits) return;
         EngineOptions options;
         options.sram_bytes_per_sm = options.sram_bytes_per_block = pt.sram_bytes;
-        pt.predicted_s = run_engine(pt.algo, config.problem, pt.blocks, config.gpu, options).predicted_s;
+        pt.predicted_s = run_engine(pt.algo, pt.problem, pt.blocks, config.gpu, options).predicted_s;
       },
       progress);
   return points;

@@ -20,6 +20,7 @@ struct SweepConfig {
 
 struct SweepPoint {
   Algo algo = default_algo();
+  AttentionProblem problem;        // as the room runs it at these blocks (Algorithm::prepare)
   std::int64_t sram_bytes = 0;     // per SM and per CTA
   std::int64_t M_elements = 0;
   Blocks blocks;

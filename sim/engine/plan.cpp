@@ -39,7 +39,9 @@ void PlanBuilder::access(const Step& s, std::int64_t paper_bytes) {
   a.store = s.kind == StepKind::store;
   const bool by_j = by_column_block(s.tensor);
   const bool square = is_score_block(s.tensor);
-  a.tile = static_cast<std::int32_t>(square ? std::int64_t{s.i} * Tc_ + s.j : by_j ? s.j : s.i);
+  // A split's partial output (split-KV decoding) is one tile per (i, split); splits never outnumber Tc.
+  const bool by_split = s.tensor == Tensor::O_part || s.tensor == Tensor::lse_part;
+  a.tile = static_cast<std::int32_t>(square || by_split ? std::int64_t{s.i} * Tc_ + s.j : by_j ? s.j : s.i);
   a.bytes = s.bytes;
   const std::int64_t full_width = square ? p_.seq_len : is_stat(s.tensor) ? 1 : p_.head_dim;
   a.sector_bytes = sector_bytes_of(s, full_width, sector_);

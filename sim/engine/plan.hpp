@@ -42,6 +42,9 @@ struct KernelPlan {
   std::vector<CtaPhase> phases;
   std::vector<CtaProgram> programs;
   std::int64_t instances = 1;
+  // Consecutive instances (query heads b·H + h) that share one K/V head (GQA: H/HKV): their K and V
+  // tiles are the same bytes, so the L2 keys them by K/V head, b·HKV + h/(H/HKV) = instance / kv_group.
+  std::int64_t kv_group = 1;
   std::int64_t smem_bytes_per_cta = 0;
   std::int64_t threads_per_cta = 128;
   std::int64_t registers_per_thread = 0;  // 0: unknown, registers do not limit occupancy

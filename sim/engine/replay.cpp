@@ -11,7 +11,7 @@ Counts count_instance(Algo algo, const AttentionProblem& problem, Blocks blocks)
 }
 
 Counts count_problem(Algo algo, const AttentionProblem& problem, Blocks blocks) {
-  return count_instance(algo, problem, blocks).scaled(problem.instances());
+  return count_instance(algo, problem, blocks).scaled(algo->instances(problem));
 }
 
 std::vector<Step> record_steps(Algo algo, const AttentionProblem& problem, Blocks blocks) {

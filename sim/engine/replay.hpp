@@ -1,5 +1,5 @@
-// Replaying an algorithm: counts-only (streams, one (batch, head) then × B·H, since all are
-// alike) or recorded (every step kept, for stepping back and forth in the GUI).
+// Replaying an algorithm: counts-only (streams, one instance then × the room's instances, B·H or
+// B·HKV, since all are alike) or recorded (every step kept, for stepping back and forth in the GUI).
 #pragma once
 
 #include <vector>
@@ -9,13 +9,13 @@
 
 namespace hbmlab {
 
-// Streams the steps of one (batch, head) through an IoCounter.
+// Streams the steps of one instance (a (batch, head), or a room's (batch, K/V head) group) through an IoCounter.
 Counts count_instance(Algo algo, const AttentionProblem& problem, Blocks blocks);
 
-// The whole problem: count_instance × B·H.
+// The whole problem: count_instance × Algorithm::instances (B·H, or B·HKV for GQA-packed rooms).
 Counts count_problem(Algo algo, const AttentionProblem& problem, Blocks blocks);
 
-// Every step of one (batch, head), in order.
+// Every step of one instance, in order.
 std::vector<Step> record_steps(Algo algo, const AttentionProblem& problem, Blocks blocks);
 
 }  // namespace hbmlab

@@ -19,18 +19,19 @@ constexpr std::int64_t kFullCheckMaxWork = std::int64_t{1} << 24;     // e.g. N 
 constexpr std::int64_t kSampledCheckMaxWork = std::int64_t{1} << 28;  // N·d·rows
 constexpr int kSampledRows = 16;
 
-NumericsResult check(const SimulateRequest& request, Blocks blocks) {
-  const AttentionProblem& p = request.problem;
+// One head's numerics: the room computes its query rows through its own tiles (for a room that packs
+// a group of heads, one head of the group: the others differ only in their numbers).
+NumericsResult check(const AttentionProblem& p, const SimulateRequest& request, Blocks blocks) {
   NumericsResult result;
   NumericsMode mode = request.numerics;
-  const std::int64_t full_work = p.seq_len * p.seq_len * p.head_dim;
+  const std::int64_t full_work = p.Nq() * p.seq_len * p.head_dim;
   if (mode == NumericsMode::automatic) {
     if (full_work <= kFullCheckMaxWork) {
       mode = NumericsMode::full;
     } else if (p.seq_len * p.head_dim * kSampledRows <= kSampledCheckMaxWork) {
       mode = NumericsMode::sampled;
-      result.reason = fmt::format("{} query rows of one head checked; a full check needs N²d = {} multiply-adds",
-                                  kSampledRows, full_work);
+      result.reason = fmt::format("{} query rows of one head checked; a full check needs {} = {} multiply-adds",
+                                  kSampledRows, p.Nq() == p.seq_len ? "N²d" : "NQ·N·d", full_work);
     } else {
       mode = NumericsMode::off;
       result.reason = "problem too large to check on the CPU";
@@ -41,10 +42,10 @@ NumericsResult check(const SimulateRequest& request, Blocks blocks) {
     if (result.reason.empty()) result.reason = "turned off (--numerics off)";
     return result;
   }
-  const Inputs inputs = make_inputs(p.seq_len, p.head_dim, InputKind::unit, request.seed);
+  const Inputs inputs = make_inputs(p.seq_len, p.head_dim, InputKind::unit, request.seed, p.Nq());
   std::vector<std::int64_t> rows;
-  if (mode == NumericsMode::sampled) rows = sample_rows(p.seq_len, blocks.Br, kSampledRows);
-  const NumericsCheck c = check_numerics(request.algo, Precision::fp32, inputs, blocks, p.causal, rows, p.block_mask);
+  if (mode == NumericsMode::sampled) rows = sample_rows(p.Nq(), std::min(blocks.Br, p.Nq()), kSampledRows);
+  const NumericsCheck c = check_numerics(request.algo, Precision::fp32, inputs, p, blocks, rows);
   result.checked = true;
   result.mode = mode == NumericsMode::full ? "full" : "sampled";
   result.rows_checked = c.rows_checked;
@@ -52,6 +53,7 @@ NumericsResult check(const SimulateRequest& request, Blocks blocks) {
   result.finite = c.finite;
   result.compared = c.compared;
   if (mode == NumericsMode::sampled && c.compared != "O") result.reason += "; dK and dV summed over those rows' share";
+  result.recomputed_rows = c.recomputed_rows;
   return result;
 }
 
@@ -64,7 +66,7 @@ TimeEstimate estimate_roofline(const GpuSpec& gpu, Algo algo, const AttentionPro
   t.compute_s = double(total.matmul_flops) / (gpu.tensor_tflops * 1e12) +
                 double(total.non_matmul_flops) / (gpu.non_matmul_tflops * 1e12);
   t.predicted_s = std::max(t.hbm_s, t.compute_s);
-  t.ctas = algo->roofline_ctas_per_instance(g) * p.instances();
+  t.ctas = algo->roofline_ctas_per_instance(g) * algo->instances(p);
   t.ctas_per_sm = std::clamp<std::int64_t>(sram_bytes_per_sm / std::max<std::int64_t>(working_set_bytes, 1), 1,
                                            gpu.max_ctas_per_sm);
   t.waves = ceil_div(t.ctas, gpu.sm_count * t.ctas_per_sm);
@@ -115,7 +117,6 @@ SimulationResult simulate(const SimulateRequest& request) {
   request.algo->check_problem(request.problem);
   SimulationResult r;
   r.gpu = request.gpu;
-  r.problem = request.problem;
   r.algo = request.algo;
   r.sram_bytes_per_sm = request.sram_bytes.value_or(request.gpu.sram_bytes_per_sm);
   r.sram_bytes_per_block = request.sram_bytes.value_or(request.gpu.sram_bytes_per_block);
@@ -128,28 +129,30 @@ SimulationResult simulate(const SimulateRequest& request) {
     if (request.sram_bytes || !message.starts_with("--sram-bytes: ")) throw;
     fail_input("{}: numbers.sram_bytes_per_block: {}", request.gpu.origin, message.substr(14));
   }
-  const BlockGrid grid(request.problem, r.blocks.blocks);
-  if (request.problem.block_mask) request.problem.block_mask->check(grid);
+  r.problem = request.algo->prepare(request.problem, r.blocks.blocks, request.gpu);
+  const AttentionProblem& p = r.problem;
+  const BlockGrid grid = request.algo->grid(p, r.blocks.blocks);
+  if (p.block_mask) p.block_mask->check(grid);
   r.Tr = grid.Tr;
   r.Tc = grid.Tc;
-  r.per_instance = count_instance(request.algo, request.problem, r.blocks.blocks);
-  r.total = r.per_instance.scaled(request.problem.instances());
-  if (const auto& mask = request.problem.block_mask) {
-    AttentionProblem dense = request.problem;
+  r.per_instance = count_instance(request.algo, p, r.blocks.blocks);
+  r.total = r.per_instance.scaled(request.algo->instances(p));
+  if (const auto& mask = p.block_mask) {
+    AttentionProblem dense = p;
     dense.block_mask.reset();
     r.mask = SimulationResult::Mask{mask->spec(), kept_pairs(grid), grid.Tr * grid.Tc, density(grid),
                                     count_problem(request.algo, dense, r.blocks.blocks)};
   }
-  r.bound = bound_for(request.algo, request.problem, r.blocks.M_elements, r.total.accesses());
+  r.bound = bound_for(request.algo, p, r.blocks.M_elements, r.total.accesses());
   if (request.counts_only) {
     r.numerics.mode = "off";
     r.numerics.reason = "counts only (--counts-only)";
     r.engine = paper_model(r.total);
-    r.time = estimate_roofline(request.gpu, request.algo, request.problem, grid, r.blocks.working_set_bytes,
-                               r.sram_bytes_per_sm, r.total);
+    r.time = estimate_roofline(request.gpu, request.algo, p, grid, r.blocks.working_set_bytes, r.sram_bytes_per_sm,
+                               r.total);
     return r;
   }
-  r.numerics = check(request, r.blocks.blocks);
+  r.numerics = check(p, request, r.blocks.blocks);
   EngineOptions options;
   options.l2_enabled = request.l2_enabled;
   options.record_timeline = request.record_timeline;
@@ -157,7 +160,7 @@ SimulationResult simulate(const SimulateRequest& request) {
   options.sram_bytes_per_sm = r.sram_bytes_per_sm;
   options.sram_bytes_per_block = r.sram_bytes_per_block;
   options.launch = request.launch;
-  r.engine = run_engine(request.algo, request.problem, r.blocks.blocks, request.gpu, options);
+  r.engine = run_engine(request.algo, p, r.blocks.blocks, request.gpu, options);
   r.time = time_estimate(r.engine);
   return r;
 }

@@ -41,6 +41,7 @@ struct NumericsResult {
   double max_abs_error = 0;
   bool finite = true;
   std::string compared = "O";  // "dQ, dK, dV" for a backward room (its gradients, not O)
+  std::int64_t recomputed_rows = 0;  // rows the room recomputed on its safe path (FlashDecoding++'s fallback)
 };
 
 // The time figures of the JSON contract. simulate() fills them from the timing engine
@@ -54,13 +55,13 @@ struct TimeEstimate {
 
 struct SimulationResult {
   GpuSpec gpu;
-  AttentionProblem problem;
+  AttentionProblem problem;  // as the room runs it (Algorithm::prepare): its defaults filled in
   Algo algo = default_algo();
   BlockChoice blocks;
   std::int64_t Tr = 0, Tc = 0;
   std::int64_t sram_bytes_per_sm = 0, sram_bytes_per_block = 0;
-  Counts per_instance;  // one (batch, head)
-  Counts total;         // × B·H
+  Counts per_instance;  // one instance: a (batch, head), or a (batch, K/V head) group (Algorithm::instances)
+  Counts total;         // × the room's instances (B·H, or B·HKV)
   // With a block mask: the pairs it keeps (causal ones left out too) and the same problem's counts
   // without the mask, to say what it saves.
   struct Mask {

@@ -243,7 +243,8 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
           continue;
         }
         TileL2& cache = l2_.front();
-        const std::uint64_t key = tile_key(r.instance, acc.tensor, acc.tile);
+        const bool shared_kv = acc.tensor == Tensor::K || acc.tensor == Tensor::V;
+        const std::uint64_t key = tile_key(shared_kv ? r.instance / k.kv_group : r.instance, acc.tensor, acc.tile);
         const std::int64_t b = acc.sector_bytes;
         l2_bytes += b;
         if (acc.store) {

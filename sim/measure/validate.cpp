@@ -55,6 +55,10 @@ AttentionProblem problem_of(const Json& j, const std::string& where) {
     p.dtype = *dtype;
     p.causal = j.value("causal", false);
     if (j.contains("block_mask")) p.block_mask = parse_block_mask(j.at("block_mask").get<std::string>());
+    p.query_len = j.value("query_len", std::int64_t{0});
+    p.kv_heads = j.value("kv_heads", std::int64_t{0});
+    p.kv_splits = j.value("splits", std::int64_t{0});
+    if (j.contains("unified_max")) p.unified_max = j.at("unified_max").get<double>();
     p.validate();
     return p;
   } catch (const Json::exception& e) {

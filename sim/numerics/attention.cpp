@@ -40,6 +40,9 @@ public:
     return z ^ (z >> 31);
   }
   double uniform() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }  // (0, 1)
+  // As if `normals` normal() calls had been made: each takes two draws, and a draw only advances
+  // the state by a constant.
+  void skip_normals(std::int64_t normals) { state_ += static_cast<std::uint64_t>(2 * normals) * 0x9e3779b97f4a7c15ULL; }
   double normal() {
     const double u = uniform(), v = uniform();
     return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
@@ -57,17 +60,30 @@ Matrix random_matrix(std::int64_t rows, std::int64_t cols, Rng& rng) {
 
 }  // namespace
 
-Inputs make_inputs(std::int64_t N, std::int64_t d, InputKind kind, std::uint64_t seed) {
+Inputs make_inputs(std::int64_t N, std::int64_t d, InputKind kind, std::uint64_t seed, std::int64_t Nq) {
+  if (Nq <= 0 || Nq > N) Nq = N;
   Rng rng(seed);
-  Inputs in{random_matrix(N, d, rng), random_matrix(N, d, rng), random_matrix(N, d, rng), 1.0 / std::sqrt(double(d)), {}};
-  if (kind == InputKind::large_logits) {
-    for (double& x : in.Q.data) x *= 1e4;  // scale·q·k ~ 1e4·N(0, 1)
-  } else if (kind == InputKind::dominant_key) {
-    for (std::size_t k = 0; k < in.K.data.size(); ++k) in.K.data[k] = 4.0 * in.Q.data[k];  // own score ≈ 4√d
+  Inputs in;
+  in.scale = 1.0 / std::sqrt(double(d));
+  if (kind == InputKind::dominant_key) {  // K = 4·Q over all N positions: every row of Q is needed
+    const Matrix Q = random_matrix(N, d, rng);
+    in.Q = Matrix(Nq, d);
+    std::copy(Q.data.end() - Nq * d, Q.data.end(), in.Q.data.begin());
+    in.K = Q;
+    for (double& x : in.K.data) x *= 4.0;  // own score ≈ 4√d
+    (void)random_matrix(N, d, rng);        // K's draws, kept so that V is the same as without the kind
+    in.V = random_matrix(N, d, rng);
+  } else {
+    rng.skip_normals((N - Nq) * d);  // Q: only the last NQ rows are queries
+    in.Q = random_matrix(Nq, d, rng);
+    in.K = random_matrix(N, d, rng);
+    in.V = random_matrix(N, d, rng);
+    if (kind == InputKind::large_logits)
+      for (double& x : in.Q.data) x *= 1e4;  // scale·q·k ~ 1e4·N(0, 1)
   }
   // dO from a stream of its own, after Q, K and V are drawn: the forward's inputs stay as they were.
   Rng gradient_rng(seed ^ 0x644f5f6772616469ULL);  // "dO_gradi"
-  in.dO = random_matrix(N, d, gradient_rng);
+  in.dO = random_matrix(Nq, d, gradient_rng);
   return in;
 }
 
@@ -164,7 +180,7 @@ std::vector<std::int64_t> rows_to_compute(const Inputs& in, const TiledOptions& 
   return rows;
 }
 
-TiledResult empty_result(const Inputs& in) { return TiledResult{Matrix(in.Q.rows, in.Q.cols), {}, std::nullopt}; }
+TiledResult empty_result(const Inputs& in) { return TiledResult{Matrix(in.Q.rows, in.Q.cols), {}, std::nullopt, {}}; }
 
 std::vector<std::vector<std::int64_t>> rows_by_block(const BlockGrid& g, const std::vector<std::int64_t>& rows) {
   std::vector<std::vector<std::int64_t>> by_block(static_cast<std::size_t>(g.Tr));
@@ -176,20 +192,29 @@ std::vector<std::vector<std::int64_t>> rows_by_block(const BlockGrid& g, const s
 
 TiledResult run_tiled(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
                       const TiledOptions& options) {
-  return algo->run_tiled(precision, in, BlockGrid(in.Q.rows, blocks, causal), options);
+  AttentionProblem head(1, 1, in.K.rows, in.Q.cols, Dtype::fp32, causal);
+  head.query_len = in.Q.rows;
+  return algo->run_tiled(precision, in, BlockGrid(head, blocks), options);
 }
 
 // [SECTION] Checks
 
-NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
-                             std::span<const std::int64_t> rows_in, std::shared_ptr<const BlockMask> block_mask) {
+namespace {
+
+NumericsCheck check_tiled(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
+                          std::span<const std::int64_t> rows_in, TiledOptions options,
+                          std::shared_ptr<const BlockMask> block_mask) {
   const std::vector<std::int64_t> rows = all_rows_if_empty(rows_in, in.Q.rows);
-  BlockGrid grid(in.Q.rows, blocks, causal);
-  grid.mask = std::move(block_mask);
+  options.rows = rows;
+  AttentionProblem head(1, 1, in.K.rows, in.Q.cols, Dtype::fp32, causal);
+  head.query_len = in.Q.rows;
+  head.block_mask = std::move(block_mask);
+  const BlockGrid grid(head, blocks);
   const BlockGrid* mask_grid = grid.mask ? &grid : nullptr;  // the references hide its pairs too
-  const TiledResult tiled = algo->run_tiled(precision, in, grid, {rows, std::nullopt});
+  const TiledResult tiled = algo->run_tiled(precision, in, grid, options);
   NumericsCheck check;
   check.rows_checked = static_cast<std::int64_t>(rows.size());
+  check.recomputed_rows = static_cast<std::int64_t>(tiled.recomputed_rows.size());
   auto compare = [&](double value, double reference) {
     if (!std::isfinite(value)) check.finite = false;
     check.max_abs_error = std::max(check.max_abs_error, std::fabs(value - reference));
@@ -210,6 +235,21 @@ NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, B
   }
   if (!check.finite) check.max_abs_error = std::numeric_limits<double>::infinity();
   return check;
+}
+
+}  // namespace
+
+NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
+                             std::span<const std::int64_t> rows, std::shared_ptr<const BlockMask> block_mask) {
+  return check_tiled(algo, precision, in, blocks, causal, rows, {}, std::move(block_mask));
+}
+
+NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, const AttentionProblem& p, Blocks blocks,
+                             std::span<const std::int64_t> rows) {
+  TiledOptions options;
+  options.kv_splits = p.kv_splits;
+  options.unified_max = p.unified_max;
+  return check_tiled(algo, precision, in, blocks, p.causal, rows, options, p.block_mask);
 }
 
 std::vector<std::int64_t> sample_rows(std::int64_t N, std::int64_t Br, int count) {

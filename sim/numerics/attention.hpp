@@ -39,23 +39,33 @@ struct Inputs {
   // stream (the seed, mixed), so Q, K and V are the same numbers with or without it.
   Matrix dO;
 };
-Inputs make_inputs(std::int64_t N, std::int64_t d, InputKind kind, std::uint64_t seed);
+// NQ query rows (0: N): the last NQ rows of the self-attention inputs of the same seed, so decoding
+// and self-attention see the same numbers.
+Inputs make_inputs(std::int64_t N, std::int64_t d, InputKind kind, std::uint64_t seed, std::int64_t Nq = 0);
 
 enum class Precision { fp32, fp64 };
 
 // The state of the watched row after one (i, j) block, as lines 9–13 (flash1) or 8–10 (flash2)
-// leave it.
+// leave it. Split-KV decoding restarts the running state in each split, then combines the splits.
 struct SoftmaxEvent {
   std::int64_t j = 0;     // K/V block just processed
   double m_old = 0, m_new = 0;  // running max before and after (−∞ before the first block)
   double l_old = 0, l_new = 0;  // running sum ℓ before and after
   double rescale = 0;           // e^(m_old − m_new), applied to the old ℓ and O
   std::vector<double> O_partial;  // softmax over the keys seen so far, times V (normalised)
+  std::int64_t split = -1;        // split-KV decoding: the split the block belongs to
+  // The combine of the splits (after every block): m_new is the largest split max, l_new the total
+  // sum, and split_weights[s] = e^(LSE_s − LSE), the weight of split s's partial output.
+  bool combine = false;
+  std::vector<double> split_weights;
 };
 
 struct TiledOptions {
   std::vector<std::int64_t> rows;          // query rows to compute; empty: all
   std::optional<std::int64_t> watch_row;   // row whose online-softmax state is recorded
+  // Decoding: K/V splits (0: one) and FlashDecoding++'s unified max φ (none: the room's default).
+  std::int64_t kv_splits = 0;
+  std::optional<double> unified_max;
 };
 
 // The backward's outputs: dQ (NQ × d), dK and dV (N × d) for the loss whose gradient at O is dO.
@@ -68,11 +78,13 @@ struct TiledResult {
   Matrix O;                          // N × d; rows not computed stay 0 (a backward room: the forward's O)
   std::vector<SoftmaxEvent> watch;   // one per processed K/V block of the watched row
   std::optional<Gradients> grads;    // backward rooms only: dQ, dK, dV through the room's tiles
+  // Rows the room recomputed on a slower, safe path (FlashDecoding++'s fallback), in order.
+  std::vector<std::int64_t> recomputed_rows;
 };
 
 class Algo;  // sim/algo/algorithm.hpp
 
-// The room's run_tiled on the self-attention grid of the inputs.
+// The room's run_tiled on the grid of one head of the inputs: NQ = Q's rows against N = K's rows.
 TiledResult run_tiled(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
                       const TiledOptions& options = {});
 
@@ -94,6 +106,7 @@ struct NumericsCheck {
   double max_abs_error = 0;  // max |O_tiled − O_reference| (backward: over dQ, dK, dV) over the rows checked
   bool finite = true;        // no NaN or infinity anywhere in the tiled output
   std::string_view compared = "O";  // what was compared: "O", or "dQ, dK, dV" for a backward room
+  std::int64_t recomputed_rows = 0;  // rows the room recomputed on its safe path (TiledResult)
 };
 
 // Compares what the room's run_tiled produced with the fp64 reference: O for a forward room, the
@@ -102,6 +115,9 @@ struct NumericsCheck {
 NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, Blocks blocks, bool causal,
                              std::span<const std::int64_t> rows = {},
                              std::shared_ptr<const BlockMask> block_mask = nullptr);
+// The same with the problem's settings (causal, block mask, splits, unified max) passed to the room.
+NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, const AttentionProblem& problem,
+                             Blocks blocks, std::span<const std::int64_t> rows = {});
 
 // Rows to check when a full check would cost too much: first, last, ends of the first and last
 // row blocks and a spread in between (sorted, unique, at most `count`).

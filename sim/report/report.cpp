@@ -30,6 +30,35 @@ std::string problem_line(const AttentionProblem& p) {
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
+// A decoding problem: one that sets the shapes of decoding or a room that resolved its splits or φ.
+// Only these reports show the non-matmul operations and the decoding lines, so that self-attention
+// reports read as before.
+bool decoding(const AttentionProblem& p) { return p.query_len > 0 || p.kv_heads > 0 || p.kv_splits > 0 || p.unified_max; }
+
+// A table row: fields in columns of fixed width, right- or left-aligned. A field wider than its
+// column borrows the padding of the next ones, so a long algorithm name shifts only what it must.
+class TableRow {
+public:
+  explicit TableRow(std::string indent) : out_(std::move(indent)) {}
+  TableRow& add(std::string_view separator, std::string_view text, int width, bool left = false) {
+    out_ += separator;
+    // Columns as fmt counts them: one per UTF-8 code point (×, µ and the like are one column).
+    const int columns = static_cast<int>(std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+    int pad = std::max(0, width - columns);
+    const int paid = std::min(pad, debt_);
+    pad -= paid;
+    debt_ = debt_ - paid + std::max(0, columns - width);
+    const std::string spaces(static_cast<std::size_t>(pad), ' ');
+    out_ += left ? std::string(text) + spaces : spaces + std::string(text);
+    return *this;
+  }
+  std::string str() const { return out_ + "\n"; }
+
+private:
+  std::string out_;
+  int debt_ = 0;
+};
+
 Json number_or_null(double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); }
 
 // Which resource set the pace, as shares of the kernel's rounds.
@@ -97,7 +126,8 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
   fmt::print(out, "  GPU       {} ({}): SRAM {} per SM, {} per CTA → M = {} {} elements\n", r.gpu.display_name,
              r.gpu.name, format_bytes(double(r.sram_bytes_per_sm)), format_bytes(double(r.sram_bytes_per_block)),
              format_count(double(r.blocks.M_elements)), to_string(p.dtype));
-  fmt::print(out, "  problem   {}: {} (batch, head) pairs, all alike\n", problem_line(p), format_count(double(p.instances())));
+  fmt::print(out, "  problem   {}: {} {}, all alike\n", problem_line(p), format_count(double(r.algo->instances(p))),
+             r.algo->instance_name(p));
   fmt::print(out, "  blocks    Br={} Bc={} ({}) → Tr={} Tc={}; SRAM working set {} of {}\n", r.blocks.blocks.Br,
              r.blocks.blocks.Bc, r.blocks.origin, r.Tr, r.Tc, format_bytes(double(r.blocks.working_set_bytes)),
              format_bytes(double(r.sram_bytes_per_block)));
@@ -108,6 +138,18 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
                kept->tensors, format_bytes(double(kept->bytes_per_head)),
                format_bytes(double(kept->bytes_per_head * p.instances())), format_bytes(double(kept->extra_bytes_per_head)));
   }
+  if (p.kv_splits > 0) {
+    const BlockGrid g = r.algo->grid(p, r.blocks.blocks);
+    if (g.splits == 1)
+      fmt::print(out, "  splits    S = 1: one CTA per row block takes the whole cache and writes O and L itself (no combine)\n");
+    else
+      fmt::print(out, "  splits    S = {} per instance: {}{} K/V blocks (about {} rows) each, {} CTAs in all; a combine "
+                      "kernel reads the {} partials back\n",
+                 g.splits, g.Tc / g.splits, g.Tc % g.splits ? fmt::format(" or {}", g.Tc / g.splits + 1) : "",
+                 format_count(double(g.N) / double(g.splits)), format_count(double(g.splits * g.Tr * r.algo->instances(p))),
+                 g.splits);
+  }
+  if (p.unified_max) fmt::print(out, "  φ         unified max {:.4g}: every split's e^(x − φ) against the same max\n", *p.unified_max);
   if (r.mask) {
     const double dense = double(r.mask->dense_total.hbm_bytes());
     fmt::print(out, "  mask      {}: {} of {} block pairs kept per head (density {:.1f}%); HBM traffic {} against {} "
@@ -137,13 +179,23 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
              format_count(r.bound.value), r.bound.ratio);
   fmt::print(out, "  FLOPs     matmul {}, non-matmul {}\n", format_si(double(c.matmul_flops), "FLOP"),
              format_si(double(c.non_matmul_flops), "FLOP"));
+  if (decoding(p)) {
+    const NonMatmulOps ops = r.algo->non_matmul_ops(p, r.blocks.blocks);
+    const double n = double(r.algo->instances(p));
+    fmt::print(out, "  softmax   {} exponentials, {} elements rescaled, {} running-max updates, {} kernel{}: {}\n",
+               format_count(n * double(ops.exponentials)), format_count(n * double(ops.rescaled_elements)),
+               format_count(n * double(ops.max_updates)), ops.kernels, ops.kernels == 1 ? "" : "s", ops.note);
+  }
   fmt::print(out, "  SRAM      {} loaded in, {} read out (stores and matmul operands)\n", format_bytes(double(c.sram_write_bytes)),
              format_bytes(double(c.sram_read_bytes)));
   const bool numerics_ok = r.numerics.finite && r.numerics.max_abs_error < 1e-4;
+  const std::string recomputed = r.numerics.recomputed_rows > 0
+      ? fmt::format("; {} of them recomputed on the safe path", format_count(double(r.numerics.recomputed_rows)))
+      : std::string();
   if (r.numerics.checked && r.numerics.compared == "O")
-    fmt::print(out, "  numerics  max |O_tiled − O_reference| = {:.2g} over {} {} query rows ({} tiled vs fp64) {}\n",
+    fmt::print(out, "  numerics  max |O_tiled − O_reference| = {:.2g} over {} {} query rows ({} tiled vs fp64) {}{}\n",
                r.numerics.max_abs_error, format_count(double(r.numerics.rows_checked)), r.numerics.mode,
-               r.numerics.precision, numerics_ok ? "✓" : "✗");
+               r.numerics.precision, numerics_ok ? "✓" : "✗", recomputed);
   else if (r.numerics.checked)
     fmt::print(out, "  numerics  max |tiled − reference| over {} = {:.2g}, from {} {} query rows ({} tiled vs fp64) {}\n",
                r.numerics.compared, r.numerics.max_abs_error, format_count(double(r.numerics.rows_checked)),
@@ -270,6 +322,15 @@ Json simulation_json(const SimulationResult& r) {
       {"dram", dram_json(r.engine)},
       {"steps_per_head", r.per_instance.steps},
   };
+  if (p.kv_splits > 0) out["blocks"]["splits"] = r.algo->grid(p, r.blocks.blocks).splits;
+  if (r.algo->heads_per_instance(p) > 1) out["instances"] = {{"count", r.algo->instances(p)}, {"what", r.algo->instance_name(p)}};
+  if (r.numerics.recomputed_rows > 0) out["numerics"]["recomputed_rows"] = r.numerics.recomputed_rows;
+  if (decoding(p)) {
+    const NonMatmulOps ops = r.algo->non_matmul_ops(p, r.blocks.blocks);
+    const std::int64_t n = r.algo->instances(p);
+    out["non_matmul_ops"] = {{"exponentials", n * ops.exponentials}, {"rescaled_elements", n * ops.rescaled_elements},
+                             {"max_updates", n * ops.max_updates}, {"kernels", ops.kernels}, {"note", ops.note}};
+  }
   // Backward rooms only (forward JSON reads as before): the pass, what the forward keeps for it, and
   // what the numerics compared.
   if (r.algo->pass() != Pass::forward) {

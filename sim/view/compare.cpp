@@ -62,26 +62,35 @@ ExplorerView explore(const ExplorerRequest& request) {
   ExplorerView v;
   const AttentionProblem& p = request.problem;
   v.sram_bytes = request.sram_bytes;
-  v.block_rows = explorer_axis(p.seq_len, request.current.Br);
+  v.block_rows = explorer_axis(request.algo->heads_per_instance(p) * p.Nq(), request.current.Br);
   v.block_cols = explorer_axis(p.seq_len, request.current.Bc);
   // HBM accesses do not depend on M, only whether the blocks fit does: one count per (Br, Bc),
   // then every SRAM size compares working sets. The timing engine runs later, on demand
   // (explore_times), because it costs far more than counting.
+  const std::int64_t rows = request.algo->heads_per_instance(p) * p.Nq();  // query rows of one instance
   for (std::int64_t Br : v.block_rows)
     for (std::int64_t Bc : v.block_cols) {
       SweepPoint pt;
       pt.algo = request.algo;
       pt.sram_bytes = request.sram_bytes;
       pt.M_elements = request.sram_bytes / p.elem_bytes();
-      pt.blocks = {std::min(Br, p.seq_len), std::min(Bc, p.seq_len)};
-      const BlockGrid grid(p, pt.blocks);
+      pt.blocks = {std::min(Br, rows), std::min(Bc, p.seq_len)};
+      pt.predicted_s = std::numeric_limits<double>::quiet_NaN();
+      try {
+        pt.problem = request.algo->prepare(p, pt.blocks, request.gpu);
+      } catch (const InputError&) {  // the room cannot run these blocks (more splits than K/V blocks)
+        pt.problem = p;
+        pt.working_set_bytes = std::numeric_limits<std::int64_t>::max();
+        v.cells.push_back(pt);
+        continue;
+      }
+      const BlockGrid grid = request.algo->grid(pt.problem, pt.blocks);
       pt.Tr = grid.Tr;
       pt.Tc = grid.Tc;
-      pt.working_set_bytes = request.algo->working_set_bytes(p, pt.blocks);
+      pt.working_set_bytes = request.algo->working_set_bytes(pt.problem, pt.blocks);
       pt.fits = pt.working_set_bytes <= request.sram_bytes;
-      pt.total = count_problem(request.algo, p, pt.blocks);
-      pt.bound_ratio = bound_for(request.algo, p, pt.M_elements, pt.total.accesses()).ratio;
-      pt.predicted_s = std::numeric_limits<double>::quiet_NaN();
+      pt.total = count_problem(request.algo, pt.problem, pt.blocks);
+      pt.bound_ratio = bound_for(request.algo, pt.problem, pt.M_elements, pt.total.accesses()).ratio;
       v.cells.push_back(pt);
     }
   for (int e = -4; e <= 3; ++e) {
@@ -93,7 +102,7 @@ ExplorerView explore(const ExplorerRequest& request) {
     sp.M_elements = bytes / p.elem_bytes();
     std::int64_t best = std::numeric_limits<std::int64_t>::max();
     for (const SweepPoint& pt : v.cells)
-      if (pt.working_set_bytes <= bytes && pt.total.accesses() < best) {
+      if (pt.working_set_bytes <= bytes && pt.total.accesses() > 0 && pt.total.accesses() < best) {
         best = pt.total.accesses();
         sp.best = pt.blocks;
         sp.any_fits = true;
@@ -110,12 +119,12 @@ ExplorerView explore(const ExplorerRequest& request) {
         v.current_r = static_cast<std::int64_t>(r);
         v.current_c = static_cast<std::int64_t>(c);
       }
-  if (!v.cells.empty()) {
-    v.min_accesses = v.max_accesses = v.cells.front().total.accesses();
-    for (const SweepPoint& pt : v.cells) {
-      v.min_accesses = std::min(v.min_accesses, pt.total.accesses());
-      v.max_accesses = std::max(v.max_accesses, pt.total.accesses());
-    }
+  bool first = true;
+  for (const SweepPoint& pt : v.cells) {
+    if (pt.total.accesses() == 0) continue;  // a cell the room cannot run
+    v.min_accesses = first ? pt.total.accesses() : std::min(v.min_accesses, pt.total.accesses());
+    v.max_accesses = first ? pt.total.accesses() : std::max(v.max_accesses, pt.total.accesses());
+    first = false;
   }
   return v;
 }

@@ -57,17 +57,28 @@ void check_replayable(const ReplayRequest& request) {
   const std::int64_t sram_block = r.sram_bytes.value_or(r.gpu.sram_bytes_per_block);
   r.algo->check_problem(r.problem);
   const BlockChoice choice = choose_blocks(r.algo, r.problem, {sram_sm, sram_block}, r.block_rows, r.block_cols);
-  const BlockGrid grid(r.problem, choice.blocks);
-  if (r.problem.block_mask) r.problem.block_mask->check(grid);
+  const AttentionProblem p = r.algo->prepare(r.problem, choice.blocks, r.gpu);
+  const BlockGrid grid = r.algo->grid(p, choice.blocks);
+  if (p.block_mask) p.block_mask->check(grid);
   if (grid.Tr * grid.Tc > kMaxReplayPairs)
     fail_input("--block-rows/--block-cols: Tr×Tc = {}×{} = {} block pairs is too many to replay step by step "
                "(at most {}); choose larger blocks or a smaller N",
                grid.Tr, grid.Tc, grid.Tr * grid.Tc, kMaxReplayPairs);
-  if (grid.Tr * grid.Tc * r.problem.instances() > kMaxEngineWork)
+  if (grid.Tr * grid.Tc * r.algo->instances(p) > kMaxEngineWork)
     fail_input("--batch/--heads: B·H × Tr × Tc = {} × {} block pairs is more than the window times interactively "
                "(at most {}); choose a smaller B·H (every head is alike), or run hbmlab simulate",
-               r.problem.instances(), grid.Tr * grid.Tc, kMaxEngineWork);
+               r.algo->instances(p), grid.Tr * grid.Tc, kMaxEngineWork);
 }
+
+namespace {
+
+// A step that works for one block pair (i, j) of S. A split's partials carry their split in j, not a
+// K/V block.
+bool pair_step(const Step& s) {
+  return s.i >= 0 && s.j >= 0 && s.tensor != Tensor::O_part && s.tensor != Tensor::lse_part;
+}
+
+}  // namespace
 
 // [SECTION] Building a replay
 
@@ -88,14 +99,14 @@ void ReplayView::index_pairs() {
   std::int32_t last = -1;
   for (std::int64_t k = 0; k < n; ++k) {
     const Step& s = steps_[k];
-    if (s.i >= 0 && s.j >= 0) last = static_cast<std::int32_t>(pair(s.i, s.j));
-    if (s.kind != StepKind::load || (s.i >= 0 && s.j >= 0)) pair_of_step_[k] = last;
+    if (pair_step(s)) last = static_cast<std::int32_t>(pair(s.i, s.j));
+    if (s.kind != StepKind::load || pair_step(s)) pair_of_step_[k] = last;
   }
   std::int32_t next = -1;
   for (std::int64_t k = n - 1; k >= 0; --k) {
     const Step& s = steps_[k];
-    if (s.i >= 0 && s.j >= 0) next = static_cast<std::int32_t>(pair(s.i, s.j));
-    if (s.kind == StepKind::load && !(s.i >= 0 && s.j >= 0)) pair_of_step_[k] = next;
+    if (pair_step(s)) next = static_cast<std::int32_t>(pair(s.i, s.j));
+    if (s.kind == StepKind::load && !pair_step(s)) pair_of_step_[k] = next;
   }
   pair_begin_.assign(pairs, std::numeric_limits<std::int64_t>::max());
   pair_end_.assign(pairs, -1);
@@ -162,13 +173,20 @@ Sram ReplayView::sram_after(std::int64_t pos) const {
 }
 
 std::int64_t ReplayView::cta_count() const {
-  // One CTA per Q_i (flash2), one per K_j (flash2's backward), or one working through the whole
-  // (batch, head): flash1's CTA, and standard's kernels shown as one CTA working through its tiles.
+  // A room that numbers its CTAs (Step::cta) says; else one CTA per Q_i (flash2), one per K_j (flash2's
+  // backward), or one working through the whole (batch, head): flash1's CTA, and standard's kernels
+  // shown as one CTA working through its tiles.
+  if (!steps_.empty() && steps_.back().cta >= 0) {
+    std::int64_t most = 0;
+    for (const Step& s : steps_) most = std::max<std::int64_t>(most, s.cta);
+    return most + 1;
+  }
   const WindowTraits& w = algo()->window();
   return w.cta_per_row_block ? result_.Tr : w.cta_per_col_block ? result_.Tc : 1;
 }
 
 std::int64_t ReplayView::cta_of(std::int64_t k) const {
+  if (k >= 0 && k < step_count() && steps_[k].cta >= 0) return steps_[k].cta;
   const WindowTraits& w = algo()->window();
   if (!(w.cta_per_row_block || w.cta_per_col_block) || k < 0 || k >= step_count()) return 0;
   const std::int32_t p = pair_of_step_[k];
@@ -182,16 +200,21 @@ std::int64_t ReplayView::sm_of(std::int64_t k) const {
 }
 
 std::vector<HbmTensor> ReplayView::hbm_tensors() const {
-  const std::int64_t N = result_.problem.seq_len, d = result_.problem.head_dim, e = result_.problem.elem_bytes();
-  const std::int64_t Tr = result_.Tr, Tc = result_.Tc;
+  // Each tensor as far as the steps reach into it, cut into tiles of the largest the steps move: N × d
+  // for Q and O in self-attention, g·NQ × d when decoding, the splits' partials stacked.
   std::vector<HbmTensor> out;
   for (Tensor t : kAllTensors) {
     if (!result_.per_instance.touches(t)) continue;
-    HbmTensor h{t, N, d, Tr, 1, N * d * e};
-    if (by_column_block(t)) h.row_tiles = Tc;
-    if (is_score_block(t)) h = {t, N, N, Tr, Tc, N * N * e};
-    if (is_stat(t)) h = {t, N, 1, Tr, 1, N * kStatBytes};
-    out.push_back(h);
+    std::int64_t rows = 0, cols = 0, tile_rows = 1, tile_cols = 1;
+    for (const Step& s : steps_) {
+      if (s.tensor != t || (s.kind != StepKind::load && s.kind != StepKind::store)) continue;
+      rows = std::max(rows, s.row0 + s.rows);
+      cols = std::max(cols, s.col0 + s.cols);
+      tile_rows = std::max(tile_rows, s.rows);
+      tile_cols = std::max(tile_cols, s.cols);
+    }
+    const std::int64_t col_tiles = cols > tile_cols ? ceil_div(cols, tile_cols) : 1;
+    out.push_back({t, rows, cols, ceil_div(rows, tile_rows), col_tiles, rows * cols * element_bytes(t, result_.problem.dtype)});
   }
   return out;
 }
@@ -261,26 +284,33 @@ std::size_t SoftmaxView::events_before(std::int64_t pos) const {
 void ReplayView::build_softmax(const ReplayRequest& request) {
   SoftmaxView& v = softmax_;
   const AttentionProblem& p = result_.problem;
-  const std::int64_t N = p.seq_len, d = p.head_dim;
-  v.row = std::clamp<std::int64_t>(request.watch_row < 0 ? N / 2 + 1 : request.watch_row, 0, N - 1);
+  const std::int64_t N = p.seq_len, Nq = p.Nq(), d = p.head_dim;
+  // The watched row is a query row of one head; in a room that packs g heads per position it is row
+  // g·q of the instance (the group's first head).
+  const std::int64_t g = algo()->heads_per_instance(p);
+  v.row = std::clamp<std::int64_t>(request.watch_row < 0 ? Nq / 2 + 1 : request.watch_row, 0, Nq - 1);
   if (const WindowTraits& w = algo()->window(); !w.running_softmax && w.row_softmax_line == 0) {
     v.row_block = v.row / result_.blocks.blocks.Br;  // no line takes a softmax (standard's backward)
     v.why_not = std::string(w.softmax_note);
     return;
   }
   if (N * d > kMaxNumericsElems) {
-    v.row_block = v.row / result_.blocks.blocks.Br;
+    v.row_block = g * v.row / result_.blocks.blocks.Br;
     v.why_not = fmt::format("N·d = {} is more than the {} values the CPU numerics hold; choose a smaller N or d",
                             N * d, kMaxNumericsElems);
     return;
   }
-  const Inputs in = make_inputs(N, d, InputKind::unit, request.sim.seed);
-  BlockGrid grid(N, blocks(), p.causal);
-  grid.mask = p.block_mask;
+  const Inputs in = make_inputs(N, d, InputKind::unit, request.sim.seed, Nq);
+  AttentionProblem head(1, 1, N, d, Dtype::fp32, p.causal);  // one head of the group
+  head.query_len = Nq;
+  head.block_mask = p.block_mask;
+  const BlockGrid grid(head, blocks());
   auto watch = [&](std::int64_t row) {
     TiledOptions options;
     options.rows = {row};
     options.watch_row = row;
+    options.kv_splits = p.kv_splits;
+    options.unified_max = p.unified_max;
     return algo()->run_tiled(Precision::fp32, in, grid, options);
   };
   TiledResult tiled = watch(v.row);
@@ -292,7 +322,7 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
       return false;
     };
     for (std::int64_t k = 1; k <= 16 && !rescales(tiled); ++k) {
-      const std::int64_t row = (v.row + k * 7919) % N;  // a spread of rows, not a neighbourhood
+      const std::int64_t row = (v.row + k * 7919) % Nq;  // a spread of rows, not a neighbourhood
       TiledResult candidate = watch(row);
       if (rescales(candidate)) {
         v.row = row;
@@ -300,7 +330,7 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
       }
     }
   }
-  v.row_block = v.row / result_.blocks.blocks.Br;
+  v.row_block = g * v.row / result_.blocks.blocks.Br;
   v.events = tiled.watch;
   const std::int64_t rows[] = {v.row};
   const Matrix ref = reference_attention(in, p.causal, rows, grid.mask ? &grid : nullptr);
@@ -310,8 +340,8 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
   // The exact statistics of the row: max and sum over every key it may see.
   v.m_exact = -std::numeric_limits<double>::infinity();
   std::vector<double> s;
-  for (std::int64_t k = 0; k < N && !(p.causal && k > v.row); ++k) {
-    if (grid.skipped(v.row_block, k / grid.Bc)) continue;  // a block the mask drops
+  for (std::int64_t k = 0; k < N && !(p.causal && k > N - Nq + v.row); ++k) {
+    if (grid.mask && grid.skipped(v.row / grid.Br, k / grid.Bc)) continue;  // a block the mask drops
     double dot = 0;
     for (std::int64_t x = 0; x < d; ++x) dot += in.Q(v.row, x) * in.K(k, x);
     s.push_back(in.scale * dot);
@@ -319,8 +349,12 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
   }
   v.l_exact = 0;
   for (double x : s) v.l_exact += std::exp(x - v.m_exact);
-  // When each event holds: at the end of block pair (row block, j).
-  for (const SoftmaxEvent& e : v.events) v.event_step.push_back(pair_end_[pair(v.row_block, e.j)]);
+  // When each event holds: at the end of block pair (row block, j); a combine of split partials when
+  // the row's O is written.
+  std::int64_t o_written = step_count() - 1;
+  for (std::int64_t k = 0; k < step_count(); ++k)
+    if (steps_[k].kind == StepKind::store && steps_[k].tensor == Tensor::O && steps_[k].i == v.row_block) o_written = k;
+  for (const SoftmaxEvent& e : v.events) v.event_step.push_back(e.combine ? o_written : pair_end_[pair(v.row_block, e.j)]);
   // One line takes the whole row's softmax (standard), or recomputes P_ij from the forward's exact
   // statistics (the backward rooms): the first step of that line on the watched row block.
   if (const WindowTraits& w = algo()->window(); !w.running_softmax)

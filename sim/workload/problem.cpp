@@ -79,9 +79,10 @@ BlockGrid::BlockGrid(std::int64_t N_, Blocks blocks, bool causal_)
     : Nq(N_), N(N_), Br(blocks.Br), Bc(blocks.Bc), Tr(ceil_div(N_, blocks.Br)), Tc(ceil_div(N_, blocks.Bc)),
       causal(causal_) {}
 
-BlockGrid::BlockGrid(const AttentionProblem& p, Blocks blocks)
-    : Nq(p.Nq()), N(p.seq_len), Br(blocks.Br), Bc(blocks.Bc), Tr(ceil_div(p.Nq(), blocks.Br)),
-      Tc(ceil_div(p.seq_len, blocks.Bc)), causal(p.causal), mask(p.block_mask) {}
+BlockGrid::BlockGrid(const AttentionProblem& p, Blocks blocks, std::int64_t group_)
+    : Nq(group_ * p.Nq()), N(p.seq_len), Br(blocks.Br), Bc(blocks.Bc), Tr(ceil_div(group_ * p.Nq(), blocks.Br)),
+      Tc(ceil_div(p.seq_len, blocks.Bc)), causal(p.causal), mask(p.block_mask), group(group_),
+      splits(std::clamp<std::int64_t>(p.kv_splits, 1, Tc)) {}
 
 std::int64_t BlockGrid::rows(std::int64_t i) const { return std::min(Br, Nq - row_begin(i)); }
 std::int64_t BlockGrid::cols(std::int64_t j) const { return std::min(Bc, N - col_begin(j)); }

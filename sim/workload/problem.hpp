@@ -77,20 +77,29 @@ struct Blocks {
 };
 
 // The Tr × Tc block grid of one (batch, head): Tr = ⌈NQ/Br⌉ row blocks of queries, Tc = ⌈N/Bc⌉
-// column blocks of keys. A ragged last block holds only its real rows.
+// column blocks of keys. A ragged last block holds only its real rows. A room that packs the g query
+// heads of a K/V head into one instance (GQA-packed decoding) has g·NQ query rows, position-major:
+// row r is query head r mod g at position N − NQ + ⌊r/g⌋.
 struct BlockGrid {
   std::int64_t Nq = 0, N = 0, Br = 0, Bc = 0, Tr = 0, Tc = 0;
   bool causal = false;
   std::shared_ptr<const BlockMask> mask;
+  std::int64_t group = 1;  // g: query heads packed per position (rows per position)
+  // Split-KV decoding (--splits): the Tc K/V blocks cut into this many chunks, one CTA each; at most Tc.
+  std::int64_t splits = 1;
 
   BlockGrid(std::int64_t N, Blocks blocks, bool causal);  // self-attention, no block mask
-  BlockGrid(const AttentionProblem& problem, Blocks blocks);
+  // `group` query heads packed per position: g·NQ rows (1: one query head).
+  BlockGrid(const AttentionProblem& problem, Blocks blocks, std::int64_t group = 1);
   std::int64_t row_begin(std::int64_t i) const { return i * Br; }
   std::int64_t rows(std::int64_t i) const;  // real rows of Q_i
   std::int64_t col_begin(std::int64_t j) const { return j * Bc; }
   std::int64_t cols(std::int64_t j) const;  // real rows of K_j
   // Position of query row r among the keys: the queries are the last NQ positions.
-  std::int64_t query_position(std::int64_t r) const { return N - Nq + r; }
+  std::int64_t query_position(std::int64_t r) const { return N - Nq / group + r / group; }
+  // Split s holds K/V blocks [split_begin(s), split_begin(s + 1)): ⌊Tc/S⌋ or ⌈Tc/S⌉ of them, about N/S rows.
+  std::int64_t split_begin(std::int64_t s) const { return s * Tc / splits; }
+  std::int64_t split_of(std::int64_t j) const { return ((j + 1) * splits + Tc - 1) / Tc - 1; }
   // The pair is skipped: causally (every key of K_j lies after the last query of Q_i) or by the mask.
   bool skipped(std::int64_t i, std::int64_t j) const {
     return (causal && !causal_mask().keeps(*this, i, j)) || (mask && !mask->keeps(*this, i, j));

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include "gpu/runner.hpp"
@@ -106,6 +108,80 @@ TEST_CASE("kernels without block-mask support refuse one", "[gpu][block-sparse]"
     AttentionBuffers buf(p, algo_named(name), b);
     CHECK_THROWS_AS(launch(algo_named(name), p, b, buf.tensors(), nullptr), std::invalid_argument);
   }
+}
+
+namespace {
+
+// One decoding problem through a split-KV kernel; returns the fallback flags the launch left.
+std::vector<int> check_decode(const KernelShape& s, std::int64_t N, std::int64_t Nq, std::int64_t H, std::int64_t Hkv,
+                              std::int64_t splits, bool causal, InputKind kind, std::uint64_t seed,
+                              std::optional<double> unified_max = std::nullopt) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads = H;
+  p.kv_heads = Hkv;
+  p.seq_len = N;
+  p.query_len = Nq;
+  p.head_dim = s.d;
+  p.dtype = s.dtype;
+  p.causal = causal;
+  p.kv_splits = splits;
+  p.unified_max = unified_max;
+  AttentionBuffers buf(p, s.algo, s.blocks);
+  const CheckResult r = check_kernel(p, s.blocks, false, kind, seed, buf, 4096);
+  INFO(to_string(s.algo) << " " << to_string(s.dtype) << " d=" << s.d << " rows " << s.blocks.Br << " Bc " << s.blocks.Bc
+                         << " N=" << N << " NQ=" << Nq << " H=" << H << " HKV=" << Hkv << " S=" << splits
+                         << " causal=" << causal << " input=" << to_string(kind) << " max_abs_error=" << r.max_abs_error
+                         << " error/tolerance=" << r.worst_ratio << " " << r.note);
+  CHECK(r.all_written);
+  CHECK(r.pass);
+  std::vector<int> flags(static_cast<std::size_t>(family_of(s.algo).fallback_flags(p)));
+  if (!flags.empty())
+    CUDA_CHECK(cudaMemcpy(flags.data(), buf.tensors().fallback, flags.size() * sizeof(int), cudaMemcpyDeviceToHost));
+  return flags;
+}
+
+bool any_set(const std::vector<int>& flags) {
+  for (int f : flags)
+    if (f != 0) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("split-KV decoding kernels match the fp64 reference: GQA, NQ, splits, ragged N, causal", "[gpu][decoding]") {
+  struct Case {
+    std::int64_t N, Nq, H, Hkv, splits;
+  };
+  // g·NQ from 1 to 32 rows (one or two row blocks at 16 rows), a split per block and splits of uneven size.
+  const Case cases[] = {{1000, 1, 8, 2, 1}, {4097, 1, 32, 8, 7}, {3000, 4, 8, 2, 16}, {2000, 8, 8, 2, 5},
+                        {777, 3, 6, 6, 3},  {513, 2, 4, 1, 9},   {96, 1, 4, 4, 2}};
+  std::uint64_t seed = 601;
+  for (const char* name : {"flash-decoding", "flashdecoding++"})
+    for (const KernelShape& s : compiled_shapes())
+      if (s.algo == algo_named(name))
+        for (const Case& c : cases)
+          for (bool causal : {false, true}) {
+            const std::vector<int> flags = check_decode(s, c.N, c.Nq, c.H, c.Hkv, c.splits, causal, InputKind::unit, ++seed);
+            CHECK_FALSE(any_set(flags));  // unit inputs stay within φ's safe range: no fallback
+          }
+}
+
+TEST_CASE("flashdecoding++ falls back when scores leave the unified max's range, and stays exact", "[gpu][decoding]") {
+  const Algo pp = algo_named("flashdecoding++");
+  std::uint64_t seed = 701;
+  for (Dtype dtype : {Dtype::fp16, Dtype::bf16})
+    for (int d : {64, 128}) {
+      const KernelShape s{pp, dtype, d, default_blocks(pp, dtype, d)};
+      // φ far above every score: e^(x − φ) would vanish; far below: it would overflow.
+      for (double phi : {200.0, -200.0}) CHECK(any_set(check_decode(s, 3000, 1, 8, 2, 6, false, InputKind::unit, ++seed, phi)));
+      // Scores of ±tens: the default φ = √(2 ln N) is out of range for them.
+      for (InputKind kind : {InputKind::large_logits, InputKind::dominant_key})
+        check_decode(s, 1500, 2, 8, 4, 4, true, kind, ++seed);
+      const KernelShape f{algo_named("flash-decoding"), dtype, d, default_blocks(algo_named("flash-decoding"), dtype, d)};
+      for (InputKind kind : {InputKind::large_logits, InputKind::dominant_key})
+        check_decode(f, 1500, 2, 8, 4, 4, true, kind, ++seed);
+    }
 }
 
 int main(int argc, char* argv[]) {

@@ -131,6 +131,14 @@ public:
     return c;
   }
 
+  // Per kept pair: e^x per score and e^(m_i − m_new), e^(m̃ − m_new) per row (lines 10–11); O_i
+  // rescaled (line 12); one max update per row.
+  NonMatmulOps non_matmul_ops(const AttentionProblem& p, Blocks b) const override {
+    const Visits v = visits(grid(p, b));
+    return {v.scores + 2 * v.rows, v.rows * p.head_dim, v.rows, 1,
+            "O_i, ℓ_i, m_i go back to HBM after every K/V block and are rescaled when read again"};
+  }
+
   // [SECTION] Numerics
 
   TiledResult run_tiled(Precision precision, const Inputs& in, const BlockGrid& g,
@@ -169,7 +177,7 @@ public:
             hbm_m[q] = m_new;
             if (options.watch_row && q == *options.watch_row)
               result.watch.push_back({j, double(m_i), double(m_new), double(l_i), double(l_new), double(a),
-                                      std::vector<double>(O_i, O_i + d)});
+                                      std::vector<double>(O_i, O_i + d), -1, false, {}});
           }
         }
       }
@@ -191,6 +199,7 @@ public:
                    "(line 8 to 13); CTAs sharing an SM overlap one another";
     plan.double_buffered = false;
     plan.instances = p.instances();
+    plan.kv_group = p.heads / p.Hkv();  // GQA: the L2 may catch a K/V head read again by its next query head
     plan.smem_bytes_per_cta = working_set_bytes(p, b);
     const BlockGrid g(p, b);
     PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
@@ -219,7 +228,8 @@ public:
   }
 
   std::int64_t roofline_ctas_per_instance(const BlockGrid&) const override { return 1; }
-  ShapeSupport supports() const override { return {.block_mask = true}; }
+  // NQ < N: the queries are the last NQ positions. HKV < H: each query head reads its K/V head itself.
+  ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true, .block_mask = true}; }
 
   // [SECTION] The window
 

@@ -23,13 +23,6 @@ namespace {
 // Line 9 per row: max with m_i (1), e^(m_i − m_i') (2), ℓ_i update multiply-add (2).
 constexpr std::int64_t kStatOps = 5;
 
-// What a flash2 CTA spends outside its pipelined K/V loop, in cycles: launch and index math, the
-// wait on Q_i before the first MMA, and the epilogue (ℓ_i reduction, O_i normalised, O_i and L_i
-// written). Calibrated with hbmlab validate on the short kernels (N = 512 to 2048), where a CTA runs
-// only 1 to 16 steps: PyTorch's FlashAttention-2 (assets/measurements/calibration-h100.json) and
-// hbmlab's flash2 (assets/measurements/h100.json) both come within 15 % at 2,500 cycles (1.3 µs).
-constexpr double kCtaOverheadCycles = 2500;
-
 // The steps of one CTA at a time, regrouped into the plan's phases: the prologue (line 4), one
 // segment per unskipped K_j (lines 7 to 10) and the epilogue (lines 12 to 15), so that the K/V
 // order can be reversed as FlashAttention-2's kernel visits it. Only one CTA's steps are kept.
@@ -148,6 +141,14 @@ public:
     return c;
   }
 
+  // Per kept pair: e^x per score and e^(m_i − m_i') per row (line 9); O_i rescaled on chip (line 10);
+  // one max update per row. The division by ℓ_i happens once, after the loop (line 12).
+  NonMatmulOps non_matmul_ops(const AttentionProblem& p, Blocks b) const override {
+    const Visits v = visits(grid(p, b));
+    return {v.scores + v.rows, v.rows * p.head_dim, v.rows, 1,
+            "one CTA per Q_i: K/V blocks follow one another through its running max"};
+  }
+
   // [SECTION] Numerics
 
   TiledResult run_tiled(Precision precision, const Inputs& in, const BlockGrid& g,
@@ -177,7 +178,7 @@ public:
           for (T& x : acc) x *= alpha;  // line 10: O_i ← diag(e^(m_i − m_i'))O_i + P̃_ij V_j
           t.add_pv(S_row, c0, acc);
           if (options.watch_row && q == *options.watch_row) {
-            SoftmaxEvent e{j, double(m), double(m_new), double(l_old), double(l), double(alpha), {}};
+            SoftmaxEvent e{j, double(m), double(m_new), double(l_old), double(l), double(alpha), {}, -1, false, {}};
             for (T x : acc) e.O_partial.push_back(double(x / l));
             result.watch.push_back(std::move(e));
           }
@@ -202,6 +203,7 @@ public:
                    "prefetches the next K/V block with cp.async)";
     plan.double_buffered = true;
     plan.instances = p.instances();
+    plan.kv_group = p.heads / p.Hkv();  // GQA without packing: the g query heads of a K/V head read it in turn
     plan.smem_bytes_per_cta = working_set_bytes(p, b);
     plan.cta_overhead_cycles = kCtaOverheadCycles;
     const BlockGrid g(p, b);
@@ -215,7 +217,9 @@ public:
 
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr; }
   bool has_kv_order() const override { return true; }
-  ShapeSupport supports() const override { return {.block_mask = true}; }
+  // NQ < N: the queries are the last NQ positions. HKV < H: each query head reads its K/V head itself
+  // (no packing): K and V are read H/HKV times per K/V head, and the L2 may catch the repeats.
+  ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true, .block_mask = true}; }
 
   // [SECTION] The window
 

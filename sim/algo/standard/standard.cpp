@@ -81,18 +81,23 @@ public:
 
   // [SECTION] Closed form and bound
 
-  // 4Nd + 4N² elements, causal or not.
+  // 4Nd + 4N² elements, causal or not. With NQ query rows: Q and O NQ·d, K and V N·d, S and P NQ × N.
   Counts closed_form(const AttentionProblem& p, Blocks) const override {
-    const std::int64_t N = p.seq_len, d = p.head_dim, e = p.elem_bytes(), Nd = N * d;
+    const std::int64_t N = p.seq_len, Nq = p.Nq(), d = p.head_dim, e = p.elem_bytes();
     Counts c;
-    add_traffic(c, Tensor::Q, Nd, 0, e);
-    add_traffic(c, Tensor::K, Nd, 0, e);
-    add_traffic(c, Tensor::S, N * N, N * N, e);
-    add_traffic(c, Tensor::P, N * N, N * N, e);
-    add_traffic(c, Tensor::V, Nd, 0, e);
-    add_traffic(c, Tensor::O, 0, Nd, e);
-    c.matmul_flops = 4 * N * N * d;
+    add_traffic(c, Tensor::Q, Nq * d, 0, e);
+    add_traffic(c, Tensor::K, N * d, 0, e);
+    add_traffic(c, Tensor::S, Nq * N, Nq * N, e);
+    add_traffic(c, Tensor::P, Nq * N, Nq * N, e);
+    add_traffic(c, Tensor::V, N * d, 0, e);
+    add_traffic(c, Tensor::O, 0, Nq * d, e);
+    c.matmul_flops = 4 * Nq * N * d;
     return c;
+  }
+
+  // Line 2 takes e^x once per score; nothing is rescaled; three kernels.
+  NonMatmulOps non_matmul_ops(const AttentionProblem& p, Blocks) const override {
+    return {p.Nq() * p.seq_len, 0, 0, 3, "no running max: the whole row of S goes through HBM and back"};
   }
 
   Bound bound(const AttentionProblem& p, std::int64_t) const override { return materialised_bound(p); }
@@ -139,9 +144,12 @@ public:
     const std::int64_t sram_bytes_per_block =
         options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
     const bool hbmlab_kernels = options.launch.hbmlab_kernels;
-    Blocks t{std::min(kGemmTile, p.seq_len), std::min(kGemmTile, p.seq_len)};
+    Blocks t{std::min(kGemmTile, p.Nq()), std::min(kGemmTile, p.seq_len)};
     if (hbmlab_kernels || working_set_bytes(p, t) > sram_bytes_per_block) t = chosen;
-    const BlockGrid g(p.seq_len, t, false);  // S and P stay N × N even when causal (DESIGN.md)
+    AttentionProblem full = p;  // S and P stay NQ × N even when causal (DESIGN.md)
+    full.causal = false;
+    full.block_mask.reset();
+    const BlockGrid g(full, t);
     const std::int64_t d = p.head_dim, e = p.elem_bytes();
     const std::int64_t sector = gpu.l2_sector_bytes;
     auto tile_step = [&](StepKind kind, Tensor tensor, std::int64_t i, std::int64_t j) {
@@ -219,7 +227,10 @@ public:
       const Step o = tile_step(StepKind::store, Tensor::O, i, -1);
       b3.access(o, o.bytes);
     }
-    for (KernelPlan& k : plans) k.instances = p.instances();
+    for (KernelPlan& k : plans) {
+      k.instances = p.instances();
+      k.kv_group = p.heads / p.Hkv();
+    }
     if (!hbmlab_kernels) return plans;
 
     // gpu/standard.cu: 4-warp WMMA CTAs, one Br × Bc tile of S or Br × d of O each.
@@ -244,13 +255,14 @@ public:
     sm.overlap = "none inside a CTA: the row loads, is reduced twice, P is stored; CTAs on an SM overlap";
     sm.double_buffered = false;
     sm.instances = p.instances();
+    sm.kv_group = p.heads / p.Hkv();
     const std::int64_t threads = std::min<std::int64_t>(256, std::max<std::int64_t>(64, (p.seq_len / 8 + 31) / 32 * 32));
     sm.threads_per_cta = threads;
     sm.smem_bytes_per_cta = p.seq_len * 4;
     sm.bytes_in_flight_per_cta = threads * 16 * 4;
     sm.phase_latency_cycles = kSoftmaxReductionCycles;
     PlanBuilder rows(sm, p, g.Tc, sector);
-    for (std::int64_t r = 0; r < p.seq_len; ++r) {
+    for (std::int64_t r = 0; r < p.Nq(); ++r) {
       rows.begin_program();
       rows.begin_phase();
       for (Tensor tensor : {Tensor::S, Tensor::P}) {
@@ -271,6 +283,8 @@ public:
 
   // Its largest kernel, S = QKᵀ, has one CTA per tile of S.
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr * g.Tc; }
+  // NQ < N: S and P are NQ × N. HKV < H: each query head reads its K/V head's K and V itself.
+  ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true}; }
 
   // [SECTION] The window
 
