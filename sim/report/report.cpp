@@ -137,9 +137,10 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
     if (g.splits == 1)
       fmt::print(out, "  splits    S = 1: one CTA per row block takes the whole cache and writes O and L itself (no combine)\n");
     else
-      fmt::print(out, "  splits    S = {} per instance: {}{} K/V blocks (about {} rows) each, {} CTAs in all; a combine "
+      fmt::print(out, "  splits    S = {} per instance: {}{} K/V block{} (about {} rows) each, {} CTAs in all; a combine "
                       "kernel reads the {} partials back\n",
                  g.splits, g.Tc / g.splits, g.Tc % g.splits ? fmt::format(" or {}", g.Tc / g.splits + 1) : "",
+                 g.Tc / g.splits == 1 && g.Tc % g.splits == 0 ? "" : "s",
                  format_count(double(g.N) / double(g.splits)), format_count(double(g.splits * g.Tr * r.algo->instances(p))),
                  g.splits);
   }
@@ -219,13 +220,16 @@ void print_comparison(std::ostream& out, std::span<const SimulationResult> resul
   if (results.empty()) return;
   const SimulationResult& first = results.front();
   fmt::print(out, "{} on {}\n", problem_line(first.problem), first.gpu.display_name);
-  fmt::print(out, "  {:<9} {:>9} {:>11} {:>11} {:>11} {:>9} {:>12} {:>12} {:>8} {:>10} {:>10}\n", "algorithm", "Br×Bc", "HBM read",
-             "HBM write", "HBM total", "vs first", "matmul", "non-matmul", "/bound", "time*", "DRAM*");
+  // The name column widens to the longest name shown (flashdecoding++), never below 9.
+  std::size_t name_width = 9;
+  for (const SimulationResult& r : results) name_width = std::max(name_width, to_string(r.algo).size());
+  fmt::print(out, "  {:<{}} {:>9} {:>11} {:>11} {:>11} {:>9} {:>12} {:>12} {:>8} {:>10} {:>10}\n", "algorithm", name_width,
+             "Br×Bc", "HBM read", "HBM write", "HBM total", "vs first", "matmul", "non-matmul", "/bound", "time*", "DRAM*");
   const double baseline = double(first.total.hbm_bytes());
   for (const SimulationResult& r : results) {
     const Counts& c = r.total;
     out << TableRow("  ")
-               .add("", to_string(r.algo), 9, true)
+               .add("", to_string(r.algo), static_cast<int>(name_width), true)
                .add(" ", fmt::format("{}×{}", r.blocks.blocks.Br, r.blocks.blocks.Bc), 9)
                .add(" ", format_bytes(double(c.hbm_read_bytes())), 11)
                .add(" ", format_bytes(double(c.hbm_write_bytes())), 11)
