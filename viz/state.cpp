@@ -19,6 +19,10 @@ view::ReplayRequest replay_request(const AppState& app, Algo algo) {
   view::ReplayRequest r;
   r.sim.gpu = current_gpu(app);
   r.sim.problem = {s.batch, s.heads, s.N, s.d, s.dtype, s.causal};
+  r.sim.problem.query_len = s.query_len;
+  r.sim.problem.kv_heads = s.kv_heads;
+  if (algo->supports().splits) r.sim.problem.kv_splits = s.splits;
+  if (algo->supports().unified_max) r.sim.problem.unified_max = s.unified_max;
   r.sim.algo = algo;
   if (!s.auto_blocks) {
     r.sim.block_rows = s.Br;
@@ -61,6 +65,11 @@ void load_scenario_into(AppState& app, const std::string& name_or_path) {
   s.heads = sc.problem.heads;
   s.dtype = sc.problem.dtype;
   s.causal = sc.problem.causal;
+  s.query_len = sc.problem.query_len;
+  s.kv_heads = sc.problem.kv_heads;
+  s.splits = sc.problem.kv_splits;
+  s.unified_max = sc.problem.unified_max;
+  app.decode_controls_open = s.query_len > 0 || s.kv_heads > 0 || s.splits > 0 || s.unified_max;
   s.auto_blocks = !sc.block_rows && !sc.block_cols;
   if (sc.block_rows) s.Br = *sc.block_rows;
   if (sc.block_cols) s.Bc = *sc.block_cols;
@@ -80,8 +89,11 @@ void apply_stage(AppState& app, int stage) {
   if (app.scenario.stages.empty()) return;
   app.stage = std::clamp(stage, 0, static_cast<int>(app.scenario.stages.size()) - 1);
   const LessonStage& st = app.scenario.stages[static_cast<std::size_t>(app.stage)];
-  const bool new_algo = st.algorithm && *st.algorithm != app.settings.algo;
+  // A stage's φ holds for that stage only: the others run the lesson's own.
+  const std::optional<double> phi = st.unified_max ? st.unified_max : app.scenario.problem.unified_max;
+  const bool new_algo = (st.algorithm && *st.algorithm != app.settings.algo) || phi != app.settings.unified_max;
   if (st.algorithm) app.settings.algo = *st.algorithm;
+  app.settings.unified_max = phi;
   app.highlight = st.panel;
   const std::pair<const char*, Tab> tabs[] = {{"softmax", Tab::softmax}, {"io", Tab::io}, {"explorer", Tab::explorer},
                                               {"timeline", Tab::timeline}, {"measured", Tab::measured}};
@@ -105,7 +117,10 @@ void rebuild(AppState& app) {
   app.replay[0].reset();
   app.replay[1].reset();
   app.replay_error.clear();
-  if (s.watch_row >= s.N) s.watch_row = static_cast<int>(s.N - 1);
+  if (s.kv_heads > s.heads) s.kv_heads = 0;
+  if (s.query_len > s.N) s.query_len = s.N;  // the N slider moved below NQ: decode against the whole cache
+  const std::int64_t Nq = s.query_len > 0 ? s.query_len : s.N;
+  if (s.watch_row >= Nq) s.watch_row = static_cast<int>(Nq - 1);
   try {
     app.replay[0] = std::make_unique<view::ReplayView>(replay_request(app, s.algo));
     if (s.side_by_side && s.algo_b == s.algo) s.algo_b = partner_of(s.algo);

@@ -162,13 +162,14 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
     for (const toml::node& item : *list) {
       const auto* t = item.as_table();
       if (!t) fail_input("{}: stages: expected [[stages]] tables", r.at(item));
-      r.only_keys(*t, "stages.", {"title", "caption", "algorithm", "panel"});
+      r.only_keys(*t, "stages.", {"title", "caption", "algorithm", "panel", "unified_max"});
       LessonStage stage;
       for (auto&& [key, node] : *t) {
         const std::string name = "stages." + std::string(key.str());
         if (key == "title") stage.title = r.text(node, name);
         else if (key == "caption") stage.caption = r.text(node, name);
         else if (key == "algorithm") stage.algorithm = r.algo(node, name);
+        else if (key == "unified_max") stage.unified_max = r.number(node, name);
         else if (key == "panel") {
           stage.panel = r.text(node, name);
           static const std::set<std::string, std::less<>> panels = {"memory", "matrix", "softmax", "io", "explorer", "timeline", "measured"};

@@ -17,6 +17,9 @@ struct LessonStage {
   std::string caption;
   std::optional<Algo> algorithm;  // the algorithm this stage shows, if one
   std::string panel;              // the GUI panel to bring forward: memory, matrix, softmax, io, explorer, timeline
+  // FlashDecoding++'s φ for this stage only (a φ that makes rows fall back); a stage without it runs
+  // the lesson's own problem.
+  std::optional<double> unified_max;
 };
 
 struct Scenario {

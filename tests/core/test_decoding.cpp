@@ -779,3 +779,24 @@ TEST_CASE("view: every room's bar for a decode problem with a split count and φ
     else CHECK(b.result.problem.kv_splits == 0);
   }
 }
+
+TEST_CASE("lesson 5 and the decode workloads load; a stage may set φ", "[spec][scenario][decode]") {
+  const Scenario lesson = load_scenario("lessons/05-decoding-one-query-a-long-cache");
+  CHECK(lesson.number == 5);
+  CHECK(lesson.problem.Nq() == 1);
+  CHECK(lesson.problem.Hkv() == 8);
+  int with_phi = 0;
+  for (const LessonStage& st : lesson.stages) with_phi += st.unified_max.has_value();
+  CHECK(with_phi == 1);
+  for (const char* name : {"llama3-8b-decode-4k", "llama3-8b-decode-32k", "llama3-8b-decode-128k"}) {
+    const Scenario w = load_scenario(name);
+    CHECK(w.problem.heads == 32);
+    CHECK(w.problem.Hkv() == 8);
+    CHECK(w.problem.head_dim == 128);
+    CHECK(w.problem.Nq() == 1);
+  }
+  const std::string lesson_text = "[lesson]\ntitle = \"t\"\n[problem]\nseq_len = 64\nhead_dim = 8\n[[stages]]\ncaption = \"c\"\n";
+  CHECK(*parse_scenario(lesson_text + "unified_max = -3.5\n", "l.toml").stages[0].unified_max == -3.5);
+  CHECK_THROWS_WITH(parse_scenario(lesson_text + "unified_max = \"low\"\n", "l.toml"),
+                    "l.toml:8: stages.unified_max: expected a finite number");
+}
