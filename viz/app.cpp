@@ -142,7 +142,7 @@ void ShowLayout(AppState& app) {
   const float left_w = std::clamp(fs * 21.0f, W * 0.2f, W * 0.3f);
   const float right_w = std::clamp(W * 0.36f, fs * 20.0f, W * 0.45f);
   const float mid_w = std::max(W - left_w - right_w - 2 * gap, 100.0f);
-  const float controls_h = std::min(H * 0.66f, fs * 38.5f);
+  const float controls_h = std::min(H * 0.66f, fs * 40.0f);
 
   BeginPane("controls", o, ImVec2(left_w, controls_h), false, true);
   ShowControlsPanel(app);

@@ -117,7 +117,8 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const Step* last = pos > 0 ? &r.steps()[static_cast<std::size_t>(pos - 1)] : nullptr;
 
   // Narration of the step just run, in the paper's words.
-  const std::string head = fmt::format("{}  ·  step {} of {}", paper_name(r.algo()), pos, n);
+  std::string head = fmt::format("{}  ·  step {} of {}", paper_name(r.algo()), pos, n);
+  if (ImGui::CalcTextSize(head.c_str()).x > b.x - a.x) head = fmt::format("{}  ·  step {} of {}", to_string(r.algo()), pos, n);
   Text(dl, a, algo_colour(r.algo()), head);
   const std::string said = pos == 0 ? std::string(r.algo()->window().ready_note) : r.narration(pos - 1);
   ImFont* big = app.font_large ? app.font_large : ImGui::GetFont();
@@ -145,6 +146,10 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   // they are left to the IO panel.
   if (hbm_b.y - fs * 1.25f * float(counter_rows) - pad * 2 - col_top < fs * 4) counter_rows = 0;
   const float col_bottom = hbm_b.y - fs * 1.25f * float(counter_rows) - pad * 2;
+  // Heights follow the rows, so that a decode step's few query rows sit beside the long K/V cache
+  // (self-attention: every N × d tensor is N rows, all full height).
+  std::int64_t most_rows = 1;
+  for (const view::HbmTensor& t : tensors) most_rows = std::max(most_rows, t.rows);
   std::vector<HbmLayout> layout;
   float x = hbm_a.x + pad;
   view::MatrixView mv;
@@ -154,6 +159,8 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   for (const view::HbmTensor& t : tensors) {
     const float w = unit * (is_stat(t.tensor) ? 0.45f : (t.cols == t.rows ? 2.2f : 1.0f));
     HbmLayout h{t, ImVec2(x, col_top), ImVec2(x + w, col_bottom)};
+    if (t.rows < most_rows)
+      h.b.y = col_top + std::max((col_bottom - col_top) * float(t.rows) / float(most_rows), std::min(fs * 1.6f, col_bottom - col_top));
     if (t.cols == t.rows) h.b.y = std::min(col_bottom, col_top + w);  // S and P are square
     layout.push_back(h);
     const ImU32 col = tensor_colour(t.tensor);
@@ -212,8 +219,19 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
        fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, last ? r.cta_of(pos - 1) : 0, r.cta_count()));
   // Compact (side by side, or a short window): no SM strip and one line of text under the box.
   const bool compact = sm_b.y - sm_a.y < fs * 18;
+  // Decoding: a line over the SM strip says how many SMs the CTAs reach.
+  const bool sm_line = !compact && res.problem.Nq() < res.problem.seq_len;
   const float box_top = sm_a.y + fs * 2.0f, strip_h = compact ? 0.0f : std::min(fs * 3.2f, (sm_b.y - sm_a.y) * 0.2f);
-  const ImVec2 box_a(sm_a.x, box_top), box_b(sm_b.x - pad, sm_b.y - (compact ? fs * 1.4f : strip_h + fs * 4.6f));
+  // Under the box: its fill and what never reaches SRAM; room for at least three lines of it.
+  const double fill = sram_cap > 0 ? double(sram.bytes()) / double(sram_cap) : 0;
+  const std::string fill_text = fmt::format("{} of {} in use ({:.0f}%), working set {}", format_bytes(double(sram.bytes())),
+                                            format_bytes(double(sram_cap)), fill * 100,
+                                            format_bytes(double(r.working_set_bytes())));
+  const std::string under_box = compact ? fill_text : fill_text + ". " + std::string(r.algo()->window().sram_note);
+  const float under_h = ImGui::CalcTextSize(under_box.c_str(), nullptr, false, sm_b.x - pad - sm_a.x).y;
+  const ImVec2 box_a(sm_a.x, box_top),
+      box_b(sm_b.x - pad,
+            sm_b.y - (compact ? fs * 1.4f : strip_h + std::max(fs * 4.6f, under_h + fs * 0.8f) + (sm_line ? fs * 1.3f : 0.0f)));
   dl->AddRectFilled(box_a, box_b, IM_COL32(36, 38, 46, 255), 6.0f);
   dl->AddRect(box_a, box_b, kFrame, 6.0f, 0, 1.5f);
   // Fill level against the SRAM one CTA may use (M = that / element size).
@@ -247,21 +265,23 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
          fmt::format("{}  {}×{}  {}", tile_name(t), t.rows, t.cols, format_bytes(double(t.bytes))));
     sy = s1.y + pad * 0.4f;
   }
-  const double fill = sram_cap > 0 ? double(sram.bytes()) / double(sram_cap) : 0;
-  const std::string fill_text = fmt::format("{} of {} in use ({:.0f}%), working set {}", format_bytes(double(sram.bytes())),
-                                            format_bytes(double(sram_cap)), fill * 100,
-                                            format_bytes(double(r.working_set_bytes())));
-  const std::string regs(r.algo()->window().sram_note);
-  dl->AddText(nullptr, 0, ImVec2(box_a.x, box_b.y + pad * 0.4f), kDim, (compact ? fill_text : fill_text + ". " + regs).c_str(),
-              nullptr, box_b.x - box_a.x);
+  dl->AddText(nullptr, 0, ImVec2(box_a.x, box_b.y + pad * 0.4f), kDim, under_box.c_str(), nullptr, box_b.x - box_a.x);
   // All SMs as small squares: the one shown is outlined; the rest run other heads alike.
   const float sq = std::clamp((sm_b.x - sm_a.x - pad) / 34.0f, 4.0f, fs * 0.9f);
   const int per_row = std::max(1, static_cast<int>((sm_b.x - sm_a.x - pad) / (sq + 2)));
   const std::int64_t busy = std::min<std::int64_t>(sm_count, res.time.ctas);
+  if (sm_line) {
+    const std::string text = busy < sm_count ? fmt::format("{} CTAs: {} of {} SMs busy, {} idle", res.time.ctas, busy, sm_count,
+                                                           sm_count - busy)
+                                             : fmt::format("{} CTAs: all {} SMs busy", res.time.ctas, sm_count);
+    Text(dl, ImVec2(sm_a.x, sm_b.y - strip_h - fs * 1.25f), busy < sm_count ? IM_COL32(255, 150, 110, 255) : IM_COL32(140, 220, 140, 255),
+         text);
+  }
   for (std::int64_t s = 0; s < (compact ? 0 : sm_count); ++s) {
     const float qx = sm_a.x + float(s % per_row) * (sq + 2), qy = sm_b.y - strip_h + float(s / per_row) * (sq + 2);
     if (qy + sq > sm_b.y) break;
-    dl->AddRectFilled(ImVec2(qx, qy), ImVec2(qx + sq, qy + sq), s < busy ? IM_COL32(110, 120, 150, 255) : kPending);
+    const ImU32 busy_colour = sm_line ? algo_colour(r.algo()) : IM_COL32(110, 120, 150, 255);
+    dl->AddRectFilled(ImVec2(qx, qy), ImVec2(qx + sq, qy + sq), s < busy ? busy_colour : kPending);
     if (s == sm) dl->AddRect(ImVec2(qx - 1, qy - 1), ImVec2(qx + sq + 1, qy + sq + 1), kCurrent, 0, 0, 2.0f);
   }
 
@@ -332,7 +352,13 @@ void DrawMatrixGrid(const view::MatrixView& m, Algo algo, Tensor fill_tensor, in
   // times the cells' share of blocks), drawn as large as the pane allows.
   const float grid_w = float(m.cols) * aspect, grid_h = float(m.rows);
   const float k = std::min(side_w / grid_w, side_h / grid_h);
-  const float cw = k * aspect, ch = k;
+  float cw = k * aspect, ch = k;
+  // Decoding: NQ × N is a sliver drawn to scale; it becomes a band across the pane, rows not to scale.
+  const bool band = ch * float(m.rows) < fs * 2.0f && side_h > fs * 2.0f;
+  if (band) {
+    cw = side_w / float(m.cols);
+    ch = std::min(side_h, fs * 3.0f) / float(m.rows);
+  }
   const ImVec2 g0(left, top);
   Text(dl, ImVec2(a.x, top), kDim, "i↓");
   const bool numbers = cw > fs * 1.6f && ch > fs * 1.1f;
@@ -359,10 +385,30 @@ void DrawMatrixGrid(const view::MatrixView& m, Algo algo, Tensor fill_tensor, in
       }
   // Loop order, as the room says it (flash1 walks down a column, flash2 along a row).
   const ImVec2 g1(g0.x + cw * float(m.cols), g0.y + ch * float(m.rows));
+  // Split-KV: where each split's K/V blocks begin, one CTA per split and row block.
+  float below = g1.y + fs * 0.3f;
+  if (!m.split_begin.empty()) {
+    const auto S = static_cast<std::int64_t>(m.split_begin.size());
+    auto split_x = [&](std::int64_t s) {
+      return g0.x + (g1.x - g0.x) * float(s < S ? m.split_begin[static_cast<std::size_t>(s)] : m.Tc) / float(m.Tc);
+    };
+    const std::string widest = fmt::format("{}", S);
+    const bool labels = split_x(1) - split_x(0) > ImGui::CalcTextSize(widest.c_str()).x + 4;
+    for (std::int64_t s = 0; s < S; ++s) {
+      if (s > 0) dl->AddLine(ImVec2(split_x(s), g0.y - fs * 0.25f), ImVec2(split_x(s), g1.y + fs * 0.25f), IM_COL32(250, 200, 70, 255), 2.0f);
+      if (labels) TextCentred(dl, ImVec2((split_x(s) + split_x(s + 1)) / 2, below + fs * 0.5f), kDim, std::to_string(s + 1));
+    }
+    const std::string text = fmt::format("S = {} splits of the K/V blocks (yellow lines): one CTA each, in parallel, then a combine", S);
+    const float y = below + fs * (labels ? 1.1f : 0.1f);
+    dl->AddText(nullptr, 0, ImVec2(g0.x, y), IM_COL32(250, 200, 70, 255), text.c_str(), nullptr, b.x - g0.x);
+    below = y + ImGui::CalcTextSize(text.c_str(), nullptr, false, b.x - g0.x).y + fs * 0.3f;
+  }
   const std::string_view order = algo->window().visit_order;
   if (!order.empty() && which == 0) {
     if (g1.x + fs * 12 < b.x) {
       dl->AddText(nullptr, 0, ImVec2(g1.x + fs, g0.y), kDim, order.data(), order.data() + order.size(), b.x - g1.x - fs);
+    } else if (band && below + fs * 2 < b.y) {
+      dl->AddText(nullptr, 0, ImVec2(g0.x, below), kDim, order.data(), order.data() + order.size(), b.x - g0.x);
     }
   }
   if (c.hovered && ImGui::IsMouseHoveringRect(g0, g1)) {
@@ -403,7 +449,21 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
   std::string head = fmt::format("{}: {} in Tr × Tc = {} × {} blocks of Br × Bc = {} × {}", to_string(r.algo()), what, m.Tr,
                                  m.Tc, r.blocks().Br, r.blocks().Bc);
   if (m.rows < m.Tr || m.cols < m.Tc) head += fmt::format(" (shown as {} × {} cells)", m.rows, m.cols);
-  Text(dl, a, algo_colour(r.algo()), head);
+  if (m.query_rows < m.keys) {  // decoding: S of one instance is NQ × N (g·NQ × N with the group packed)
+    // The heading wraps (a decode room's name is long); what follows moves down.
+    dl->AddText(nullptr, 0, a, algo_colour(r.algo()), head.c_str(), nullptr, b.x - a.x);
+    a.y += ImGui::CalcTextSize(head.c_str(), nullptr, false, b.x - a.x).y - ImGui::GetTextLineHeight();
+    const std::int64_t Nq = res.problem.Nq();
+    const std::string rows = m.group > 1 ? fmt::format("g·NQ × N = {}·{} × {}: the {} query heads sharing a K/V head, NQ = {} row{} each,",
+                                                       m.group, Nq, m.keys, m.group, Nq, Nq == 1 ? "" : "s")
+                                         : fmt::format("NQ × N = {} × {}: NQ = {} query row{}", Nq, m.keys, Nq,
+                                                       Nq == 1 ? "" : "s");
+    const std::string text = fmt::format("S of one instance is {} against the whole cache", rows);
+    dl->AddText(nullptr, 0, ImVec2(a.x, a.y + fs * 1.3f), kDim, text.c_str(), nullptr, b.x - a.x);
+    a.y += ImGui::CalcTextSize(text.c_str(), nullptr, false, b.x - a.x).y + fs * 0.1f;
+  } else {
+    Text(dl, a, algo_colour(r.algo()), head);
+  }
   // Legend, and with a block mask what it keeps.
   float lx = a.x;
   const float ly = a.y + fs * 1.3f;
@@ -668,6 +728,19 @@ void ShowTimelinePanel(AppState& app) {
     ImGui::TextWrapped("%s: %s, %lld CTAs, %lld per SM (limit: %s), %lld waves", kt.name.c_str(), format_seconds(kt.time_s).c_str(),
                        static_cast<long long>(kt.ctas), static_cast<long long>(kt.ctas_per_sm), kt.occupancy_limit.c_str(),
                        static_cast<long long>(kt.waves));
+  }
+  // The roofline in one line: where the problem sits against the ridge point, and the time its DRAM
+  // bytes take at full bandwidth.
+  if (t.dram_bytes > 0) {
+    const bool memory_bound = t.flop_per_dram_byte < t.ridge_flop_per_byte;
+    ImGui::PushStyleColor(ImGuiCol_Text, kCurrent);
+    ImGui::TextWrapped("Roofline: %.3g FLOP per DRAM byte against the GPU's ridge point of %.0f (tensor FLOP/s ÷ HBM bytes/s): %s. "
+                       "Its %s at full bandwidth take %s; predicted %s.",
+                       t.flop_per_dram_byte, t.ridge_flop_per_byte,
+                       memory_bound ? "memory-bound, time ≈ bytes ÷ bandwidth" : "compute-bound: arithmetic sets the time",
+                       format_bytes(t.dram_bytes).c_str(), format_seconds(t.bandwidth_floor_s).c_str(),
+                       format_seconds(res.time.predicted_s).c_str());
+    ImGui::PopStyleColor();
   }
   Canvas c = BeginCanvas("timeline", ImGui::GetContentRegionAvail());
   ImDrawList* dl = c.dl;

@@ -14,6 +14,7 @@ L1=lessons/01-why-standard-attention-is-memory-bound
 L2=lessons/02-tiling-and-online-softmax
 L3=lessons/03-block-size-against-sram
 L6=lessons/06-skip-what-you-dont-need
+L5=lessons/05-decoding-one-query-a-long-cache
 shot lesson1-standard-fills-hbm "stage=2,at=0.2,tab=io" --scenario $L1
 shot lesson1-count-the-bytes "stage=5,at=0.6,tab=io" --scenario $L1
 shot lesson2-tiles-in-sram "stage=1,at=0.33" --scenario $L2
@@ -24,6 +25,11 @@ shot lesson3-block-size-explorer "stage=2,at=0.5,mouse=0.93:0.52" --scenario $L3
 shot lesson6-sliding-window "stage=3,at=0.5" --scenario $L6
 shot lesson6-butterfly "stage=4,at=0.5" --scenario $L6
 shot lesson6-bytes-fall-with-density "stage=5,at=0.5" --scenario $L6
+shot lesson5-one-cta-per-head "stage=1,at=0.5" --scenario $L5
+shot lesson5-split-kv "stage=2,at=0.5" --scenario $L5
+shot lesson5-combine "stage=3,at=0.988" --scenario $L5
+shot lesson5-fallback "stage=5,at=1" --scenario $L5
+shot lesson5-decode-is-memory-bound "stage=6,at=1" --scenario $L5
 shot timeline "stage=5,at=0.5,tab=timeline" --scenario $L1
 shot measured-vs-predicted "at=0.5,tab=measured" --scenario $L3
 shot help-at-1280x720 "stage=3,at=0.7,help" --scenario $L2 --width 1280 --height 720

@@ -159,13 +159,15 @@ void ShowControlsPanel(AppState& app) {
   ImGui::TextDisabled("problem (one head: N × d)");
   changed |= Pow2Slider("##N", s.N, 4, 16, "N = {}");
   changed |= Pow2Slider("##d", s.d, 2, 8, "d = {}");
-  int bh[2] = {static_cast<int>(s.batch), static_cast<int>(s.heads)};
-  ImGui::TextUnformatted("B, H");
+  // B, H and the K/V heads HKV (grouped-query attention: H/HKV query heads share one).
+  int bh[3] = {static_cast<int>(s.batch), static_cast<int>(s.heads), static_cast<int>(s.kv_heads > 0 ? s.kv_heads : s.heads)};
+  ImGui::TextUnformatted("B, H, HKV");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-1);
-  if (ImGui::InputInt2("##BH", bh)) {
+  if (ImGui::InputInt3("##BH", bh)) {
     s.batch = std::clamp(bh[0], 1, 4096);
     s.heads = std::clamp(bh[1], 1, 256);
+    s.kv_heads = bh[2] == bh[1] ? 0 : std::clamp<std::int64_t>(bh[2], 1, s.heads);
   }
   changed |= ImGui::IsItemDeactivatedAfterEdit();
   changed |= ImGui::Checkbox("causal mask", &s.causal);
@@ -180,6 +182,45 @@ void ShowControlsPanel(AppState& app) {
         changed = true;
       }
     ImGui::EndCombo();
+  }
+
+  // Decoding: NQ new query rows against a cache of N; the split-KV rooms' split count and φ. Folded
+  // away for self-attention; a decoding scenario opens it.
+  ImGui::SetNextItemOpen(app.decode_controls_open, ImGuiCond_Always);
+  app.decode_controls_open = ImGui::TreeNodeEx("decoding: NQ query rows, S splits, φ", ImGuiTreeNodeFlags_NoTreePushOnOpen);
+  if (app.decode_controls_open) {
+    const float half = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) / 2;
+    std::int64_t nq = s.query_len > 0 ? std::min(s.query_len, s.N) : s.N;
+    ImGui::SetNextItemWidth(half);
+    changed |= Pow2Slider("##NQ", nq, 0, log2_of(s.N), nq == s.N ? "NQ = N" : "NQ = {}");
+    s.query_len = nq >= s.N ? 0 : nq;
+    const SimulationResult* shown = app.replay[0] ? &app.replay[0]->result() : nullptr;
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    ImGui::BeginDisabled(!s.algo->supports().splits);
+    int splits = static_cast<int>(s.splits);
+    const int most = static_cast<int>(std::clamp<std::int64_t>(shown ? shown->Tc : 1, 1, 1024));
+    const std::string auto_text =
+        shown && s.algo->supports().splits ? fmt::format("S = {} (auto)", shown->problem.kv_splits) : "S = auto";
+    if (ImGui::SliderInt("##splits", &splits, 0, most, splits == 0 ? auto_text.c_str() : "S = %d", ImGuiSliderFlags_AlwaysClamp))
+      s.splits = splits;
+    changed |= ImGui::IsItemDeactivatedAfterEdit();
+    ImGui::EndDisabled();
+    ImGui::BeginDisabled(!s.algo->supports().unified_max);
+    bool auto_phi = !s.unified_max;
+    const double room_phi = shown && shown->problem.unified_max ? *shown->problem.unified_max : 0.0;
+    if (ImGui::Checkbox("φ from the scores", &auto_phi)) {
+      s.unified_max = auto_phi ? std::nullopt : std::optional<double>(room_phi);
+      changed = true;
+    }
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    float phi = static_cast<float>(s.unified_max.value_or(room_phi));
+    ImGui::BeginDisabled(auto_phi);
+    if (ImGui::SliderFloat("##phi", &phi, -100.0f, 100.0f, "φ = %.2f", ImGuiSliderFlags_AlwaysClamp)) s.unified_max = phi;
+    changed |= ImGui::IsItemDeactivatedAfterEdit();
+    ImGui::EndDisabled();
+    ImGui::EndDisabled();
   }
 
   ImGui::Spacing();
@@ -199,7 +240,8 @@ void ShowControlsPanel(AppState& app) {
   }
   ImGui::EndDisabled();
   int row = s.watch_row >= 0 || !app.replay[0] ? std::max(s.watch_row, 0) : static_cast<int>(app.replay[0]->softmax().row);
-  if (ImGui::SliderInt("##watched row", &row, 0, static_cast<int>(std::min<std::int64_t>(s.N - 1, 1 << 20)), "watched query row %d",
+  const std::int64_t query_rows = s.query_len > 0 ? std::min(s.query_len, s.N) : s.N;
+  if (ImGui::SliderInt("##watched row", &row, 0, static_cast<int>(std::min<std::int64_t>(query_rows - 1, 1 << 20)), "watched query row %d",
                        ImGuiSliderFlags_AlwaysClamp))
     s.watch_row = row;
   changed |= ImGui::IsItemDeactivatedAfterEdit();
@@ -264,32 +306,100 @@ void ShowLessonPanel(AppState& app) {
 
 // [SECTION] Online softmax
 
-void ShowSoftmaxPanel(AppState& app) {
-  PanelTitle("Online softmax of one query row", app.highlight == "softmax");
-  if (!app.replay[0]) return;
-  const view::ReplayView& r = *app.replay[0];
-  const view::SoftmaxView& sm = r.softmax();
-  if (!sm.available) {
-    ImGui::TextWrapped("Not available: %s.", sm.why_not.c_str());
-    return;
-  }
-  ImGui::TextWrapped("Query row %lld (in block Q_%lld), random inputs, fp32 as a kernel computes it; "
-                     "the exact answer in fp64 beside it.",
-                     static_cast<long long>(sm.row), static_cast<long long>(sm.row_block + 1));
-  const std::int64_t pos = app.play.pos;
-  if (const WindowTraits& w = r.algo()->window(); !w.running_softmax) {
-    ImGui::Spacing();
-    ImGui::TextWrapped("%s", w.softmax_note.data());
-    if (sm.exact_step >= 0 && pos > sm.exact_step) {
-      ImGui::Text("m = %.5f   ℓ = %.5f   (computed at line %d)", sm.m_exact, sm.l_exact, w.row_softmax_line);
-    } else {
-      ImGui::TextDisabled("waiting for line %d to reach row block Q_%lld", w.row_softmax_line,
-                          static_cast<long long>(sm.row_block + 1));
-    }
-    return;
+namespace {
+
+// Split-KV decoding: one row per split (its running state while its blocks come in, then its partial
+// O_s and LSE_s), then the combine taking them one at a time: e^(LSE_s − LSE) on the synchronised path,
+// ℓ_s / ℓ with FlashDecoding++'s unified max, where nothing needs rescaling.
+void ShowSplitSoftmax(const view::SoftmaxView& sm, std::int64_t pos) {
+  const bool unified = sm.unified && !sm.fell_back;
+  ImGui::Spacing();
+  if (sm.fell_back) {
+    TextWrappedColoured(IM_COL32(255, 150, 110, 255),
+                        fmt::format("Fallback: this row's largest score is {:.1f} above φ = {:.2f}, beyond the safe range of "
+                                    "±64 (e^(x − φ) would overflow or vanish in fp32). FlashDecoding++ ran its splits again on "
+                                    "the synchronised path, shown here; the IO panel counts the second pass over the cache.",
+                                    sm.m_exact - sm.phi, sm.phi)
+                            .c_str());
+  } else if (unified) {
+    ImGui::TextWrapped("Every split subtracts the same unified max φ = %.3f: its ℓ_s = Σ e^(x − φ) and Σ e^(x − φ)·v need no "
+                       "rescale, and the combine simply adds them.", sm.phi);
+  } else {
+    ImGui::TextWrapped("Each split keeps its own running max m_s and writes its partial O_s with LSE_s = m_s + log ℓ_s; the "
+                       "combine rescales each O_s by e^(LSE_s − LSE), LSE = log Σ_s e^(LSE_s).");
   }
   const std::size_t shown = sm.events_before(pos);
-  const std::int64_t dims = std::min<std::int64_t>(static_cast<std::int64_t>(sm.O_exact.size()), 2);
+  const bool lse_known = sm.lse_step >= 0 && pos > sm.lse_step;
+  if (ImGui::BeginTable("splits", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
+    ImGui::TableSetupColumn("split (K/V blocks)");
+    ImGui::TableSetupColumn(unified ? "max" : "m_s (its max)");
+    ImGui::TableSetupColumn(unified ? "ℓ_s = Σ e^(x − φ)" : "ℓ_s");
+    ImGui::TableSetupColumn("LSE_s");
+    ImGui::TableSetupColumn(unified ? "ℓ_s / ℓ" : "e^(LSE_s − LSE)");
+    ImGui::TableHeadersRow();
+    for (std::size_t s = 0; s < sm.splits.size(); ++s) {
+      const view::SplitPartial& part = sm.splits[s];
+      const SoftmaxEvent* state = nullptr;  // the split's latest block so far
+      for (std::size_t e = 0; e < shown; ++e)
+        if (!sm.events[e].combine && sm.events[e].split == static_cast<std::int64_t>(s)) state = &sm.events[e];
+      const bool combined = part.combined_step >= 0 && pos > part.combined_step;
+      ImGui::TableNextRow();
+      if (combined && (s + 1 == sm.splits.size() || pos <= sm.splits[s + 1].combined_step))
+        ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(90, 80, 20, 255));  // the split the combine just took
+      ImGui::TableNextColumn();
+      ImGui::TextColored(tensor_colour_v(Tensor::K), "%zu (K_%lld…K_%lld)", s + 1, static_cast<long long>(part.j_first + 1),
+                         static_cast<long long>(part.j_last + 1));
+      const bool done = part.done_step >= 0 && pos > part.done_step;
+      ImGui::TableNextColumn();
+      if (part.empty) {
+        ImGui::TextDisabled("no key visible");
+        for (int c = 0; c < 3; ++c) ImGui::TableNextColumn();
+        continue;
+      }
+      if (!state) {
+        ImGui::TextDisabled("·");
+        for (int c = 0; c < 3; ++c) {
+          ImGui::TableNextColumn();
+          ImGui::TextDisabled("·");
+        }
+        continue;
+      }
+      if (unified)
+        ImGui::Text("φ");
+      else
+        ImGui::Text("%.4f", state->m_new);
+      ImGui::TableNextColumn();
+      ImGui::Text(unified ? "%.4g" : "%.4f", state->l_new);
+      ImGui::TableNextColumn();
+      if (done)
+        ImGui::Text("%.4f", part.lse);
+      else
+        ImGui::TextDisabled("block K_%lld…", static_cast<long long>(state->j + 1));
+      ImGui::TableNextColumn();
+      if (!lse_known) {
+        ImGui::TextDisabled("·");
+      } else if (combined) {  // rescaled by its weight; on the unified path only added (the share is ℓ_s / ℓ)
+        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), unified ? "%.4f, added" : "× %.4f", part.weight);
+      } else {
+        ImGui::Text("%.4f", part.weight);
+      }
+    }
+    ImGui::EndTable();
+  }
+  ImGui::Spacing();
+  if (lse_known)
+    ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.3f, 1.0f), unified ? "LSE = φ + log Σ_s ℓ_s = %.6f (exact in fp64: %.6f)"
+                                                                : "LSE = log Σ_s e^(LSE_s) = %.6f (exact in fp64: %.6f)",
+                       sm.LSE, sm.LSE_exact);
+  else
+    TextWrappedColoured(ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                        fmt::format("The combine's LSE appears when the combine CTA has read every split's LSE_s (line {}).",
+                                    sm.fell_back ? 22 : 10)
+                            .c_str());
+}
+
+// One row per K/V block of the watched row: the running max, the rescale it causes, the running sum.
+void ShowBlockSoftmax(const view::SoftmaxView& sm, std::size_t shown, std::int64_t dims) {
   ImGui::Spacing();
   if (ImGui::BeginTable("softmax", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
     ImGui::TableSetupColumn("block");
@@ -338,12 +448,49 @@ void ShowSoftmaxPanel(AppState& app) {
   ImGui::Spacing();
   ImGui::TextWrapped("When a block raises the max, everything summed so far was scaled by e^(m_old) instead of "
                      "e^(m_new): multiplying ℓ and O by e^(m_old − m_new) fixes it without reading old blocks again.");
+}
+
+}  // namespace
+
+void ShowSoftmaxPanel(AppState& app) {
+  PanelTitle("Online softmax of one query row", app.highlight == "softmax");
+  if (!app.replay[0]) return;
+  const view::ReplayView& r = *app.replay[0];
+  const view::SoftmaxView& sm = r.softmax();
+  if (!sm.available) {
+    ImGui::TextWrapped("Not available: %s.", sm.why_not.c_str());
+    return;
+  }
+  ImGui::TextWrapped("Query row %lld (in block Q_%lld), random inputs, fp32 as a kernel computes it; "
+                     "the exact answer in fp64 beside it.",
+                     static_cast<long long>(sm.row), static_cast<long long>(sm.row_block + 1));
+  const std::int64_t pos = app.play.pos;
+  if (const WindowTraits& w = r.algo()->window(); !w.running_softmax) {
+    ImGui::Spacing();
+    ImGui::TextWrapped("%s", w.softmax_note.data());
+    if (sm.exact_step >= 0 && pos > sm.exact_step) {
+      ImGui::Text("m = %.5f   ℓ = %.5f   (computed at line %d)", sm.m_exact, sm.l_exact, w.row_softmax_line);
+    } else {
+      ImGui::TextDisabled("waiting for line %d to reach row block Q_%lld", w.row_softmax_line,
+                          static_cast<long long>(sm.row_block + 1));
+    }
+    return;
+  }
+  const std::size_t shown = sm.events_before(pos);
+  const std::int64_t dims = std::min<std::int64_t>(static_cast<std::int64_t>(sm.O_exact.size()), 2);
+  if (!sm.splits.empty()) {
+    ShowSplitSoftmax(sm, pos);
+  } else {
+    ShowBlockSoftmax(sm, shown, dims);
+  }
   ImGui::Spacing();
   ImGui::Separator();
   if (shown == sm.events.size() && shown > 0) {
     const SoftmaxEvent& last = sm.events.back();
-    ImGui::Text("Final: m = %.6f, ℓ = %.6f", last.m_new, last.l_new);
-    ImGui::Text("Exact: m = %.6f, ℓ = %.6f", sm.m_exact, sm.l_exact);
+    if (sm.splits.empty()) {
+      ImGui::Text("Final: m = %.6f, ℓ = %.6f", last.m_new, last.l_new);
+      ImGui::Text("Exact: m = %.6f, ℓ = %.6f", sm.m_exact, sm.l_exact);
+    }
     if (ImGui::BeginTable("exact", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame)) {
       ImGui::TableSetupColumn("dim");
       ImGui::TableSetupColumn("online (fp32)");
@@ -366,7 +513,8 @@ void ShowSoftmaxPanel(AppState& app) {
     ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1.0f), "max |online − exact| over all %zu dims = %.1e: the same softmax.",
                        sm.O_exact.size(), sm.max_abs_diff);
   } else {
-    ImGui::TextDisabled("The exact softmax appears here when every K/V block has been seen.");
+    ImGui::TextDisabled(sm.splits.empty() ? "The exact softmax appears here when every K/V block has been seen."
+                                          : "The row of O appears here when the combine writes it (line 12).");
   }
 }
 
@@ -400,7 +548,8 @@ void ShowIoPanel(AppState& app) {
   const SimulationResult& res = r.result();
   const Counts now = r.counts_before(app.play.pos);
   const Counts& total = res.per_instance;
-  ImGui::Text("%s, one (batch, head), after step %lld of %lld", to_string(r.algo()).data(),
+  const bool packed = r.algo()->heads_per_instance(res.problem) > 1;  // GQA-packed decoding: one (batch, K/V head)
+  ImGui::Text("%s, one %s, after step %lld of %lld", to_string(r.algo()).data(), packed ? "(batch, K/V head) group" : "(batch, head)",
               static_cast<long long>(app.play.pos), static_cast<long long>(r.step_count()));
   if (ImGui::BeginTable("io", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
     ImGui::TableSetupColumn("tensor");
@@ -438,6 +587,13 @@ void ShowIoPanel(AppState& app) {
   ImGui::TextWrapped("All B·H = %lld heads: %s read, %s written, %s accesses (elements)",
               static_cast<long long>(res.problem.instances()), format_bytes(double(res.total.hbm_read_bytes())).c_str(),
               format_bytes(double(res.total.hbm_write_bytes())).c_str(), format_count(double(res.total.accesses())).c_str());
+  if (res.problem.Nq() < res.problem.seq_len) {  // decoding: the softmax work that sets the rooms apart
+    const NonMatmulOps ops = r.algo()->non_matmul_ops(res.problem, r.blocks());
+    ImGui::TextWrapped("Softmax work of one %s: %s exponentials, %s elements rescaled, %s running-max updates, %lld kernel%s: %s.",
+                       packed ? "group" : "head", format_count(double(ops.exponentials)).c_str(),
+                       format_count(double(ops.rescaled_elements)).c_str(), format_count(double(ops.max_updates)).c_str(),
+                       static_cast<long long>(ops.kernels), ops.kernels == 1 ? "" : "s", std::string(ops.note).c_str());
+  }
   ImGui::Spacing();
   ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.3f, 1.0f), "Bound: %s(%s)", res.bound.kind.c_str(), res.bound.expression.c_str());
   ImGui::TextWrapped("%s = %s with N = %lld, d = %lld, M = %lld elements, × B·H. Counted accesses are %.2f× that.",

@@ -21,6 +21,10 @@ view::ReplayRequest replay_request(const AppState& app, Algo algo) {
   r.sim.gpu = current_gpu(app);
   r.sim.problem = {s.batch, s.heads, s.N, s.d, s.dtype, s.causal};
   if (!s.block_mask.empty()) r.sim.problem.block_mask = parse_block_mask(s.block_mask);
+  r.sim.problem.query_len = s.query_len;
+  r.sim.problem.kv_heads = s.kv_heads;
+  if (algo->supports().splits) r.sim.problem.kv_splits = s.splits;
+  if (algo->supports().unified_max) r.sim.problem.unified_max = s.unified_max;
   r.sim.algo = algo;
   if (!s.auto_blocks) {
     r.sim.block_rows = s.Br;
@@ -64,6 +68,11 @@ void load_scenario_into(AppState& app, const std::string& name_or_path) {
   s.dtype = sc.problem.dtype;
   s.causal = sc.problem.causal;
   s.block_mask = sc.problem.block_mask ? sc.problem.block_mask->spec() : std::string();
+  s.query_len = sc.problem.query_len;
+  s.kv_heads = sc.problem.kv_heads;
+  s.splits = sc.problem.kv_splits;
+  s.unified_max = sc.problem.unified_max;
+  app.decode_controls_open = s.query_len > 0 || s.kv_heads > 0 || s.splits > 0 || s.unified_max;
   s.auto_blocks = !sc.block_rows && !sc.block_cols;
   if (sc.block_rows) s.Br = *sc.block_rows;
   if (sc.block_cols) s.Bc = *sc.block_cols;
@@ -87,13 +96,17 @@ void apply_stage(AppState& app, int stage) {
   // The stage's algorithm (else the one on screen) in the stage's pass (else the one on screen).
   const Pass pass = st.pass.value_or(s.algo->pass());
   const Algo algo = parse_algo((st.algorithm ? *st.algorithm : s.algo)->name(), pass).value_or(s.algo);
-  const bool new_problem = (st.causal && *st.causal != s.causal) || (st.block_mask && *st.block_mask != s.block_mask);
+  // A stage's φ holds for that stage only: the others run the lesson's own.
+  const std::optional<double> phi = st.unified_max ? st.unified_max : app.scenario.problem.unified_max;
+  const bool new_problem = (st.causal && *st.causal != s.causal) || (st.block_mask && *st.block_mask != s.block_mask) ||
+                           phi != s.unified_max;
   const bool new_algo = algo != s.algo || new_problem;
   s.algo = algo;
   if (s.algo_b->pass() != pass) s.algo_b = parse_algo(s.algo_b->name(), pass).value_or(partner_of(algo));
   if (s.algo_b == s.algo) s.algo_b = partner_of(algo);
   if (st.causal) s.causal = *st.causal;
   if (st.block_mask) s.block_mask = *st.block_mask;
+  s.unified_max = phi;
   app.highlight = st.panel;
   const std::pair<const char*, Tab> tabs[] = {{"softmax", Tab::softmax}, {"io", Tab::io}, {"explorer", Tab::explorer},
                                               {"timeline", Tab::timeline}, {"measured", Tab::measured}};
@@ -117,7 +130,10 @@ void rebuild(AppState& app) {
   app.replay[0].reset();
   app.replay[1].reset();
   app.replay_error.clear();
-  if (s.watch_row >= s.N) s.watch_row = static_cast<int>(s.N - 1);
+  if (s.kv_heads > s.heads) s.kv_heads = 0;
+  if (s.query_len > s.N) s.query_len = s.N;  // the N slider moved below NQ: decode against the whole cache
+  const std::int64_t Nq = s.query_len > 0 ? s.query_len : s.N;
+  if (s.watch_row >= Nq) s.watch_row = static_cast<int>(Nq - 1);
   try {
     app.replay[0] = std::make_unique<view::ReplayView>(replay_request(app, s.algo));
     if (s.side_by_side && s.algo_b == s.algo) s.algo_b = partner_of(s.algo);

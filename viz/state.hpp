@@ -101,6 +101,11 @@ struct Settings {
   std::int64_t sram_bytes = 131072;
   bool causal = false;
   std::string block_mask;  // --block-mask SPEC; empty: every block pair
+  // Decoding: NQ query rows and HKV K/V heads (0: N and H, self-attention); the split count (0: the
+  // room fills the SMs) and FlashDecoding++'s φ (none: from the scores' statistics), for the rooms
+  // that take them.
+  std::int64_t query_len = 0, kv_heads = 0, splits = 0;
+  std::optional<double> unified_max;
   int watch_row = -1;  // −1: let sim/view pick a row whose max grows mid-way
 };
 
@@ -152,6 +157,7 @@ struct AppState {
   bool select_tab = true;   // bring `tab` forward on the next frame
   std::string highlight;    // panel a lesson stage points at: memory, matrix, softmax, ...
   bool show_help = false;
+  bool decode_controls_open = false;  // the controls' decoding section (a decoding scenario opens it)
   float ui_scale = 1;
   ImFont* font_large = nullptr;  // lesson titles and the narration
   std::string measurements_dir;

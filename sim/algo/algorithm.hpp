@@ -169,6 +169,10 @@ std::optional<Algo> parse_algo(std::string_view name, Pass pass = Pass::forward)
 Algo algo_named(std::string_view name, Pass pass = Pass::forward);
 // The CLI's default, `--algo flash1`.
 Algo default_algo();
+// The rooms `--algo all` runs on a problem: every room of the pass, but the split-KV decoding rooms only
+// on a decoding problem (NQ < N or HKV < H; on self-attention they are flash2 with the heads packed),
+// and with a split count or φ only the rooms that take them.
+std::vector<Algo> all_rooms_for(const AttentionProblem& problem, Pass pass = Pass::forward);
 // "standard, flash1, flash2" (or "standard, flash1 or flash2" with last_separator " or "): the
 // names of one pass, for messages and help.
 std::string algo_names(Pass pass = Pass::forward, std::string_view last_separator = ", ");

@@ -58,6 +58,18 @@ Algo algo_named(std::string_view name, Pass pass) {
 
 Algo default_algo() { return algo_named("flash1"); }
 
+std::vector<Algo> all_rooms_for(const AttentionProblem& p, Pass pass) {
+  const bool decoding = p.Nq() < p.seq_len || p.Hkv() < p.heads || p.kv_splits > 0 || p.unified_max;
+  std::vector<Algo> out;
+  for (Algo a : rooms_of(pass)) {
+    const ShapeSupport s = a->supports();
+    if (s.splits && !decoding) continue;
+    if ((p.kv_splits > 0 && !s.splits) || (p.unified_max && !s.unified_max)) continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
 std::string algo_names(Pass pass, std::string_view last_separator) {
   const std::vector<Algo>& all = rooms_of(pass);
   std::string out;

@@ -51,8 +51,9 @@ std::vector<std::int64_t> parse_int_list(const std::string& text, std::string_vi
 // "standard, flash1, flash2, a comma list, or all": what --algo takes, from the registry.
 std::string algo_choices() { return algo_names() + ", a comma list, or all"; }
 
-std::vector<Algo> parse_algos(const std::string& text) {
-  if (text == "all") return {algorithms().begin(), algorithms().end()};
+// `all`: the rooms all_rooms_for() gives the problem (self-attention's when none is given).
+std::vector<Algo> parse_algos(const std::string& text, const AttentionProblem& problem = AttentionProblem(1, 1, 1024, 64)) {
+  if (text == "all") return all_rooms_for(problem);
   std::vector<Algo> algos;
   std::stringstream in(text);
   std::string item;
@@ -98,7 +99,7 @@ struct ProblemFlags {
   Scenario resolve() const {
     Scenario s = *o_scenario ? load_scenario(scenario) : Scenario{};
     if (*o_gpu) s.gpu = gpu;
-    if (*o_algo) s.algorithms = parse_algos(algo);
+    if (*o_algo && algo != "all") s.algorithms = parse_algos(algo);
     if (*o_batch) s.problem.batch = batch;
     if (*o_heads) s.problem.heads = heads;
     if (*o_seq_len) s.problem.seq_len = seq_len;
@@ -120,6 +121,7 @@ struct ProblemFlags {
     if (*o_unified_max) s.problem.unified_max = unified_max;
     if (*o_block_mask) s.problem.block_mask = parse_block_mask(block_mask);
     s.problem.validate();
+    if (*o_algo && algo == "all") s.algorithms = parse_algos(algo, s.problem);  // which rooms depends on the problem
     return s;
   }
 };

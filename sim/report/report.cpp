@@ -143,9 +143,10 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
     if (g.splits == 1)
       fmt::print(out, "  splits    S = 1: one CTA per row block takes the whole cache and writes O and L itself (no combine)\n");
     else
-      fmt::print(out, "  splits    S = {} per instance: {}{} K/V blocks (about {} rows) each, {} CTAs in all; a combine "
+      fmt::print(out, "  splits    S = {} per instance: {}{} K/V block{} (about {} rows) each, {} CTAs in all; a combine "
                       "kernel reads the {} partials back\n",
                  g.splits, g.Tc / g.splits, g.Tc % g.splits ? fmt::format(" or {}", g.Tc / g.splits + 1) : "",
+                 g.Tc / g.splits == 1 && g.Tc % g.splits == 0 ? "" : "s",
                  format_count(double(g.N) / double(g.splits)), format_count(double(g.splits * g.Tr * r.algo->instances(p))),
                  g.splits);
   }
@@ -237,13 +238,19 @@ void print_comparison(std::ostream& out, std::span<const SimulationResult> resul
   const double baseline = double(first.total.hbm_bytes());
   for (const SimulationResult& r : results) {
     const Counts& c = r.total;
-    fmt::print(out, "  {:<{}} {:>9} {:>11} {:>11} {:>11} {:>8.2f}× {:>12} {:>12} {:>8.3g} {:>10} {:>10}\n", to_string(r.algo),
-               name_width,
-               fmt::format("{}×{}", r.blocks.blocks.Br, r.blocks.blocks.Bc), format_bytes(double(c.hbm_read_bytes())),
-               format_bytes(double(c.hbm_write_bytes())), format_bytes(double(c.hbm_bytes())),
-               baseline / double(c.hbm_bytes()), format_si(double(c.matmul_flops), "FLOP"),
-               format_si(double(c.non_matmul_flops), "FLOP"), r.bound.ratio, format_seconds(r.time.predicted_s),
-               format_bytes(double(r.engine.dram_read_bytes() + r.engine.dram_write_bytes())));
+    out << TableRow("  ")
+               .add("", to_string(r.algo), static_cast<int>(name_width), true)
+               .add(" ", fmt::format("{}×{}", r.blocks.blocks.Br, r.blocks.blocks.Bc), 9)
+               .add(" ", format_bytes(double(c.hbm_read_bytes())), 11)
+               .add(" ", format_bytes(double(c.hbm_write_bytes())), 11)
+               .add(" ", format_bytes(double(c.hbm_bytes())), 11)
+               .add(" ", fmt::format("{:.2f}×", baseline / double(c.hbm_bytes())), 9)
+               .add(" ", format_si(double(c.matmul_flops), "FLOP"), 12)
+               .add(" ", format_si(double(c.non_matmul_flops), "FLOP"), 12)
+               .add(" ", fmt::format("{:.3g}", r.bound.ratio), 8)
+               .add(" ", format_seconds(r.time.predicted_s), 10)
+               .add(" ", format_bytes(double(r.engine.dram_read_bytes() + r.engine.dram_write_bytes())), 10)
+               .str();
   }
   fmt::print(out, "  (vs first: how many times less HBM traffic than the first row; /bound: counted accesses over the\n"
                   "   bound's expression; *time and DRAM bytes after the L2: {})\n",

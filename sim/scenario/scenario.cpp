@@ -162,7 +162,7 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
     for (const toml::node& item : *list) {
       const auto* t = item.as_table();
       if (!t) fail_input("{}: stages: expected [[stages]] tables", r.at(item));
-      r.only_keys(*t, "stages.", {"title", "caption", "algorithm", "pass", "panel", "causal", "block_mask"});
+      r.only_keys(*t, "stages.", {"title", "caption", "algorithm", "pass", "panel", "causal", "block_mask", "unified_max"});
       LessonStage stage;
       for (auto&& [key, node] : *t) {
         const std::string name = "stages." + std::string(key.str());
@@ -183,6 +183,7 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
             fail_input("{}: {}: {}", r.at(node), name, e.what());
           }
         }
+        else if (key == "unified_max") stage.unified_max = r.number(node, name);
         else if (key == "panel") {
           stage.panel = r.text(node, name);
           static const std::set<std::string, std::less<>> panels = {"memory", "matrix", "softmax", "io", "explorer", "timeline", "measured"};

@@ -20,6 +20,9 @@ struct LessonStage {
   std::string panel;              // the GUI panel to bring forward: memory, matrix, softmax, io, explorer, timeline
   std::optional<bool> causal;             // the stage turns the causal mask on or off
   std::optional<std::string> block_mask;  // the stage's --block-mask SPEC ("" for none), checked on reading
+  // FlashDecoding++'s φ for this stage only (a φ that makes rows fall back); a stage without it runs
+  // the lesson's own problem.
+  std::optional<double> unified_max;
 };
 
 struct Scenario {

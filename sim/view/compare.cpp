@@ -11,12 +11,20 @@ namespace hbmlab::view {
 
 std::vector<AlgoBar> compare_algorithms(const SimulateRequest& base) {
   std::vector<AlgoBar> bars;
-  for (Algo algo : algorithms(base.algo->pass())) {  // the rooms of the pass being shown
+  // The rooms of the pass being shown that `--algo all` would run on this shape (the split count and φ
+  // are left to the rooms below).
+  AttentionProblem shape = base.problem;
+  shape.kv_splits = 0;
+  shape.unified_max.reset();
+  for (Algo algo : all_rooms_for(shape, base.algo->pass())) {
     AlgoBar bar;
     bar.algo = algo;
     SimulateRequest r = base;
     r.algo = algo;
     r.numerics = NumericsMode::off;
+    // The split count and φ are knobs of the rooms that take them; the others run the same problem.
+    if (!algo->supports().splits) r.problem.kv_splits = 0;
+    if (!algo->supports().unified_max) r.problem.unified_max.reset();
     try {
       algo->check_problem(r.problem);
     } catch (const InputError& e) {

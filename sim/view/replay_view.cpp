@@ -5,6 +5,9 @@
 // [SECTION] Building a replay
 // [SECTION] Queries at a position
 // [SECTION] Online softmax of the watched row
+//
+// Split-KV decoding restarts the running state in each split and ends with a combine event; the
+// splits' partials are gathered here so that the window can show the combine one split at a time.
 #include "sim/view/replay_view.hpp"
 
 #include <algorithm>
@@ -41,7 +44,12 @@ const std::vector<Tensor>& tensors_in_use() {
   static const std::vector<Tensor> in_use = [] {
     Counts any;
     for (Pass pass : {Pass::forward, Pass::backward})
-      for (Algo a : algorithms(pass)) any = add_counts(any, count_instance(a, AttentionProblem(1, 1, 16, 4), {4, 4}));
+      for (Algo a : algorithms(pass)) {
+        AttentionProblem p(1, 1, 16, 4);
+        any = add_counts(any, count_instance(a, p, {4, 4}));
+        p.kv_splits = 2;  // the split-KV rooms' partials
+        if (a->supports().splits) any = add_counts(any, count_instance(a, p, {4, 4}));
+      }
     std::vector<Tensor> out;
     for (Tensor t : kAllTensors)
       if (any.touches(t)) out.push_back(t);
@@ -95,18 +103,25 @@ ReplayView::ReplayView(const ReplayRequest& request) {
 void ReplayView::index_pairs() {
   const std::int64_t n = step_count(), pairs = result_.Tr * result_.Tc;
   pair_of_step_.assign(static_cast<std::size_t>(n), -1);
-  // A load prepares the next block pair; computes and stores finish the previous one.
-  std::int32_t last = -1;
+  // A load prepares the next block pair; computes and stores finish the previous one. Within one CTA
+  // (Step::cta): a split-KV combine's CTA works for no block pair.
+  std::int32_t last = -1, last_cta = -1;
   for (std::int64_t k = 0; k < n; ++k) {
     const Step& s = steps_[k];
-    if (pair_step(s)) last = static_cast<std::int32_t>(pair(s.i, s.j));
-    if (s.kind != StepKind::load || pair_step(s)) pair_of_step_[k] = last;
+    if (pair_step(s)) {
+      last = static_cast<std::int32_t>(pair(s.i, s.j));
+      last_cta = s.cta;
+    }
+    if ((s.kind != StepKind::load && s.cta == last_cta) || pair_step(s)) pair_of_step_[k] = last;
   }
-  std::int32_t next = -1;
+  std::int32_t next = -1, next_cta = -1;
   for (std::int64_t k = n - 1; k >= 0; --k) {
     const Step& s = steps_[k];
-    if (pair_step(s)) next = static_cast<std::int32_t>(pair(s.i, s.j));
-    if (s.kind == StepKind::load && !pair_step(s)) pair_of_step_[k] = next;
+    if (pair_step(s)) {
+      next = static_cast<std::int32_t>(pair(s.i, s.j));
+      next_cta = s.cta;
+    }
+    if (s.kind == StepKind::load && !pair_step(s) && s.cta == next_cta) pair_of_step_[k] = next;
   }
   pair_begin_.assign(pairs, std::numeric_limits<std::int64_t>::max());
   pair_end_.assign(pairs, -1);
@@ -223,6 +238,12 @@ MatrixView ReplayView::matrix(std::int64_t pos, std::int64_t max_cells) const {
   MatrixView v;
   v.Tr = result_.Tr;
   v.Tc = result_.Tc;
+  const BlockGrid grid = algo()->grid(result_.problem, blocks());
+  v.query_rows = grid.Nq;
+  v.keys = grid.N;
+  v.group = grid.group;
+  if (grid.splits > 1)
+    for (std::int64_t s = 0; s < grid.splits; ++s) v.split_begin.push_back(grid.split_begin(s));
   max_cells = std::max<std::int64_t>(max_cells, 1);
   v.rows = std::min(v.Tr, max_cells);
   v.cols = std::min(v.Tc, max_cells);
@@ -355,6 +376,8 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
   for (std::int64_t k = 0; k < step_count(); ++k)
     if (steps_[k].kind == StepKind::store && steps_[k].tensor == Tensor::O && steps_[k].i == v.row_block) o_written = k;
   for (const SoftmaxEvent& e : v.events) v.event_step.push_back(e.combine ? o_written : pair_end_[pair(v.row_block, e.j)]);
+  v.LSE_exact = v.m_exact + std::log(v.l_exact);
+  build_splits(tiled);
   // One line takes the whole row's softmax (standard), or recomputes P_ij from the forward's exact
   // statistics (the backward rooms): the first step of that line on the watched row block.
   if (const WindowTraits& w = algo()->window(); !w.running_softmax)
@@ -362,6 +385,40 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
       if (steps_[k].kind == StepKind::compute && steps_[k].line == w.row_softmax_line && steps_[k].i == v.row_block)
         v.exact_step = k;
   v.available = true;
+}
+
+void ReplayView::build_splits(const TiledResult& tiled) {
+  SoftmaxView& v = softmax_;
+  const AttentionProblem& p = result_.problem;
+  const BlockGrid grid = algo()->grid(p, blocks());
+  v.unified = algo()->supports().unified_max;
+  v.phi = p.unified_max.value_or(0);
+  v.fell_back = !tiled.recomputed_rows.empty();
+  if (!algo()->supports().splits || grid.splits <= 1 || v.events.empty() || !v.events.back().combine) return;
+  const SoftmaxEvent& combine = v.events.back();
+  v.LSE = combine.m_new + std::log(combine.l_new);
+  v.splits.resize(static_cast<std::size_t>(grid.splits));
+  for (std::int64_t s = 0; s < grid.splits; ++s) {
+    SplitPartial& part = v.splits[static_cast<std::size_t>(s)];
+    part.j_first = grid.split_begin(s);
+    part.j_last = grid.split_begin(s + 1) - 1;
+    part.weight = combine.split_weights[static_cast<std::size_t>(s)];
+    for (std::size_t e = 0; e + 1 < v.events.size(); ++e)
+      if (v.events[e].split == s) {  // the split's last block so far: its state is the partial's
+        part.empty = false;
+        part.lse = v.events[e].m_new + std::log(v.events[e].l_new);
+        part.done_step = v.event_step[e];
+      }
+  }
+  // The combine CTA of the watched row block: line 10 takes LSE, then each O_part is loaded, rescaled
+  // and added (on the synchronised path of a fallback too: the last combine of the block counts).
+  for (std::int64_t k = 0; k < step_count(); ++k) {
+    const Step& s = steps_[k];
+    if (s.i != v.row_block) continue;
+    if (s.kind == StepKind::compute && s.tensor == Tensor::lse) v.lse_step = k;
+    if (s.kind == StepKind::load && s.tensor == Tensor::O_part && s.j >= 0 && s.j < grid.splits)
+      v.splits[static_cast<std::size_t>(s.j)].combined_step = k;
+  }
 }
 
 }  // namespace hbmlab::view

@@ -73,9 +73,23 @@ struct MatrixCell {
 struct MatrixView {
   std::int64_t Tr = 0, Tc = 0;
   std::int64_t kept_pairs = 0, causal_skipped = 0, mask_skipped = 0;  // over the whole grid
+  // S of one instance is query_rows × keys: N × N for self-attention, NQ × N when decoding (g·NQ
+  // rows when a room packs the g query heads of a K/V head, `group` = g).
+  std::int64_t query_rows = 0, keys = 0, group = 1;
+  std::vector<std::int64_t> split_begin;  // split-KV: the first K/V block of each split (none: one split)
   std::int64_t rows = 0, cols = 0;  // cells shown (≤ the max asked for)
   std::vector<MatrixCell> cells;    // row-major, rows × cols
   std::int32_t current_i = -1, current_j = -1;
+};
+
+// Split-KV decoding: one split's partial of the watched row, and when the combine uses it.
+struct SplitPartial {
+  std::int64_t j_first = 0, j_last = 0;  // its K/V blocks
+  bool empty = true;                     // no key of the split is visible to the row (causal)
+  double lse = 0;                        // LSE_s = m_s + log ℓ_s (φ + log ℓ_s on the unified path)
+  double weight = 0;                     // e^(LSE_s − LSE): its share of the row's softmax
+  std::int64_t done_step = -1;           // step after which its last block is in (the partial is final)
+  std::int64_t combined_step = -1;       // the combine's load of its O_part: rescaled by the weight, summed
 };
 
 // The watched row's online softmax after each K/V block, with the exact answer beside it.
@@ -90,6 +104,14 @@ struct SoftmaxView {
   std::vector<double> O_exact;      // fp64 reference row of O
   std::vector<double> O_final;      // the algorithm's row of O (fp32)
   double max_abs_diff = 0;          // max |O_final − O_exact|
+  // Split-KV decoding (events carry their split): the splits' partials, the combine's LSE and when
+  // it is taken (line 10), FlashDecoding++'s unified max φ and whether the row fell back.
+  std::vector<SplitPartial> splits;  // empty: one split, or not a split-KV room
+  double LSE = 0, LSE_exact = 0;     // the combine's log Σ_s e^(LSE_s); fp64's log Σ e^x over the row
+  std::int64_t lse_step = -1;
+  bool unified = false;              // the splits use one max φ (no rescale)
+  double phi = 0;
+  bool fell_back = false;            // the row left φ's safe range: its splits were recomputed synchronised
   // Events that hold after `pos` steps have run.
   std::size_t events_before(std::int64_t pos) const;
 };
@@ -127,6 +149,7 @@ private:
   void index_pairs();
   void build_checkpoints();
   void build_softmax(const ReplayRequest& request);
+  void build_splits(const TiledResult& tiled);
   std::int64_t pair(std::int64_t i, std::int64_t j) const { return i * result_.Tc + j; }
 
   SimulationResult result_;

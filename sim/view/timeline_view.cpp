@@ -19,6 +19,11 @@ TimelineView timeline_view(const SimulationResult& result, int max_lanes, int bi
   v.sm_count = result.gpu.sm_count;
   v.peak_gbps = result.gpu.hbm_bandwidth_gbps;
   v.dropped_spans = e.timeline.dropped_spans;
+  v.dram_bytes = double(e.dram_read_bytes() + e.dram_write_bytes());
+  const double flops = double(result.total.matmul_flops + result.total.non_matmul_flops);
+  v.flop_per_dram_byte = v.dram_bytes > 0 ? flops / v.dram_bytes : 0;
+  v.ridge_flop_per_byte = result.gpu.tensor_tflops * 1e12 / (result.gpu.hbm_bandwidth_gbps * 1e9);
+  v.bandwidth_floor_s = v.dram_bytes / (result.gpu.hbm_bandwidth_gbps * 1e9);
   if (e.timeline.ctas.empty() || v.end_s <= 0) {
     v.why_not = "the engine recorded no timeline for this run";
     return v;

@@ -29,6 +29,11 @@ struct TimelineView {
   std::vector<double> hbm_gbps;        // DRAM bandwidth in each of `bins` equal slices of [0, end_s]
   double peak_gbps = 0;                // the GPU's HBM bandwidth, for scale
   std::int64_t dropped_spans = 0;
+  // The roofline: FLOPs per byte that reaches DRAM (after the L2) against the GPU's ridge point (tensor
+  // FLOP/s over HBM bytes/s). Below the ridge the problem is memory-bound and cannot take less than
+  // its DRAM bytes over the bandwidth.
+  double flop_per_dram_byte = 0, ridge_flop_per_byte = 0;
+  double dram_bytes = 0, bandwidth_floor_s = 0;
 };
 
 // Bins the engine's timeline of `result` (simulated with record_timeline) into `bins` slices.

@@ -39,7 +39,7 @@ int main() {
   };
   std::printf("%-40s %-9s %12s %14s %10s\n", "case", "algo", "steps/head", "HBM bytes", "seconds");
   for (const Case& c : cases)
-    for (Algo algo : algorithms()) {
+    for (Algo algo : all_rooms_for(c.problem)) {
       const Blocks b = c.blocks ? *c.blocks
                                 : choose_blocks(algo, c.problem, {a100.sram_bytes_per_sm, a100.sram_bytes_per_block}).blocks;
       Counts counts;
@@ -51,7 +51,7 @@ int main() {
   std::printf("\n%-40s %-9s %10s\n", "simulate --counts-only", "algo", "seconds");
   const GpuSpec h100 = load_gpu("h100-sxm");
   for (const Case& c : cases)
-    for (Algo algo : algorithms()) {
+    for (Algo algo : all_rooms_for(c.problem)) {
       SimulateRequest request;
       request.gpu = c.blocks ? h100 : a100;
       request.problem = c.problem;

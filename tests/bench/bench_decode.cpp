@@ -1,0 +1,63 @@
+// Decode-step speed: one Llama-3-8B decode step (32 query heads on 8 K/V heads, d = 128, NQ = 1) at
+// 4K, 32K and 128K context, the embedded llama3-8b-decode-* scenarios. For each room: the wall time of
+// the counts (every step, best of 5), of the timing engine (best of 3), and of `simulate` with both and
+// no numerics, as the CLI runs it; beside them the predicted time and the cache's bytes over the HBM
+// bandwidth, the floor any decode step stands on.
+// Run: ./build/tests/bench/bench_decode   (the target: the 128K step, counts + engine, well under 1 s)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "sim/engine/replay.hpp"
+#include "sim/engine/simulate.hpp"
+#include "sim/scenario/scenario.hpp"
+
+using namespace hbmlab;
+
+namespace {
+
+template <class F>
+double best_seconds(int reps, F work) {
+  double best = 1e9;
+  for (int rep = 0; rep < reps; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+}  // namespace
+
+int main() {
+  std::printf("%-24s %-16s %9s %9s %9s %12s %12s %6s\n", "scenario", "algo", "counts", "engine", "simulate",
+              "predicted", "cache/BW", "CTAs");
+  double worst_128k = 0;
+  for (const char* name : {"llama3-8b-decode-4k", "llama3-8b-decode-32k", "llama3-8b-decode-128k"}) {
+    const Scenario sc = load_scenario(name);
+    for (Algo algo : sc.algorithms) {
+      SimulateRequest request;
+      request.gpu = load_gpu(sc.gpu);
+      request.problem = sc.problem;
+      request.algo = algo;
+      request.numerics = NumericsMode::off;
+      SimulationResult r = simulate(request);  // the blocks and splits it chose, for the parts below
+      const double counts_s = best_seconds(5, [&] { (void)count_problem(algo, r.problem, r.blocks.blocks); });
+      const double engine_s = best_seconds(3, [&] { (void)run_engine(algo, r.problem, r.blocks.blocks, request.gpu, {}); });
+      const double simulate_s = best_seconds(3, [&] { r = simulate(request); });
+      const AttentionProblem& p = r.problem;  // K and V of B·HKV heads, N × d each
+      const double cache_bytes = 2.0 * double(p.batch * p.Hkv() * p.seq_len * p.head_dim * p.elem_bytes());
+      std::int64_t ctas = 0;
+      for (const KernelTiming& k : r.engine.kernels) ctas += k.ctas;
+      std::printf("%-24s %-16s %6.2f ms %6.2f ms %6.2f ms %9.2f µs %9.2f µs %6lld\n", name,
+                  std::string(to_string(algo)).c_str(), counts_s * 1e3, engine_s * 1e3, simulate_s * 1e3, r.time.predicted_s * 1e6,
+                  cache_bytes / (request.gpu.hbm_bandwidth_gbps * 1e9) * 1e6, static_cast<long long>(ctas));
+      if (std::string_view(name).ends_with("128k")) worst_128k = std::max(worst_128k, counts_s + engine_s);
+    }
+  }
+  std::printf("\n128K decode step, counts + engine: %.1f ms at worst over the rooms (target: well under 1 s)\n",
+              worst_128k * 1e3);
+  std::printf("(cache/BW: the K/V cache's bytes, K and V of every K/V head once, over the HBM bandwidth)\n");
+  return 0;
+}
