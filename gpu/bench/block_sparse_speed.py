@@ -10,25 +10,13 @@ import subprocess
 import sys
 import tempfile
 
+from torch_timing import events_median_ms as timed
+
 REPS, WARMUP = 30, 5
 
 
 def events_median_ms(fn, flush):
-    import torch
-
-    for _ in range(WARMUP):
-        fn()
-    times = []
-    for _ in range(REPS):
-        flush()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
+    return timed(fn, flush, REPS, WARMUP)
 
 
 def kept_pairs(hbmlab, p, blocks):

@@ -8,25 +8,7 @@
 import json
 import sys
 
-REPS, WARMUP = 50, 5
-
-
-def events_median_ms(fn, flush):
-    import torch
-
-    for _ in range(WARMUP):
-        fn()
-    times = []
-    for _ in range(REPS):
-        flush()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
+from torch_timing import events_median_ms
 
 
 def copy_bandwidth(flush):
