@@ -1,9 +1,10 @@
-# Thin wrapper over CMake. `make run` opens hbmlab on the default lesson; `make test` runs every test.
+# Thin wrapper over CMake. `make run` opens hbmlab on the default lesson; `make test` runs every test;
+# `make test-sanitize` runs them under AddressSanitizer and UBSan (build-debug/).
 PRESET ?= default
 BUILD  := build
 JOBS   ?= $(shell nproc)
 
-.PHONY: all run test build deps configure clean
+.PHONY: all run test test-sanitize build deps configure clean
 
 all: build
 
@@ -21,6 +22,13 @@ run: build
 
 test: build
 	@ctest --preset $(PRESET) -j $(JOBS)
+
+# The CMake preset `debug`: -fsanitize=address,undefined with no recovery, no GUI, no CUDA; the test
+# preset sets ASAN_OPTIONS and UBSAN_OPTIONS so that any finding fails its test.
+test-sanitize: deps
+	@cmake --preset debug >/dev/null
+	@cmake --build --preset debug -j $(JOBS)
+	@ctest --preset debug -j $(JOBS)
 
 clean:
 	@rm -rf build build-debug build-core
