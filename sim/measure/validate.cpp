@@ -172,6 +172,81 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
   }
 }
 
+// The decode calibration's records (gpu/bench/decode_calibrate.py): PyTorch's FlashAttention-2 on a
+// decode step, which runs Flash-Decoding as hbmlab's flash-decoding room does. With one query row
+// and grouped heads it packs each K/V head's g query heads into the rows of one instance (g·NQ
+// rows), so each K/V head is read once; then flash_fwd_splitkv_kernel over S splits (the grid's y)
+// and flash_fwd_splitkv_combine_kernel, or flash_fwd_kernel alone when S = 1. Measured: the sum of
+// its kernels' durations and DRAM bytes under ncu.
+void read_sdpa_decode(const Json& file, const std::string& path, const std::string& gpu, ValidationReport& report) {
+  static const std::regex traits(R"(Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
+  static const std::regex grid_dims(R"(\((\d+), (\d+), (\d+)\))");
+  const Json& records = file.at("sdpa_decode");
+  for (std::size_t n = 0; n < records.size(); ++n) {
+    const Json& r = records[n];
+    const std::string where = fmt::format("{}: sdpa_decode[{}]", path, n);
+    if (!r.contains("ncu_kernels") || r.at("ncu_kernels").empty()) {
+      report.skipped.push_back(where + ": no kernels were profiled");
+      continue;
+    }
+    const Json* main_kernel = nullptr;
+    bool other = false;
+    double time_ns = 0, dram_read = 0, dram_write = 0, l2_read = 0;
+    for (const Json& k : r.at("ncu_kernels")) {
+      const std::string name = k.value("kernel", "");
+      if (name.find("splitkv_combine") == std::string::npos && name.find("flash_fwd") != std::string::npos) main_kernel = &k;
+      else if (name.find("splitkv_combine") == std::string::npos) other = true;
+      time_ns += number_or_nan(k, "gpu__time_duration.sum");
+      dram_read += number_or_nan(k, "dram__bytes_read.sum");
+      dram_write += number_or_nan(k, "dram__bytes_write.sum");
+      l2_read += number_or_nan(k, "lts__t_sectors_srcunit_tex_op_read.sum") * 32;
+    }
+    std::smatch t, g;
+    const std::string name = main_kernel ? main_kernel->value("kernel", "") : "";
+    const std::string grid = main_kernel ? main_kernel->value("grid", "") : "";
+    if (!main_kernel || other || !std::regex_search(name, t, traits) || !std::regex_search(grid, g, grid_dims)) {
+      report.skipped.push_back(where + ": not FlashAttention-2's flash_fwd kernels alone, with their traits and grid");
+      continue;
+    }
+    const std::int64_t B = whole_number(r.at("B"), where + ".B"), H = whole_number(r.at("H"), where + ".H");
+    const std::int64_t Hkv = whole_number(r.at("HKV"), where + ".HKV"), Nq = whole_number(r.at("NQ"), where + ".NQ");
+    const bool split = name.find("splitkv") != std::string::npos;
+    auto dim = [&](int k) { return std::strtod(g[k].str().c_str(), nullptr); };
+    // The grid's z is B × the heads it runs: B·HKV when the group is packed into one instance.
+    if (dim(3) != double(B * Hkv)) {
+      report.skipped.push_back(fmt::format("{}: PyTorch's kernel ran {} (batch, head) instances, not B·HKV = {}: with "
+                                           "{} query rows it reads each K/V head once per query head, a launch no "
+                                           "room models",
+                                           where, dim(3), B * Hkv, Nq));
+      continue;
+    }
+    ValidationRow row;
+    row.file = path;
+    row.source = "sdpa flash";
+    row.gpu = gpu;
+    row.algo = algo_named("flash-decoding");
+    Json problem = {{"batch", B}, {"heads", H}, {"kv_heads", Hkv}, {"query_len", Nq}, {"seq_len", r.at("N")},
+                    {"head_dim", r.at("d")}, {"dtype", r.value("dtype", "fp16")}};
+    problem["splits"] = split ? launch_figure(dim(2), where + ": grid y (splits)") : 1;
+    row.problem = problem_of(problem, where);
+    auto trait = [&](int k) { return std::strtod(t[k].str().c_str(), nullptr); };
+    const std::string traits_where = where + ": Flash_fwd_kernel_traits";
+    row.blocks = {launch_figure(trait(2), traits_where + " Br"), launch_figure(trait(3), traits_where + " Bc")};
+    row.launch.threads_per_cta = launch_figure(32 * trait(4), traits_where + " warps × 32");
+    const double regs = number_or_nan(*main_kernel, "launch__registers_per_thread");
+    const double smem = number_or_nan(*main_kernel, "launch__shared_mem_per_block_dynamic") +
+                        number_or_nan(*main_kernel, "launch__shared_mem_per_block_static");
+    if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
+    if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+    row.measured_time_s = time_ns * 1e-9;
+    row.measured_dram_read = dram_read;
+    row.measured_dram_write = dram_write;
+    row.measured_l2_read = l2_read;
+    check_row(row, where);
+    report.rows.push_back(row);
+  }
+}
+
 // `hbmlab measure` files (DESIGN.md, "Measurement files"): hbmlab's own kernels, with the
 // blocks they ran with. A record may add "launch": {"threads_per_cta", "registers_per_thread",
 // "smem_bytes_per_cta", "kv_descending"}; without it the launch is the engine's default.
@@ -271,10 +346,12 @@ ValidationReport parse_measurements(std::string_view json_text, const std::strin
     fail_input("{}: not JSON: {}", path, e.what());
   }
   try {
-    if (!file.is_object() || (!file.contains("sdpa") && !file.contains("records")))
-      fail_input("{}: neither \"sdpa\" (a calibration file) nor \"records\" (a measurement file)", path);
+    if (!file.is_object() || (!file.contains("sdpa") && !file.contains("sdpa_decode") && !file.contains("records")))
+      fail_input("{}: neither \"sdpa\" or \"sdpa_decode\" (a calibration file) nor \"records\" (a measurement file)",
+                 path);
     const std::string preset = gpu ? *gpu : preset_for(file.value("device", Json::object()), path);
     if (file.contains("sdpa")) read_sdpa(file, path, preset, one);
+    else if (file.contains("sdpa_decode")) read_sdpa_decode(file, path, preset, one);
     else read_records(file, path, preset, one);
   } catch (const Json::exception& e) {
     fail_input("{}: {}", path, e.what());
