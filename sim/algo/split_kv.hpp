@@ -129,7 +129,10 @@ protected:
   }
 
   // The combine, CTA `cta` for row block i (S > 1): every split's lse_part then O_part, then O_i.
-  void emit_combine(Emitter& e, Path path, Lines lines, std::int64_t i, std::int32_t cta) const {
+  // `split_by_split` (a launch plan of PyTorch's combine, LaunchOverride::combine_split_by_split):
+  // line 11 as S load-then-add steps, the same bytes and FLOPs, each waiting on its own load.
+  void emit_combine(Emitter& e, Path path, Lines lines, std::int64_t i, std::int32_t cta,
+                    bool split_by_split = false) const {
     const BlockGrid& g = e.grid;
     const std::int64_t r = g.rows(i), S = g.splits, d = e.d();
     const int L = lines.combine;
@@ -138,11 +141,18 @@ protected:
     // Synchronised: LSE = m + log Σ_s e^(LSE_s − m), m = max_s LSE_s (4S + 2 per row). Unified:
     // ℓ = Σ_s ℓ_s (S per row).
     e.compute(FlopKind::non_matmul, Tensor::lse, i, -1, L + 10, path == Path::synchronised ? r * (4 * S + 2) : r * S);
-    for (std::int64_t s = 0; s < S; ++s) e.load(Tensor::O_part, i, s, L + 11);  // line 11
     // Synchronised: O_i = Σ_s e^(LSE_s − LSE)·O_part_s (weights 2S, then 2S·d per row). Unified:
     // O_i = Σ_s O_part_s / ℓ (S·d + d per row).
-    e.compute(FlopKind::non_matmul, Tensor::O, i, -1, L + 11,
-              path == Path::synchronised ? r * (2 * S + 2 * S * d) : r * (S * d + d));
+    const std::int64_t flops = path == Path::synchronised ? r * (2 * S + 2 * S * d) : r * (S * d + d);
+    if (split_by_split) {
+      for (std::int64_t s = 0; s < S; ++s) {
+        e.load(Tensor::O_part, i, s, L + 11);
+        e.compute(FlopKind::non_matmul, Tensor::O, i, -1, L + 11, flops / S + (s < flops % S ? 1 : 0));
+      }
+    } else {
+      for (std::int64_t s = 0; s < S; ++s) e.load(Tensor::O_part, i, s, L + 11);  // line 11
+      e.compute(FlopKind::non_matmul, Tensor::O, i, -1, L + 11, flops);
+    }
     e.store(Tensor::O, i, -1, L + 12);  // line 12
   }
 

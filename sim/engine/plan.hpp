@@ -71,6 +71,10 @@ struct LaunchOverride {
   // Model hbmlab's own CUDA kernels (gpu/) as they are written, where they differ from the
   // reference launch (standard's recorded tiles, flash1's fp32 FMAs fed from shared memory).
   bool hbmlab_kernels = false;
+  // Split-KV combine: each CTA loads and adds one split's O_part at a time, waiting on each, as
+  // PyTorch's FlashAttention-2 combine does (one memory round trip per split), instead of loading
+  // every split's partial at once.
+  bool combine_split_by_split = false;
 };
 
 // Applies the override's threads, registers and shared memory to one kernel.

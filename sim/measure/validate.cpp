@@ -233,6 +233,7 @@ void read_sdpa_decode(const Json& file, const std::string& path, const std::stri
     const std::string traits_where = where + ": Flash_fwd_kernel_traits";
     row.blocks = {launch_figure(trait(2), traits_where + " Br"), launch_figure(trait(3), traits_where + " Bc")};
     row.launch.threads_per_cta = launch_figure(32 * trait(4), traits_where + " warps × 32");
+    row.launch.combine_split_by_split = true;
     const double regs = number_or_nan(*main_kernel, "launch__registers_per_thread");
     const double smem = number_or_nan(*main_kernel, "launch__shared_mem_per_block_dynamic") +
                         number_or_nan(*main_kernel, "launch__shared_mem_per_block_static");

@@ -520,3 +520,26 @@ TEST_CASE("validate reads PyTorch's decode kernels as the flash-decoding room", 
   CHECK(r.rows.front().problem.kv_splits == 8);
   CHECK(r.rows.front().blocks == Blocks{64, 128});
 }
+
+TEST_CASE("a combine that loads split by split waits one round trip per split, moving the same bytes",
+          "[engine][decode]") {
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  AttentionProblem p(1, 32, 4096, 128);
+  p.kv_heads = 8;
+  p.query_len = 1;
+  p.kv_splits = 32;
+  const Algo algo = algo_named("flash-decoding");
+  const Blocks blocks{64, 128};
+  EngineOptions at_once, one_by_one;
+  one_by_one.launch.combine_split_by_split = true;
+  const EngineResult a = run_engine(algo, algo->prepare(p, blocks, gpu), blocks, gpu, at_once);
+  const EngineResult b = run_engine(algo, algo->prepare(p, blocks, gpu), blocks, gpu, one_by_one);
+  REQUIRE(a.kernels.size() == 2);
+  REQUIRE(b.kernels.size() == 2);
+  CHECK(b.sm_read_bytes() == a.sm_read_bytes());  // the same loads, in another order
+  CHECK(std::abs(double(b.dram_read_bytes()) - double(a.dram_read_bytes())) <= 1e-3 * double(a.dram_read_bytes()));
+  CHECK(b.non_matmul_flops == a.non_matmul_flops);
+  CHECK(b.kernels[0].time_s == a.kernels[0].time_s);  // the split kernel is the same
+  // Each of the 31 later splits waits at least an L2 round trip of its own.
+  CHECK(b.kernels[1].time_s - a.kernels[1].time_s >= 31 * gpu.l2_latency_ns * 1e-9);
+}

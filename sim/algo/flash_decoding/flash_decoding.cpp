@@ -75,7 +75,8 @@ public:
       PlanBuilder builder(plans.back(), p, g.Tc, gpu.l2_sector_bytes);
       CtaPrograms programs(builder);
       Emitter e(p, g, programs);
-      for (std::int64_t i = 0; i < g.Tr; ++i) emit_combine(e, Path::synchronised, {}, i, static_cast<std::int32_t>(i));
+      for (std::int64_t i = 0; i < g.Tr; ++i)
+        emit_combine(e, Path::synchronised, {}, i, static_cast<std::int32_t>(i), options.launch.combine_split_by_split);
     }
     return plans;
   }
