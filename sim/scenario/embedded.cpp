@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -23,6 +24,16 @@ std::vector<std::string_view> embedded_in(std::string_view folder) {
     if (file.path.size() > folder.size() && file.path.starts_with(folder) && file.path[folder.size()] == '/')
       paths.push_back(file.path);
   return paths;  // the generator writes them sorted
+}
+
+bool is_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+bool exists_on_disk(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
 }
 
 std::string read_text_file(const std::string& path) {

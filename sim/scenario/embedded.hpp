@@ -22,6 +22,11 @@ std::optional<std::string_view> find_embedded(std::string_view path);
 // Paths of embedded files under `folder` ("gpus", "lessons", "workloads"), sorted.
 std::vector<std::string_view> embedded_in(std::string_view folder);
 
+// Whether `path` names a regular file (exists(): anything at all) on disk. A name the file system
+// refuses (too long, say) is simply not a file: these never throw.
+bool is_file(const std::string& path);
+bool exists_on_disk(const std::string& path);
+
 // The contents of a file on disk; throws InputError naming the path when it cannot be read.
 std::string read_text_file(const std::string& path);
 

@@ -230,7 +230,7 @@ std::vector<std::string> scenario_names() {
 
 Scenario load_scenario(std::string_view name_or_path) {
   const std::string key(name_or_path);
-  if (std::filesystem::is_regular_file(key)) return parse_scenario(read_text_file(key), key);
+  if (is_file(std::string(key))) return parse_scenario(read_text_file(key), key);
   for (const std::string& candidate : {key, "lessons/" + key, "workloads/" + key}) {
     const std::string path = candidate.ends_with(".toml") ? candidate : candidate + ".toml";
     if (auto text = find_embedded(path)) return parse_scenario(*text, "scenarios/" + path);

@@ -111,6 +111,10 @@ TEST_CASE("bad input: exit 2 and one line naming the option", "[cli][errors]") {
       {{"bounds", "--seq-lens", "64,x"}, "--seq-lens"},
       {{"sweep", "--block-rows", "0"}, "--block-rows"},
       {{"frobnicate"}, "frobnicate"},
+      // Names longer than the file system takes (a fuzzed mask spec once ended hbmlab here).
+      {{"simulate", "--block-mask", "butterfly" + std::string(300, '1')}, "--block-mask"},
+      {{"simulate", "--scenario", std::string(300, 'a')}, "--scenario"},
+      {{"simulate", "--gpu", std::string(300, 'a') + ".toml"}, "--gpu"},
   };
   for (const auto& [args, option] : cases) {
     INFO(args[0] << " " << (args.size() > 1 ? args[1] : ""));

@@ -136,7 +136,7 @@ std::shared_ptr<const BlockMask> parse_block_mask(std::string_view spec) {
         colon == std::string_view::npos ? 1 : static_cast<std::uint64_t>(parse_count(rest.substr(colon + 1), "random seed"));
     return std::make_shared<RandomMask>(d, seed, text);
   }
-  if (std::filesystem::is_regular_file(text)) return parse_mask_text(read_text_file(text), text);  // InputError naming the path when unreadable
+  if (is_file(std::string(text))) return parse_mask_text(read_text_file(text), text);  // InputError naming the path when unreadable
   fail_input("--block-mask: '{}' is not local:W, butterfly, random:DENSITY[:SEED] or a mask file", text);
 }
 
