@@ -1,5 +1,5 @@
-// Shared-memory tiles of the tensor-core kernels (flash2.cu, flash_decoding.cu): rows of d elements
-// in 16-byte chunks, XOR-swizzled, filled by cp.async. Included by the .cu files only.
+// Shared-memory tiles of the tensor-core kernels (flash2.cu, flash_decoding.cu, flash2_backward.cu):
+// rows of d elements in 16-byte chunks, XOR-swizzled, filled by cp.async. Included by the .cu files only.
 #pragma once
 
 #include <cstdint>
