@@ -23,6 +23,10 @@
 //      fp16, Br × Bc = 64 × 128: d = 64 1.10× faster than v1 (N = 4K and 16K), d = 128 1.01×; ncu
 //      puts the d = 128 kernel at 81 % of the L1/shared-memory throughput and 40 % of the tensor
 //      pipe: every warp reads all of Q_i and dO_i from shared memory four times a step.
+//   v3: each warp's share of dQ_i is two m16 row groups wide (kDqWM), so every K_j fragment it reads
+//      feeds two MMAs: at d = 128 a sixth fewer shared-memory reads in that product, 1.02–1.03× faster
+//      than v2 (N = 4K, 16K); d = 64 within ±1 %. 0.91–1.20× the speed of PyTorch's FlashAttention-2
+//      backward on the recorded sweep (assets/measurements/h100-backward-speed.md).
 #include <cmath>
 #include <stdexcept>
 
@@ -114,8 +118,10 @@ flash2_backward_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K,
   constexpr int kKSteps = kD / 16;    // k16 steps across d (S_ijᵀ, dP_ijᵀ)
   constexpr int kQTiles = kBr / 8;    // n8 tiles across the Br queries (S_ijᵀ, dP_ijᵀ accumulators)
   constexpr int kDTiles = kD / 8;     // n8 tiles across d (dK_j, dV_j accumulators)
-  // dQ_i (Br × d) shared out: kBr/16 row groups, each row group's d columns split over the rest.
-  constexpr int kDqRowGroups = kBr / 16;
+  // dQ_i (Br × d) shared out: each warp takes two m16 row groups (so that every K_j fragment it reads
+  // feeds two MMAs) of kDqTiles n8 column tiles; kBr/32 row slots, the d columns split over the rest.
+  constexpr int kDqWM = 2;
+  constexpr int kDqRowGroups = kBr / (16 * kDqWM);
   constexpr int kDqColParts = kWarps / kDqRowGroups;
   constexpr int kDqTiles = kDTiles / kDqColParts;  // n8 tiles of dQ_i per warp
   // At d = 64, Br = 64 the warp's A fragments of K_j and V_j (32 registers) stay in registers for the
@@ -124,7 +130,8 @@ flash2_backward_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K,
   constexpr bool kKVInRegisters = kD * kBr <= 64 * 64;
   static_assert(kD % 16 == 0 && kD / 8 >= 8, "d: a multiple of 16, at least 64 (the swizzle needs 8 chunks a row)");
   static_assert(kBr % 64 == 0, "Br: dS_ijᵀ rows hold Br queries, at least 8 chunks of 16 bytes for the swizzle");
-  static_assert(kWarps % kDqRowGroups == 0 && kDqTiles % 2 == 0, "dQ_i's tiles must share out evenly over the warps");
+  static_assert(kDqRowGroups >= 1 && kWarps % kDqRowGroups == 0 && kDqTiles % 2 == 0,
+                "dQ_i's tiles must share out evenly over the warps");
   static_assert(kThreads >= 2 * kBr, "one thread per L_i or D_i value");
   using Smem = BackwardSmem<kD, kBr, kBc>;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -184,7 +191,10 @@ flash2_backward_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K,
   // dQ_i: this warp's row group and column part; the A fragments of dS_ij come transposed out of
   // dS_ijᵀ (rows = keys, Br queries a row), the B fragments of K_j transposed from its columns.
   const int dq_group = warp % kDqRowGroups, dq_part = warp / kDqRowGroups;
-  const std::uint32_t ds_at = swz<kBr>((lane % 8) + 8 * (lane / 16), 2 * dq_group + (lane / 8) % 2) * 16;
+  std::uint32_t ds_at[kDqWM];  // the query chunks of the warp's m16 groups dq_group·kDqWM + g
+#pragma unroll
+  for (int g = 0; g < kDqWM; ++g)
+    ds_at[g] = swz<kBr>((lane % 8) + 8 * (lane / 16), 2 * (dq_group * kDqWM + g) + (lane / 8) % 2) * 16;
   std::uint32_t kq_at[kDqTiles / 2];
 #pragma unroll
   for (int p = 0; p < kDqTiles / 2; ++p)
@@ -193,35 +203,44 @@ flash2_backward_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K,
   const std::uint32_t ds_row = (warp * 16 + lane / 4) * kBr * 2 + (lane % 4) * 4;
 
   // line 15: dQ_i += dS_ij K_j for row block i, from dS_ijᵀ in `sdS`, added into the fp32 accumulator in
-  // HBM  // (16, d / kDqColParts) per warp
+  // HBM  // (32, d / kDqColParts) per warp
   auto add_dQ = [&](int i, std::uint32_t sdS) {
-    float reg_dQ[kDqTiles][4];
+    float reg_dQ[kDqWM][kDqTiles][4];
 #pragma unroll
-    for (int t = 0; t < kDqTiles; ++t)
+    for (int g = 0; g < kDqWM; ++g)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) reg_dQ[t][e] = 0.f;
+      for (int t = 0; t < kDqTiles; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) reg_dQ[g][t][e] = 0.f;
 #pragma unroll
     for (int kt = 0; kt < kBc / 16; ++kt) {
-      std::uint32_t a[4];
-      ldmatrix_x4_trans(a, sdS + ds_at + kt * 16 * kBr * 2);  // keys kt·16 …, the group's 16 queries
+      std::uint32_t a[kDqWM][4];
+#pragma unroll
+      for (int g = 0; g < kDqWM; ++g)
+        ldmatrix_x4_trans(a[g], sdS + ds_at[g] + kt * 16 * kBr * 2);  // keys kt·16 …, the group's 16 queries
 #pragma unroll
       for (int p = 0; p < kDqTiles / 2; ++p) {
         std::uint32_t b[4];
         ldmatrix_x4_trans(b, sram_K + kq_at[p] + kt * 16 * kD * 2);
-        mma_16816<T>(reg_dQ[2 * p], a, b[0], b[1]);
-        mma_16816<T>(reg_dQ[2 * p + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int g = 0; g < kDqWM; ++g) {
+          mma_16816<T>(reg_dQ[g][2 * p], a[g], b[0], b[1]);
+          mma_16816<T>(reg_dQ[g][2 * p + 1], a[g], b[2], b[3]);
+        }
       }
     }
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = i * kBr + dq_group * 16 + lane / 4 + 8 * h;
-      if (row < N) {
-        float* at = dQ_accum + static_cast<std::int64_t>(row) * kD + dq_part * kDqTiles * 8 + (lane % 4) * 2;
+    for (int g = 0; g < kDqWM; ++g)
 #pragma unroll
-        for (int t = 0; t < kDqTiles; ++t)
-          atomicAdd(reinterpret_cast<float2*>(at + t * 8), make_float2(reg_dQ[t][2 * h], reg_dQ[t][2 * h + 1]));
+      for (int h = 0; h < 2; ++h) {
+        const int row = i * kBr + (dq_group * kDqWM + g) * 16 + lane / 4 + 8 * h;
+        if (row < N) {
+          float* at = dQ_accum + static_cast<std::int64_t>(row) * kD + dq_part * kDqTiles * 8 + (lane % 4) * 2;
+#pragma unroll
+          for (int t = 0; t < kDqTiles; ++t)
+            atomicAdd(reinterpret_cast<float2*>(at + t * 8), make_float2(reg_dQ[g][t][2 * h], reg_dQ[g][t][2 * h + 1]));
+        }
       }
-    }
   };
 
   for (int i = i_begin; i < Tr; ++i) {  // line 8
