@@ -18,8 +18,7 @@ using namespace hbmlab::gpu;
 namespace {
 
 CheckResult check_shape(const KernelShape& s, std::int64_t N, std::int64_t bh, bool causal, InputKind kind, std::uint64_t seed,
-                        bool kv_descending = false, const char* block_mask = nullptr, std::int64_t full_rows_max_n = 4096,
-                        bool accuracy = true) {
+                        bool kv_descending = false, const char* block_mask = nullptr, std::int64_t full_rows_max_n = 4096) {
   AttentionProblem p;
   p.batch = 1;
   p.heads = bh;
@@ -37,7 +36,7 @@ CheckResult check_shape(const KernelShape& s, std::int64_t N, std::int64_t bh, b
                          << " max_abs_error=" << r.max_abs_error << " error/tolerance=" << r.worst_ratio << " "
                          << r.note);
   CHECK(r.all_written);
-  if (accuracy && family_of(s.algo).intended_difference(kind).empty()) CHECK(r.pass);
+  if (family_of(s.algo).intended_difference(kind).empty()) CHECK(r.pass);
   return r;
 }
 
@@ -95,10 +94,9 @@ TEST_CASE("flash2 backward: dQ, dK, dV against the fp64 reference backward over 
     }
 }
 
-TEST_CASE("flash2 backward on the stress inputs: every gradient written and finite", "[gpu][backward]") {
-  // Scores of ±1e4 (large_logits) or a query's own key far ahead (dominant_key) make P one-hot, so
-  // dS = P ∘ (dP − D) is a difference of nearly equal numbers, D coming from the dtype's O: the
-  // error is reported beside the tolerance, finiteness is held.
+TEST_CASE("flash2 backward on the stress inputs: finite everywhere, dominant_key within the tolerance", "[gpu][backward]") {
+  // A query's own key far ahead (dominant_key) is held to the tolerance; scores of ±1e4
+  // (large_logits) are the family's intended difference (its error is reported, finiteness held).
   const Algo bwd = algo_named("flash2", Pass::backward);
   std::uint64_t seed = 901;
   for (Dtype dtype : {Dtype::fp16, Dtype::bf16})
@@ -106,7 +104,7 @@ TEST_CASE("flash2 backward on the stress inputs: every gradient written and fini
       const KernelShape s{bwd, dtype, d, default_blocks(bwd, dtype, d)};
       for (InputKind kind : {InputKind::large_logits, InputKind::dominant_key})
         for (bool causal : {false, true}) {
-          const CheckResult r = check_shape(s, 257, 2, causal, kind, ++seed, false, nullptr, 4096, false);
+          const CheckResult r = check_shape(s, 257, 2, causal, kind, ++seed);
           WARN("flash2 backward " << to_string(dtype) << " d=" << d << " " << to_string(kind) << " causal=" << causal
                                   << ": max |error| " << r.max_abs_error << ", error/tolerance " << r.worst_ratio);
         }
