@@ -1,9 +1,12 @@
-# Thin wrapper over CMake. `make run` opens hbmlab on the default lesson; `make test` runs every test.
+# Thin wrapper over CMake. `make run` opens hbmlab on the default lesson; `make test` runs every test;
+# `make test-sanitize` runs them under AddressSanitizer and UBSan (build-debug/); `make fuzz` fuzzes the
+# file loaders (build-fuzz/, clang's libFuzzer) for FUZZ_SECONDS each.
 PRESET ?= default
 BUILD  := build
 JOBS   ?= $(shell nproc)
+FUZZ_SECONDS ?= 30
 
-.PHONY: all run test build deps configure clean
+.PHONY: all run test test-sanitize fuzz build deps configure clean
 
 all: build
 
@@ -22,5 +25,20 @@ run: build
 test: build
 	@ctest --preset $(PRESET) -j $(JOBS)
 
+# The CMake preset `debug`: -fsanitize=address,undefined with no recovery, no GUI, no CUDA; the test
+# preset sets ASAN_OPTIONS and UBSAN_OPTIONS so that any finding fails its test.
+test-sanitize: deps
+	@cmake --preset debug >/dev/null
+	@cmake --build --preset debug -j $(JOBS)
+	@ctest --preset debug -j $(JOBS)
+
+# The CMake preset `fuzz`: the harnesses of tests/fuzz/ with -fsanitize=fuzzer,address,undefined.
+# CTest replays their corpora first, then tests/fuzz/run.sh fuzzes each for FUZZ_SECONDS.
+fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	@ctest --preset fuzz -j $(JOBS)
+	@bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+
 clean:
-	@rm -rf build build-debug build-core
+	@rm -rf build build-debug build-core build-fuzz

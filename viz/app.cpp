@@ -405,6 +405,8 @@ int run_gui(const hbmlab::GuiOptions& options) {
                              to_string(app.settings.algo));
   }
   if (!options.screenshot.empty() && saved) std::cout << "saved " << options.screenshot << "\n";
+  if (!options.screenshot.empty() && app.tab == Tab::explorer && !app.explorer_runs.empty())
+    std::cout << "explorer: " << app.explorer_runs.size() << " cells measured on " << app.explorer_runs.front().row.gpu << "\n";
 
   // Background jobs still running own their state (viz/state.hpp: Job) and are left to finish.
   ImGui_ImplOpenGL3_Shutdown();
@@ -413,7 +415,8 @@ int run_gui(const hbmlab::GuiOptions& options) {
   glfwDestroyWindow(window);
   glfwTerminate();
   const int code = saved ? 0 : 1;
-  if (app.explorer_job.running() || app.times_job.running() || app.measured_job.running()) {
+  if (app.explorer_job.running() || app.times_job.running() || app.measured_job.running() ||
+      app.explorer_runs_job.running()) {
     // A sweep or validation still running on its thread would race the static destructors of a
     // normal exit; nothing is left to save, so leave at once.
     std::cout.flush();

@@ -10,6 +10,7 @@
 // [SECTION] Measured against predicted
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -28,6 +29,7 @@ constexpr ImU32 kCurrent = IM_COL32(255, 215, 60, 255);
 constexpr ImU32 kFrame = IM_COL32(150, 150, 165, 255);
 constexpr ImU32 kText = IM_COL32(235, 235, 240, 255);
 constexpr ImU32 kDim = IM_COL32(160, 160, 175, 255);
+constexpr ImU32 kMeasured = IM_COL32(255, 110, 200, 255);  // what a real GPU measured
 
 ImU32 mix(ImU32 a, ImU32 b, float t) {
   const ImVec4 x = ImGui::ColorConvertU32ToFloat4(a), y = ImGui::ColorConvertU32ToFloat4(b);
@@ -541,6 +543,40 @@ ImU32 ramp(float t) {
 
 std::string compact(double v) { return format_si(v, ""); }
 
+// What a GPU measured at each recorded (Br, Bc) beside what the engine predicts, one line per cell,
+// the fastest on the GPU in the measured colour: which block size really wins, and whether the model
+// ranks it first too.
+void DrawMeasuredTable(ImDrawList* dl, const std::vector<view::MeasuredCell>& runs, ImVec2 at, float width, float fs) {
+  auto fastest = [&](auto time) {
+    std::size_t best = 0;
+    for (std::size_t k = 1; k < runs.size(); ++k)
+      if (time(runs[k].row) < time(runs[best].row)) best = k;
+    return best;
+  };
+  const std::size_t by_gpu = fastest([](const ValidationRow& m) { return m.measured_time_s; });
+  const std::size_t by_model = fastest([](const ValidationRow& m) { return m.predicted_time_s; });
+  auto blocks = [&](std::size_t k) { return fmt::format("{} × {}", runs[k].row.blocks.Br, runs[k].row.blocks.Bc); };
+  dl->AddCircleFilled(ImVec2(at.x + fs * 0.4f, at.y + fs * 0.55f), fs * 0.3f, kMeasured);
+  Text(dl, ImVec2(at.x + fs, at.y), kText,
+       fmt::format("Measured on {} against predicted (hover a dotted cell for its file)", runs.front().row.gpu));
+  Text(dl, ImVec2(at.x + fs, at.y + fs * 1.25f), by_gpu == by_model ? kText : kCurrent,
+       by_gpu == by_model ? fmt::format("fastest on the GPU: {}, and the model ranks it first too", blocks(by_gpu))
+                          : fmt::format("fastest on the GPU: {}; the model ranks {} first", blocks(by_gpu), blocks(by_model)));
+  const float x[] = {0.02f, 0.17f, 0.32f, 0.47f, 0.60f, 0.76f, 0.91f};
+  const char* heads[] = {"Br × Bc", "time", "predicted", "error", "DRAM reads", "predicted", "error"};
+  float y = at.y + fs * 2.6f;
+  for (int c = 0; c < 7; ++c) Text(dl, ImVec2(at.x + width * x[c], y), kDim, heads[c]);
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const ValidationRow& m = runs[k].row;
+    y += fs * 1.25f;
+    const std::string cells[] = {blocks(k), format_seconds(m.measured_time_s), format_seconds(m.predicted_time_s),
+                                 fmt::format("{:+.1f}%", 100 * m.time_error()), format_bytes(m.measured_dram_read),
+                                 format_bytes(m.predicted_dram_read), fmt::format("{:+.1f}%", 100 * m.dram_read_error())};
+    for (int c = 0; c < 7; ++c)
+      Text(dl, ImVec2(at.x + width * x[c], y), k == by_gpu && c < 2 ? kMeasured : kText, cells[c]);
+  }
+}
+
 }  // namespace
 
 void ShowExplorerPanel(AppState& app) {
@@ -578,8 +614,13 @@ void ShowExplorerPanel(AppState& app) {
   ImDrawList* dl = c.dl;
   const float fs = ImGui::GetFontSize();
   const std::size_t R = x.block_rows.size(), C = x.block_cols.size();
-  // Heat map: upper 55%.
-  const float hm_h = (c.p1.y - c.p0.y) * 0.55f;
+  // Cells a GPU ran (assets/measurements), by index; their table sits between the map and the curve.
+  std::vector<const view::MeasuredCell*> measured(R * C, nullptr);
+  for (const view::MeasuredCell& m : app.explorer_runs)
+    measured[static_cast<std::size_t>(m.r) * C + static_cast<std::size_t>(m.c)] = &m;
+  const float table_h = app.explorer_runs.empty() ? 0.0f : fs * (1.25f * float(app.explorer_runs.size() + 3) + 1.0f);
+  // Heat map: upper 55% (less the measured table).
+  const float hm_h = (c.p1.y - c.p0.y) * 0.55f - table_h * 0.5f;
   const float left = c.p0.x + fs * 4.0f, top = c.p0.y + fs * 1.4f;
   const float cw = (c.p1.x - left - fs * 0.5f) / float(C), ch = (hm_h - fs * 2.8f) / float(R);
   Text(dl, ImVec2(left, c.p0.y), kDim, "Bc (keys per K/V block) →");
@@ -610,12 +651,27 @@ void ShowExplorerPanel(AppState& app) {
         TextCentred(dl, ImVec2((p.x + q.x) / 2, (p.y + q.y) / 2), pt.fits && t > 0.55f ? IM_COL32(15, 15, 20, 255) : kText, label);
       if (static_cast<std::int64_t>(i) == x.current_r && static_cast<std::int64_t>(j) == x.current_c)
         dl->AddRect(ImVec2(p.x - 2, p.y - 2), ImVec2(q.x + 2, q.y + 2), IM_COL32_WHITE, 3.0f, 0, 3.5f);
+      const view::MeasuredCell* run = measured[i * C + j];
+      if (run) {  // a GPU ran these blocks: a dot in the corner
+        const ImVec2 dot(q.x - fs * 0.45f, p.y + fs * 0.45f);
+        dl->AddCircleFilled(dot, fs * 0.3f, kMeasured);
+        dl->AddCircle(dot, fs * 0.3f, IM_COL32(15, 15, 20, 255), 0, 1.5f);
+      }
       if (c.hovered && ImGui::IsMouseHoveringRect(p, q)) {
         ImGui::BeginTooltip();
         ImGui::Text("Br = %lld, Bc = %lld: Tr × Tc = %lld × %lld", static_cast<long long>(pt.blocks.Br),
                     static_cast<long long>(pt.blocks.Bc), static_cast<long long>(pt.Tr), static_cast<long long>(pt.Tc));
         ImGui::Text("HBM accesses %s (%.2f× the bound)", format_count(double(pt.total.accesses())).c_str(), pt.bound_ratio);
         if (std::isfinite(pt.predicted_s)) ImGui::Text("predicted by the timing engine: %s", format_seconds(pt.predicted_s).c_str());
+        if (run) {
+          const ValidationRow& m = run->row;
+          ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(kMeasured), "measured on %s (%s):", m.gpu.c_str(),
+                             std::filesystem::path(m.file).filename().c_str());
+          ImGui::Text("  kernel time %s, predicted %s (%+.1f%%)", format_seconds(m.measured_time_s).c_str(),
+                      format_seconds(m.predicted_time_s).c_str(), 100 * m.time_error());
+          ImGui::Text("  DRAM reads %s, predicted %s (%+.1f%%)", format_bytes(m.measured_dram_read).c_str(),
+                      format_bytes(m.predicted_dram_read).c_str(), 100 * m.dram_read_error());
+        }
         if (pt.fits) {
           ImGui::Text("working set %s fits in %s", format_bytes(double(pt.working_set_bytes)).c_str(),
                       format_bytes(double(pt.sram_bytes)).c_str());
@@ -632,9 +688,10 @@ void ShowExplorerPanel(AppState& app) {
   }
   for (std::size_t j = 0; j < C; ++j)
     TextCentred(dl, ImVec2(left + cw * (float(j) + 0.5f), top + ch * float(R) + fs * 0.6f), kDim, std::to_string(x.block_cols[j]));
+  if (!app.explorer_runs.empty()) DrawMeasuredTable(dl, app.explorer_runs, ImVec2(c.p0.x, c.p0.y + hm_h + fs * 0.4f), c.p1.x - c.p0.x, fs);
 
   // HBM accesses against SRAM size, as in Figure 2 (middle) of the paper: lower 45%.
-  const float py0 = c.p0.y + hm_h + fs * 1.2f, py1 = c.p1.y - fs * 2.6f, px0 = left, px1 = c.p1.x - fs;
+  const float py0 = c.p0.y + hm_h + table_h + fs * 1.2f, py1 = c.p1.y - fs * 2.6f, px0 = left, px1 = c.p1.x - fs;
   Text(dl, ImVec2(c.p0.x, py0 - fs * 1.2f), kText, "HBM accesses at the best fitting blocks against SRAM size M");
   dl->AddRect(ImVec2(px0, py0), ImVec2(px1, py1), kFrame);
   double ylo = 1e300, yhi = 0;

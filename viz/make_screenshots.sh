@@ -5,10 +5,10 @@ set -e
 hbmlab=${1:-build/hbmlab}
 out=assets/screenshots
 mkdir -p "$out"
-shot() {  # name, HBMLAB_GUI_SCRIPT, then hbmlab gui options
+shot() {  # name, HBMLAB_GUI_SCRIPT, then hbmlab gui options; FRAMES=N for more than 8 (a tooltip settles)
   name=$1 script=$2
   shift 2
-  HBMLAB_GUI_SCRIPT=$script xvfb-run -a -s "-screen 0 1600x1000x24" "$hbmlab" gui --screenshot "$out/$name.png" --frames 8 "$@"
+  HBMLAB_GUI_SCRIPT=$script xvfb-run -a -s "-screen 0 1600x1000x24" "$hbmlab" gui --screenshot "$out/$name.png" --frames "${FRAMES:-8}" "$@"
 }
 L1=lessons/01-why-standard-attention-is-memory-bound
 L2=lessons/02-tiling-and-online-softmax
@@ -31,6 +31,7 @@ shot lesson5-combine "stage=3,at=0.988" --scenario $L5
 shot lesson5-fallback "stage=5,at=1" --scenario $L5
 shot lesson5-decode-is-memory-bound "stage=6,at=1" --scenario $L5
 shot timeline "stage=5,at=0.5,tab=timeline" --scenario $L1
+FRAMES=14 shot explorer-measured-h100 "at=0.5,tab=explorer,mouse=0.79:0.294" --scenario workloads/h100-flash2-4k
 shot measured-vs-predicted "at=0.5,tab=measured" --scenario $L3
 shot help-at-1280x720 "stage=3,at=0.7,help" --scenario $L2 --width 1280 --height 720
 ls -l "$out"

@@ -148,6 +148,8 @@ void rebuild(AppState& app) {
   app.explorer_error.clear();
   app.explorer_job.cancel();
   app.times_job.cancel();
+  app.explorer_runs_job.cancel();
+  app.explorer_runs.clear();
   app.times_ready = false;
   app.times_error.clear();
   app.timeline.reset();
@@ -208,7 +210,16 @@ void poll_jobs(AppState& app, bool wait) {
   if (app.explorer_job.take(explorer, error)) {
     app.explorer = std::move(explorer);
     app.explorer_error = error;
+    if (app.explorer) {  // the measured cells need the grid's axes; reading the files takes a moment
+      const view::ExplorerRequest req = app.explorer_request;
+      const view::ExplorerView grid = *app.explorer;
+      const std::string dir = app.measurements_dir;
+      app.explorer_runs_job.start([req, grid, dir] { return view::explorer_measured(req, grid, dir); });
+    }
   }
+  if (wait && app.tab == Tab::explorer) app.explorer_runs_job.wait(120);
+  std::optional<std::vector<view::MeasuredCell>> runs;
+  if (app.explorer_runs_job.take(runs, error) && runs) app.explorer_runs = std::move(*runs);
   if (wait && app.tab == Tab::explorer && app.explorer_colour == 1) {
     request_times(app);
     app.times_job.wait(240);

@@ -143,6 +143,9 @@ struct AppState {
   Job<std::vector<double>> times_job;  // the engine over the explorer's grid, on request
   bool times_ready = false;
   std::string times_error;
+  // Recorded runs of the explorer's problem on its GPU (measurements_dir), read once its grid is in.
+  std::vector<view::MeasuredCell> explorer_runs;
+  Job<std::vector<view::MeasuredCell>> explorer_runs_job;
   std::optional<view::TimelineView> timeline;
   Job<ValidationReport> measured_job;  // started by prefetch_measured, or when the Measured tab is first shown
   struct Progress {

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "sim/algo/block_sparse/masks.hpp"
+#include "sim/common/error.hpp"
+#include "sim/common/limits.hpp"
 #include "sim/engine/replay.hpp"
 
 namespace hbmlab {
@@ -33,7 +35,48 @@ double fit_exponent(std::span<const double> x, std::span<const double> y) {
   return denom == 0 ? 0.0 : (double(n) * sxy - sx * sy) / denom;
 }
 
+namespace {
+
+// Every point's size, before any is counted (sim/common/limits.hpp): each list at most
+// kMaxSweepValues long, each point within what one run counts, all of them within kMaxBoundsPairs.
+void check_bounds_size(const BoundsConfig& config) {
+  const std::pair<const char*, std::size_t> lists[] = {{"--seq-lens", config.seq_lens.size()},
+                                                       {"--head-dims", config.head_dims.size()},
+                                                       {"--sram-elements", config.sram_elems.size()},
+                                                       {"--densities", config.densities.size()}};
+  for (const auto& [option, size] : lists)
+    if (static_cast<std::int64_t>(size) > kMaxSweepValues)
+      fail_input("{}: {} values is more than a bounds sweep takes ({})", option, size, kMaxSweepValues);
+  std::int64_t total = 0;
+  auto point = [&](Algo algo, std::int64_t N, std::int64_t d, std::int64_t M) {
+    const Blocks blocks = algo->paper_blocks(M, d, N);
+    const AttentionProblem problem{1, 1, N, d, config.dtype, false};
+    const BlockGrid grid = algo->grid(problem, blocks);
+    const std::int64_t pairs = saturating_mul(grid.Tr, grid.Tc);
+    if (pairs > kMaxCountedPairs)
+      fail_input("--seq-lens/--head-dims/--sram-elements: N = {}, d = {}, M = {} gives {}'s blocks Br = {}, Bc = {}, "
+                 "so Tr × Tc = {} block pairs, more than hbmlab replays in one run ({}); choose a smaller N, a smaller "
+                 "d or a larger M",
+                 N, d, M, algo->name(), blocks.Br, blocks.Bc, pairs, kMaxCountedPairs);
+    total += pairs;
+  };
+  for (Algo algo : config.algos) {
+    for (std::int64_t N : config.seq_lens) point(algo, N, config.base_d, config.base_M);
+    for (std::int64_t d : config.head_dims) point(algo, config.base_N, d, config.base_M);
+    for (std::int64_t M : config.sram_elems) point(algo, config.base_N, config.base_d, M);
+    if (algo->supports().block_mask)
+      for (std::size_t k = 0; k < config.densities.size(); ++k) point(algo, config.base_N, config.base_d, config.base_M);
+  }
+  if (total > kMaxBoundsPairs)
+    fail_input("--seq-lens/--head-dims/--sram-elements: the sweep's points count {} block pairs in all, more than a "
+               "bounds sweep counts ({}); give fewer or smaller values",
+               total, kMaxBoundsPairs);
+}
+
+}  // namespace
+
 std::vector<BoundsRow> run_bounds(const BoundsConfig& config) {
+  check_bounds_size(config);
   std::vector<BoundsRow> rows;
   for (Algo algo : config.algos) {
     std::vector<SweepAxis> axes = {SweepAxis::N, SweepAxis::d, SweepAxis::M};

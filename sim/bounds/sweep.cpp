@@ -3,6 +3,8 @@
 
 #include <limits>
 
+#include "sim/common/error.hpp"
+#include "sim/common/limits.hpp"
 #include "sim/common/parallel.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/engine/timing.hpp"
@@ -13,9 +15,18 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
   config.problem.validate();
   std::vector<std::int64_t> srams = config.sram_bytes;
   if (srams.empty()) srams.push_back(config.gpu.sram_bytes_per_sm);
-  const std::size_t total = config.algos.size() * srams.size() * config.block_rows.size() * config.block_cols.size();
+  const std::int64_t total = saturating_mul(
+      saturating_mul(static_cast<std::int64_t>(config.algos.size()), static_cast<std::int64_t>(srams.size())),
+      saturating_mul(static_cast<std::int64_t>(config.block_rows.size()), static_cast<std::int64_t>(config.block_cols.size())));
+  if (total > kMaxSweepPoints)
+    fail_input("--block-rows/--block-cols/--sram-bytes: {} rooms × {} SRAM sizes × {} Br × {} Bc = {} points is more "
+               "than a sweep runs ({}); give shorter lists",
+               config.algos.size(), srams.size(), config.block_rows.size(), config.block_cols.size(), total,
+               kMaxSweepPoints);
   std::vector<SweepPoint> points;
-  points.reserve(total);
+  points.reserve(static_cast<std::size_t>(total));
+  // Every point's size is checked before any is counted or timed (sim/common/limits.hpp).
+  std::int64_t engine_pairs = 0;
   for (Algo algo : config.algos)
     for (std::int64_t sram : srams)
       for (std::int64_t Br : config.block_rows)
@@ -26,17 +37,28 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
           pt.M_elements = sram / config.problem.elem_bytes();
           pt.blocks = {std::min(Br, algo->heads_per_instance(config.problem) * config.problem.Nq()),
                        std::min(Bc, config.problem.seq_len)};
+          check_countable(algo, config.problem, pt.blocks);
           pt.problem = algo->prepare(config.problem, pt.blocks, config.gpu);
           const BlockGrid grid = algo->grid(pt.problem, pt.blocks);
           pt.Tr = grid.Tr;
           pt.Tc = grid.Tc;
           pt.working_set_bytes = algo->working_set_bytes(pt.problem, pt.blocks);
           pt.fits = pt.working_set_bytes <= sram;
-          pt.total = count_problem(algo, pt.problem, pt.blocks);
-          pt.bound_ratio = bound_for(algo, pt.problem, pt.M_elements, pt.total.accesses()).ratio;
-          pt.predicted_s = std::numeric_limits<double>::quiet_NaN();
+          if (pt.fits) {
+            check_engine_size(algo, pt.problem, pt.blocks);
+            engine_pairs += algo->instances(pt.problem) * pt.Tr * pt.Tc;  // each below kMaxEngineTotalPairs
+          }
           points.push_back(pt);
         }
+  if (engine_pairs > kMaxSweepEnginePairs)
+    fail_input("--block-rows/--block-cols: the sweep's {} points replay {} block pairs in all, more than the timing "
+               "engine replays in one sweep ({}); choose fewer or larger blocks, or a smaller B·H",
+               points.size(), engine_pairs, kMaxSweepEnginePairs);
+  for (SweepPoint& pt : points) {
+    pt.total = count_problem(pt.algo, pt.problem, pt.blocks);
+    pt.bound_ratio = bound_for(pt.algo, pt.problem, pt.M_elements, pt.total.accesses()).ratio;
+    pt.predicted_s = std::numeric_limits<double>::quiet_NaN();
+  }
   // The timing engine costs far more than the counts; the points run on all cores. It needs the
   // tiles to fit, so points that do not have no time.
   parallel_for(

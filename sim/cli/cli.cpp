@@ -243,23 +243,41 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
   return results;
 }
 
+// Streams the steps twice (to count them, then to narrate the first `limit`) rather than recording
+// them: a long replay keeps nothing in memory.
 void print_steps(std::ostream& out, const SimulationResult& r, std::int64_t limit) {
-  const std::vector<Step> steps = record_steps(r.algo, r.problem, r.blocks.blocks);
+  class Narrator final : public StepSink {
+  public:
+    Narrator(std::ostream* out, const SimulationResult& r, std::int64_t limit) : out_(out), r_(r), limit_(limit) {}
+    void on_step(const Step& step) override {
+      if (++count > limit_ || !out_) return;
+      running_.on_step(step);
+      fmt::print(*out_, "  {:>6}  read {:>9}  written {:>9}  {}\n", count,
+                 format_bytes(double(running_.counts().hbm_read_bytes())),
+                 format_bytes(double(running_.counts().hbm_write_bytes())), r_.algo->narrate(step));
+    }
+    std::int64_t count = 0;
+
+  private:
+    std::ostream* out_;
+    const SimulationResult& r_;
+    std::int64_t limit_;
+    IoCounter running_;
+  };
+  check_countable(r.algo, r.problem, r.blocks.blocks);
+  Narrator counter(nullptr, r, 0);
+  r.algo->emit(r.problem, r.blocks.blocks, counter);
   fmt::print(out, "\nSteps of one (batch, head) for {} ({} in all); HBM bytes read and written so far, then the step:\n",
-             to_string(r.algo), format_count(double(steps.size())));
-  IoCounter running;
-  const std::int64_t shown = std::min<std::int64_t>(limit, static_cast<std::int64_t>(steps.size()));
-  for (std::int64_t k = 0; k < shown; ++k) {
-    running.on_step(steps[k]);
-    fmt::print(out, "  {:>6}  read {:>9}  written {:>9}  {}\n", k + 1, format_bytes(double(running.counts().hbm_read_bytes())),
-               format_bytes(double(running.counts().hbm_write_bytes())), r.algo->narrate(steps[k]));
-  }
-  if (shown < static_cast<std::int64_t>(steps.size()))
-    fmt::print(out, "  ... {} more steps (--steps-limit to show more)\n", format_count(double(steps.size() - shown)));
+             to_string(r.algo), format_count(double(counter.count)));
+  Narrator narrator(&out, r, limit);
+  r.algo->emit(r.problem, r.blocks.blocks, narrator);
+  if (counter.count > limit)
+    fmt::print(out, "  ... {} more steps (--steps-limit to show more)\n", format_count(double(counter.count - limit)));
 }
 
 int run_simulate(const SimulateFlags& f, std::ostream& out) {
   if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
+  if (f.steps_limit < 0) fail_input("--steps-limit: must be 0 or more, got {}", f.steps_limit);
   const Scenario s = f.problem.resolve();
   const std::vector<SimulationResult> results = simulate_scenario(s, &f);
   if (!f.mask_out.empty()) {

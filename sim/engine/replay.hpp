@@ -9,6 +9,10 @@
 
 namespace hbmlab {
 
+// Throws InputError naming --block-rows/--block-cols when one instance has more block pairs than
+// counting streams in one run (kMaxCountedPairs, sim/common/limits.hpp).
+void check_countable(Algo algo, const AttentionProblem& problem, Blocks blocks);
+
 // Streams the steps of one instance (a (batch, head), or a room's (batch, K/V head) group) through an IoCounter.
 Counts count_instance(Algo algo, const AttentionProblem& problem, Blocks blocks);
 

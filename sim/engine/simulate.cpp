@@ -8,6 +8,7 @@
 
 #include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/limits.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/numerics/attention.hpp"
 
@@ -55,6 +56,20 @@ NumericsResult check(const AttentionProblem& p, const SimulateRequest& request, 
   if (mode == NumericsMode::sampled && c.compared != "O") result.reason += "; dK and dV summed over those rows' share";
   result.recomputed_rows = c.recomputed_rows;
   return result;
+}
+
+// An explicit --numerics full or sampled on a problem too large for the CPU is refused before any
+// work; `auto` picks what fits (check() above).
+void check_numerics_size(const AttentionProblem& p, NumericsMode mode) {
+  const std::int64_t full_work = p.Nq() * p.seq_len * p.head_dim;  // < 2^61 within validate()'s limits
+  if (mode == NumericsMode::full && full_work > kMaxFullCheckWork)
+    fail_input("--numerics: a full check costs NQ·N·d = {} multiply-adds, more than hbmlab computes in one run ({}); "
+               "use --numerics sampled or auto",
+               full_work, kMaxFullCheckWork);
+  if ((mode == NumericsMode::full || mode == NumericsMode::sampled) && p.seq_len * p.head_dim > kMaxNumericsElements)
+    fail_input("--numerics: a check holds N·d = {} values of each of Q, K and V in fp64, more than hbmlab keeps in one "
+               "run ({}); use --numerics off or auto",
+               p.seq_len * p.head_dim, kMaxNumericsElements);
 }
 
 }  // namespace
@@ -133,6 +148,12 @@ SimulationResult simulate(const SimulateRequest& request) {
   const AttentionProblem& p = r.problem;
   const BlockGrid grid = request.algo->grid(p, r.blocks.blocks);
   if (p.block_mask) p.block_mask->check(grid);
+  // Every size is checked before any work starts (sim/common/limits.hpp).
+  check_countable(request.algo, p, r.blocks.blocks);
+  if (!request.counts_only) {
+    check_numerics_size(p, request.numerics);
+    check_engine_size(request.algo, p, r.blocks.blocks);
+  }
   r.Tr = grid.Tr;
   r.Tc = grid.Tc;
   r.per_instance = count_instance(request.algo, p, r.blocks.blocks);

@@ -14,8 +14,10 @@
 #include <fmt/format.h>
 
 #include "sim/common/error.hpp"
+#include "sim/common/limits.hpp"
 #include "sim/common/sum.hpp"
 #include "sim/engine/l2.hpp"
+#include "sim/engine/replay.hpp"
 
 namespace hbmlab {
 namespace {
@@ -425,8 +427,24 @@ EngineResult run_plans(const std::vector<KernelPlan>& plans, const GpuSpec& gpu,
   return result;
 }
 
+void check_engine_size(Algo algo, const AttentionProblem& problem, Blocks blocks) {
+  check_countable(algo, problem, blocks);
+  const BlockGrid grid = algo->grid(problem, blocks);
+  const std::int64_t pairs = grid.Tr * grid.Tc;  // at most kMaxCountedPairs: no overflow
+  if (pairs > kMaxPlanPairs)
+    fail_input("--block-rows/--block-cols: Tr × Tc = {} × {} block pairs (in each of the {}) is more than the timing "
+               "engine plans in one run ({}); choose larger blocks or a smaller --seq-len, or --counts-only",
+               grid.Tr, grid.Tc, algo->instance_name(problem), kMaxPlanPairs);
+  const std::int64_t instances = algo->instances(problem);
+  if (saturating_mul(instances, pairs) > kMaxEngineTotalPairs)
+    fail_input("--batch/--heads: {} {} × {} block pairs is more than the timing engine replays in one run ({}); "
+               "every instance is alike: choose a smaller B·H, or --counts-only",
+               instances, algo->instance_name(problem), pairs, kMaxEngineTotalPairs);
+}
+
 EngineResult run_engine(Algo algo, const AttentionProblem& problem, Blocks blocks, const GpuSpec& gpu,
                         const EngineOptions& options) {
+  check_engine_size(algo, problem, blocks);
   validate_for_engine(gpu);
   return run_plans(plan_kernels(algo, problem, blocks, gpu, options), gpu, options);
 }

@@ -101,6 +101,12 @@ struct EngineResult {
 // Checks the GPU's numbers the engine needs; InputError naming `origin: numbers.key` otherwise.
 void validate_for_engine(const GpuSpec& gpu);
 
+// Throws InputError naming the option to change when one instance's plan or the replay of every
+// instance is larger than the timing engine takes in one run (kMaxPlanPairs, kMaxEngineTotalPairs in
+// sim/common/limits.hpp). run_engine() checks it before planning; callers that run many points check
+// every point first.
+void check_engine_size(Algo algo, const AttentionProblem& problem, Blocks blocks);
+
 EngineResult run_engine(Algo algo, const AttentionProblem& problem, Blocks blocks, const GpuSpec& gpu,
                         const EngineOptions& options);
 EngineResult run_plans(const std::vector<KernelPlan>& plans, const GpuSpec& gpu, const EngineOptions& options);

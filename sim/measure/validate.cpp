@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <regex>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -43,21 +45,65 @@ double number_or_nan(const Json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : kNaN;
 }
 
+// A whole number: a JSON integer within int64, or a float with no fraction up to 2^53 (nlohmann's
+// get<std::int64_t>() casts a float without checking its range).
+std::int64_t whole_number(const Json& j, std::string_view where) {
+  if (j.is_number_unsigned() && j.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+    fail_input("{}: {} is more than hbmlab models", where, j.dump());
+  if (j.is_number_integer()) return j.get<std::int64_t>();
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= 9007199254740992.0) return static_cast<std::int64_t>(v);
+  }
+  fail_input("{}: expected a whole number, got {}", where, j.is_number() ? j.dump() : std::string(j.type_name()));
+}
+
+std::int64_t whole_number_or(const Json& j, const char* key, std::int64_t fallback, std::string_view where) {
+  const auto it = j.find(key);
+  return it == j.end() ? fallback : whole_number(*it, fmt::format("{}.{}", where, key));
+}
+
+// Threads, registers or shared-memory bytes of one CTA: at least 1 and, as in CUDA's own fields,
+// below 2^31.
+std::int64_t launch_figure(std::int64_t v, std::string_view where) {
+  if (v < 1 || v > std::numeric_limits<std::int32_t>::max())
+    fail_input("{}: {} is not a launch figure (1 to {})", where, v, std::numeric_limits<std::int32_t>::max());
+  return v;
+}
+
+std::int64_t launch_figure(double v, std::string_view where) {
+  if (!(v >= 1 && v <= double(std::numeric_limits<std::int32_t>::max())))
+    fail_input("{}: {} is not a launch figure (1 to {})", where, v, std::numeric_limits<std::int32_t>::max());
+  return static_cast<std::int64_t>(v);
+}
+
+// Blocks of a record: positive, and no more than the engine takes (sim/common/limits.hpp), checked
+// as the file is read so that `validate` refuses it before any engine work.
+void check_row(const ValidationRow& row, const std::string& where) {
+  if (row.blocks.Br < 1 || row.blocks.Bc < 1)
+    fail_input("{}.blocks: Br = {}, Bc = {}: blocks must hold at least one row", where, row.blocks.Br, row.blocks.Bc);
+  try {
+    check_engine_size(row.algo, row.problem, row.blocks);
+  } catch (const InputError& e) {
+    fail_input("{}: {}", where, e.what());
+  }
+}
+
 AttentionProblem problem_of(const Json& j, const std::string& where) {
   try {
     AttentionProblem p;
-    p.batch = j.at("batch").get<std::int64_t>();
-    p.heads = j.at("heads").get<std::int64_t>();
-    p.seq_len = j.at("seq_len").get<std::int64_t>();
-    p.head_dim = j.at("head_dim").get<std::int64_t>();
+    p.batch = whole_number(j.at("batch"), where + ".batch");
+    p.heads = whole_number(j.at("heads"), where + ".heads");
+    p.seq_len = whole_number(j.at("seq_len"), where + ".seq_len");
+    p.head_dim = whole_number(j.at("head_dim"), where + ".head_dim");
     const auto dtype = parse_dtype(j.value("dtype", "fp16"));
     if (!dtype) fail_input("{}.dtype: unknown dtype", where);
     p.dtype = *dtype;
     p.causal = j.value("causal", false);
     if (j.contains("block_mask")) p.block_mask = parse_block_mask(j.at("block_mask").get<std::string>());
-    p.query_len = j.value("query_len", std::int64_t{0});
-    p.kv_heads = j.value("kv_heads", std::int64_t{0});
-    p.kv_splits = j.value("splits", std::int64_t{0});
+    p.query_len = whole_number_or(j, "query_len", 0, where);
+    p.kv_heads = whole_number_or(j, "kv_heads", 0, where);
+    p.kv_splits = whole_number_or(j, "splits", 0, where);
     if (j.contains("unified_max")) p.unified_max = j.at("unified_max").get<double>();
     p.validate();
     return p;
@@ -159,18 +205,97 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
     row.problem = problem_of({{"batch", r.at("B")}, {"heads", r.at("H")}, {"seq_len", r.at("N")}, {"head_dim", r.at("d")},
                               {"dtype", r.value("dtype", "fp16")}, {"causal", r.value("causal", false)}},
                              where);
-    row.blocks = {std::stoll(m[2]), std::stoll(m[3])};
-    row.launch.threads_per_cta = 32 * std::stoll(m[4]);
+    // The traits' numbers are digits of any length: read them as doubles, so that none overflows.
+    auto trait = [&](int k) { return std::strtod(m[k].str().c_str(), nullptr); };
+    const std::string traits_where = where + ": ncu_kernels: Flash_fwd_kernel_traits";
+    row.blocks = {launch_figure(trait(2), traits_where + " Br"), launch_figure(trait(3), traits_where + " Bc")};
+    row.launch.threads_per_cta = launch_figure(32 * trait(4), traits_where + " warps × 32");
     row.launch.kv_descending = true;
     const double regs = number_or_nan(*kernel, "launch__registers_per_thread");
     const double smem = number_or_nan(*kernel, "launch__shared_mem_per_block_dynamic") +
                         number_or_nan(*kernel, "launch__shared_mem_per_block_static");
-    if (std::isfinite(regs)) row.launch.registers_per_thread = static_cast<std::int64_t>(regs);
-    if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = static_cast<std::int64_t>(smem);
+    if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
+    if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
     row.measured_time_s = number_or_nan(*kernel, "gpu__time_duration.sum") * 1e-9;
     row.measured_dram_read = number_or_nan(*kernel, "dram__bytes_read.sum");
     row.measured_dram_write = number_or_nan(*kernel, "dram__bytes_write.sum");
     row.measured_l2_read = number_or_nan(*kernel, "lts__t_sectors_srcunit_tex_op_read.sum") * 32;
+    check_row(row, where);
+    report.rows.push_back(row);
+  }
+}
+
+// The decode calibration's records (gpu/bench/decode_calibrate.py): PyTorch's FlashAttention-2 on a
+// decode step, which runs Flash-Decoding as hbmlab's flash-decoding room does. With one query row
+// and grouped heads it packs each K/V head's g query heads into the rows of one instance (g·NQ
+// rows), so each K/V head is read once; then flash_fwd_splitkv_kernel over S splits (the grid's y)
+// and flash_fwd_splitkv_combine_kernel, or flash_fwd_kernel alone when S = 1. Measured: the sum of
+// its kernels' durations and DRAM bytes under ncu.
+void read_sdpa_decode(const Json& file, const std::string& path, const std::string& gpu, ValidationReport& report) {
+  static const std::regex traits(R"(Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
+  static const std::regex grid_dims(R"(\((\d+), (\d+), (\d+)\))");
+  const Json& records = file.at("sdpa_decode");
+  for (std::size_t n = 0; n < records.size(); ++n) {
+    const Json& r = records[n];
+    const std::string where = fmt::format("{}: sdpa_decode[{}]", path, n);
+    if (!r.contains("ncu_kernels") || r.at("ncu_kernels").empty()) {
+      report.skipped.push_back(where + ": no kernels were profiled");
+      continue;
+    }
+    const Json* main_kernel = nullptr;
+    bool other = false;
+    double time_ns = 0, dram_read = 0, dram_write = 0, l2_read = 0;
+    for (const Json& k : r.at("ncu_kernels")) {
+      const std::string name = k.value("kernel", "");
+      if (name.find("splitkv_combine") == std::string::npos && name.find("flash_fwd") != std::string::npos) main_kernel = &k;
+      else if (name.find("splitkv_combine") == std::string::npos) other = true;
+      time_ns += number_or_nan(k, "gpu__time_duration.sum");
+      dram_read += number_or_nan(k, "dram__bytes_read.sum");
+      dram_write += number_or_nan(k, "dram__bytes_write.sum");
+      l2_read += number_or_nan(k, "lts__t_sectors_srcunit_tex_op_read.sum") * 32;
+    }
+    std::smatch t, g;
+    const std::string name = main_kernel ? main_kernel->value("kernel", "") : "";
+    const std::string grid = main_kernel ? main_kernel->value("grid", "") : "";
+    if (!main_kernel || other || !std::regex_search(name, t, traits) || !std::regex_search(grid, g, grid_dims)) {
+      report.skipped.push_back(where + ": not FlashAttention-2's flash_fwd kernels alone, with their traits and grid");
+      continue;
+    }
+    const std::int64_t B = whole_number(r.at("B"), where + ".B"), H = whole_number(r.at("H"), where + ".H");
+    const std::int64_t Hkv = whole_number(r.at("HKV"), where + ".HKV"), Nq = whole_number(r.at("NQ"), where + ".NQ");
+    const bool split = name.find("splitkv") != std::string::npos;
+    auto dim = [&](int k) { return std::strtod(g[k].str().c_str(), nullptr); };
+    // The grid's z is B × the heads it runs: B·HKV when the group is packed into one instance.
+    if (dim(3) != double(B * Hkv)) {
+      report.skipped.push_back(fmt::format("{}: PyTorch's kernel ran {} (batch, head) instances, not B·HKV = {}: with "
+                                           "{} query rows it reads each K/V head once per query head, a launch no "
+                                           "room models",
+                                           where, dim(3), B * Hkv, Nq));
+      continue;
+    }
+    ValidationRow row;
+    row.file = path;
+    row.source = "sdpa flash";
+    row.gpu = gpu;
+    row.algo = algo_named("flash-decoding");
+    Json problem = {{"batch", B}, {"heads", H}, {"kv_heads", Hkv}, {"query_len", Nq}, {"seq_len", r.at("N")},
+                    {"head_dim", r.at("d")}, {"dtype", r.value("dtype", "fp16")}};
+    problem["splits"] = split ? launch_figure(dim(2), where + ": grid y (splits)") : 1;
+    row.problem = problem_of(problem, where);
+    auto trait = [&](int k) { return std::strtod(t[k].str().c_str(), nullptr); };
+    const std::string traits_where = where + ": Flash_fwd_kernel_traits";
+    row.blocks = {launch_figure(trait(2), traits_where + " Br"), launch_figure(trait(3), traits_where + " Bc")};
+    row.launch.threads_per_cta = launch_figure(32 * trait(4), traits_where + " warps × 32");
+    const double regs = number_or_nan(*main_kernel, "launch__registers_per_thread");
+    const double smem = number_or_nan(*main_kernel, "launch__shared_mem_per_block_dynamic") +
+                        number_or_nan(*main_kernel, "launch__shared_mem_per_block_static");
+    if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
+    if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+    row.measured_time_s = time_ns * 1e-9;
+    row.measured_dram_read = dram_read;
+    row.measured_dram_write = dram_write;
+    row.measured_l2_read = l2_read;
+    check_row(row, where);
     report.rows.push_back(row);
   }
 }
@@ -198,13 +323,18 @@ void read_records(const Json& file, const std::string& path, const std::string& 
     row.gpu = gpu;
     row.algo = *algo;
     row.problem = problem_of(r.at("problem"), where + ".problem");
-    row.blocks = {r.at("blocks").at("Br").get<std::int64_t>(), r.at("blocks").at("Bc").get<std::int64_t>()};
+    row.blocks = {whole_number(r.at("blocks").at("Br"), where + ".blocks.Br"),
+                  whole_number(r.at("blocks").at("Bc"), where + ".blocks.Bc")};
     row.launch.hbmlab_kernels = true;  // these records time gpu/'s kernels, not the reference launch
     if (r.contains("launch")) {  // optional: how the kernel was launched, when the file records it
       const Json& l = r.at("launch");
-      if (l.contains("threads_per_cta")) row.launch.threads_per_cta = l.at("threads_per_cta").get<std::int64_t>();
-      if (l.contains("registers_per_thread")) row.launch.registers_per_thread = l.at("registers_per_thread").get<std::int64_t>();
-      if (l.contains("smem_bytes_per_cta")) row.launch.smem_bytes_per_cta = l.at("smem_bytes_per_cta").get<std::int64_t>();
+      for (auto [key, field] : {std::pair{"threads_per_cta", &LaunchOverride::threads_per_cta},
+                                std::pair{"registers_per_thread", &LaunchOverride::registers_per_thread},
+                                std::pair{"smem_bytes_per_cta", &LaunchOverride::smem_bytes_per_cta}})
+        if (l.contains(key)) {
+          const std::string at = fmt::format("{}.launch.{}", where, key);
+          row.launch.*field = launch_figure(whole_number(l.at(key), at), at);
+        }
       row.launch.kv_descending = l.value("kv_descending", false);
     }
     row.measured_time_s = number_or_nan(r, "time_ms_median") * 1e-3;
@@ -215,6 +345,7 @@ void read_records(const Json& file, const std::string& path, const std::string& 
       report.skipped.push_back(where + ": neither a time nor DRAM counters were recorded");
       continue;
     }
+    check_row(row, where);
     report.rows.push_back(row);
   }
 }
@@ -256,52 +387,33 @@ void merge(ValidationReport& report, const ValidationReport& more) {
 
 // The rows and skipped records of one file; InputError when it cannot be read or has the wrong shape.
 ValidationReport read_file(const std::string& path, const std::optional<std::string>& gpu) {
+  return parse_measurements(read_text_file(path), path, gpu);
+}
+
+}  // namespace
+
+ValidationReport parse_measurements(std::string_view json_text, const std::string& path,
+                                    const std::optional<std::string>& gpu) {
   ValidationReport one;
   Json file;
   try {
-    file = Json::parse(read_text_file(path));
+    file = Json::parse(json_text);
   } catch (const Json::exception& e) {
     fail_input("{}: not JSON: {}", path, e.what());
   }
   try {
-    if (!file.is_object() || (!file.contains("sdpa") && !file.contains("records")))
-      fail_input("{}: neither \"sdpa\" (a calibration file) nor \"records\" (a measurement file)", path);
+    if (!file.is_object() || (!file.contains("sdpa") && !file.contains("sdpa_decode") && !file.contains("records")))
+      fail_input("{}: neither \"sdpa\" or \"sdpa_decode\" (a calibration file) nor \"records\" (a measurement file)",
+                 path);
     const std::string preset = gpu ? *gpu : preset_for(file.value("device", Json::object()), path);
     if (file.contains("sdpa")) read_sdpa(file, path, preset, one);
+    else if (file.contains("sdpa_decode")) read_sdpa_decode(file, path, preset, one);
     else read_records(file, path, preset, one);
   } catch (const Json::exception& e) {
     fail_input("{}: {}", path, e.what());
   }
   return one;
 }
-
-// The timing engine on every row (on all cores: a large file takes a minute on one), then the
-// summaries.
-void predict(ValidationReport& report, const Progress& progress) {
-  parallel_for(
-      report.rows.size(),
-      [&](std::size_t i) {
-        ValidationRow& row = report.rows[i];
-        const GpuSpec spec = load_gpu(row.gpu);
-        EngineOptions options;
-        options.launch = row.launch;
-        const EngineResult e = run_engine(row.algo, row.problem, row.blocks, spec, options);
-        row.predicted_time_s = e.predicted_s;
-        row.predicted_dram_read = double(e.dram_read_bytes());
-        row.predicted_dram_write = double(e.dram_write_bytes());
-        row.predicted_l2_read = double(e.sm_read_bytes());
-      },
-      progress);
-  std::vector<double> time_errors, dram_errors;
-  for (const ValidationRow& row : report.rows) {
-    time_errors.push_back(row.time_error());
-    dram_errors.push_back(row.dram_read_error());
-  }
-  report.time = summarise(time_errors, kTimeTolerance);
-  report.dram_read = summarise(dram_errors, kDramReadTolerance);
-}
-
-}  // namespace
 
 std::vector<std::string> json_files_in(const std::string& dir) {
   std::vector<std::string> files;
@@ -330,10 +442,36 @@ ValidationReport read_measurements(const std::vector<std::string>& files, const 
   return report;
 }
 
+// The timing engine on every row (on all cores: a large file takes a minute on one), then the
+// summaries.
+void predict_measurements(ValidationReport& report, const Progress& progress) {
+  parallel_for(
+      report.rows.size(),
+      [&](std::size_t i) {
+        ValidationRow& row = report.rows[i];
+        const GpuSpec spec = load_gpu(row.gpu);
+        EngineOptions options;
+        options.launch = row.launch;
+        const EngineResult e = run_engine(row.algo, row.problem, row.blocks, spec, options);
+        row.predicted_time_s = e.predicted_s;
+        row.predicted_dram_read = double(e.dram_read_bytes());
+        row.predicted_dram_write = double(e.dram_write_bytes());
+        row.predicted_l2_read = double(e.sm_read_bytes());
+      },
+      progress);
+  std::vector<double> time_errors, dram_errors;
+  for (const ValidationRow& row : report.rows) {
+    time_errors.push_back(row.time_error());
+    dram_errors.push_back(row.dram_read_error());
+  }
+  report.time = summarise(time_errors, kTimeTolerance);
+  report.dram_read = summarise(dram_errors, kDramReadTolerance);
+}
+
 ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
                                        FileErrors on_error, const Progress& progress) {
   ValidationReport report = read_measurements(files, gpu, on_error);
-  predict(report, progress);
+  predict_measurements(report, progress);
   return report;
 }
 
@@ -376,7 +514,7 @@ ValidationReport validate_paths(const std::vector<std::string>& paths, const std
       merge(report, read_measurements({path}, gpu, FileErrors::fail));
     }
   }
-  predict(report, progress);
+  predict_measurements(report, progress);
   return report;
 }
 

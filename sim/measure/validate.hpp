@@ -59,11 +59,19 @@ enum class FileErrors { fail, skip };
 // The *.json files directly in `dir`, sorted by name (none when it cannot be listed).
 std::vector<std::string> json_files_in(const std::string& dir);
 
+// One file's records from its text (`path` names it in messages): measured figures only, as
+// read_measurements gives them. Throws InputError naming the file and the record on a wrong shape.
+ValidationReport parse_measurements(std::string_view json_text, const std::string& path,
+                                    const std::optional<std::string>& gpu);
+
 // The records of `files` as rows, measured figures only (predictions and summaries left at 0).
 // `gpu` overrides the preset chosen from each file's device name. With FileErrors::fail, throws
 // InputError naming the file and the record when a file cannot be read or has the wrong shape.
 ValidationReport read_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
                                    FileErrors on_error = FileErrors::fail);
+
+// The timing engine on every row of `report` (on all cores), then the summaries.
+void predict_measurements(ValidationReport& report, const Progress& progress = {});
 
 // read_measurements, then the timing engine on every row (on all cores) and the summaries.
 ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,

@@ -4,9 +4,10 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <vector>
 
 #include "sim/common/error.hpp"
+#include "sim/common/limits.hpp"
 
 namespace hbmlab {
 
@@ -27,9 +28,17 @@ std::vector<std::string_view> embedded_in(std::string_view folder) {
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail_input("{}: cannot read: {}", path, std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // In pieces, so that a huge file (or an endless one, a pipe or a device) stops at the limit.
+  std::string text;
+  std::vector<char> piece(std::size_t{1} << 16);
+  while (in.read(piece.data(), static_cast<std::streamsize>(piece.size())) || in.gcount() > 0) {
+    text.append(piece.data(), static_cast<std::size_t>(in.gcount()));
+    if (static_cast<std::int64_t>(text.size()) > kMaxInputFileBytes)
+      fail_input("{}: more than {} MiB; hbmlab reads scenario, preset, measurement and mask files of at most that size",
+                 path, kMaxInputFileBytes >> 20);
+  }
+  if (in.bad()) fail_input("{}: cannot read: {}", path, std::strerror(errno));
+  return text;
 }
 
 }  // namespace hbmlab

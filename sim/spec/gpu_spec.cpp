@@ -52,6 +52,8 @@ constexpr Field kFields[] = {
     {"hbm_efficiency", "fraction", &GpuSpec::hbm_efficiency, false, true},
 };
 
+constexpr double kMaxWholeNumber = 9007199254740992.0;  // 2^53
+
 std::string where(std::string_view origin, const toml::node& node) {
   return fmt::format("{}:{}", origin, node.source().begin.line);
 }
@@ -83,29 +85,30 @@ GpuSpec parse_gpu_spec(std::string_view toml_text, std::string_view origin) {
   const toml::table* numbers = root["numbers"].as_table();
   if (!numbers) fail_input("{}:1: numbers: missing table [numbers]", origin);
 
-  for (auto&& [key, node] : *numbers) {
+  for (auto&& [toml_key, node] : *numbers) {
+    const std::string_view key = toml_key;  // a name the lambdas below may capture
     const std::string at = where(origin, node);
     const auto field = std::find_if(std::begin(kFields), std::end(kFields),
-                                    [&](const Field& f) { return f.key == key.str(); });
+                                    [&](const Field& f) { return f.key == key; });
     if (field == std::end(kFields))
-      fail_input("{}: numbers.{}: unknown key", at, key.str());
+      fail_input("{}: numbers.{}: unknown key", at, key);
     const toml::table* entry = node.as_table();
-    if (!entry) fail_input("{}: numbers.{}: expected {{ value = ..., unit = \"{}\", source = \"...\" }}", at, key.str(), field->unit);
+    if (!entry) fail_input("{}: numbers.{}: expected {{ value = ..., unit = \"{}\", source = \"...\" }}", at, key, field->unit);
 
     Quantity q;
-    q.key = std::string(key.str());
+    q.key = std::string(key);
     const auto value = (*entry)["value"].value<double>();
     const auto unit = (*entry)["unit"].value<std::string>();
     const auto source = (*entry)["source"].value<std::string>();
-    if (!value) fail_input("{}: numbers.{}.value: missing or not a number", at, key.str());
-    if (!unit) fail_input("{}: numbers.{}.unit: missing (expected \"{}\")", at, key.str(), field->unit);
-    if (!source || source->empty()) fail_input("{}: numbers.{}.source: missing; every number needs its source", at, key.str());
+    if (!value) fail_input("{}: numbers.{}.value: missing or not a number", at, key);
+    if (!unit) fail_input("{}: numbers.{}.unit: missing (expected \"{}\")", at, key, field->unit);
+    if (!source || source->empty()) fail_input("{}: numbers.{}.source: missing; every number needs its source", at, key);
     if (*unit != field->unit)
-      fail_input("{}: numbers.{}.unit: \"{}\", expected \"{}\"", at, key.str(), *unit, field->unit);
+      fail_input("{}: numbers.{}.unit: \"{}\", expected \"{}\"", at, key, *unit, field->unit);
     if (!(*value > 0) || !std::isfinite(*value))
-      fail_input("{}: numbers.{}.value: must be a positive number, got {}", at, key.str(), *value);
+      fail_input("{}: numbers.{}.value: must be a positive number, got {}", at, key, *value);
     if (field->at_most_one && *value > 1)
-      fail_input("{}: numbers.{}.value: a fraction of the peak rate, must be at most 1, got {}", at, key.str(), *value);
+      fail_input("{}: numbers.{}.value: a fraction of the peak rate, must be at most 1, got {}", at, key, *value);
     q.value = *value;
     q.unit = *unit;
     q.source = *source;
@@ -115,10 +118,13 @@ GpuSpec parse_gpu_spec(std::string_view toml_text, std::string_view origin) {
           using T = std::remove_reference_t<decltype(spec.*member)>;
           if constexpr (std::is_integral_v<T>) {
             if (q.value != std::floor(q.value))
-              fail_input("{}: numbers.{}.value: must be a whole number, got {}", at, key.str(), q.value);
+              fail_input("{}: numbers.{}.value: must be a whole number, got {}", at, key, q.value);
+            // Whole numbers stay exact in a double up to 2^53; larger ones would not survive the cast.
+            if (q.value > kMaxWholeNumber)
+              fail_input("{}: numbers.{}.value: {} is more than hbmlab models ({})", at, key, q.value, kMaxWholeNumber);
             spec.*member = static_cast<T>(q.value);
             if (field->power_of_two && (spec.*member & (spec.*member - 1)) != 0)
-              fail_input("{}: numbers.{}.value: must be a power of two, got {}", at, key.str(), spec.*member);
+              fail_input("{}: numbers.{}.value: must be a power of two, got {}", at, key, spec.*member);
           } else {
             spec.*member = q.value;
           }

@@ -2,6 +2,7 @@
 #include "sim/view/compare.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "sim/common/error.hpp"
@@ -148,6 +149,51 @@ std::vector<double> explore_times(const ExplorerRequest& request, const Explorer
   std::vector<double> times;
   for (const SweepPoint& pt : run_sweep(config)) times.push_back(pt.predicted_s);
   return times;
+}
+
+namespace {
+
+// The same attention: shape, dtype, mask and decoding knobs as far as a record names them.
+bool same_problem(const AttentionProblem& a, const AttentionProblem& b) {
+  const auto mask = [](const AttentionProblem& p) { return p.block_mask ? p.block_mask->spec() : std::string(); };
+  return a.batch == b.batch && a.heads == b.heads && a.seq_len == b.seq_len && a.head_dim == b.head_dim &&
+         a.dtype == b.dtype && a.causal == b.causal && a.Nq() == b.Nq() && a.Hkv() == b.Hkv() && mask(a) == mask(b);
+}
+
+std::int64_t index_of(const std::vector<std::int64_t>& axis, std::int64_t v) {
+  const auto it = std::find(axis.begin(), axis.end(), v);
+  return it == axis.end() ? -1 : static_cast<std::int64_t>(it - axis.begin());
+}
+
+}  // namespace
+
+std::vector<MeasuredCell> explorer_measured(const ExplorerRequest& request, const ExplorerView& view,
+                                            const std::string& dir) {
+  const ValidationReport all = read_measurements(json_files_in(dir), std::nullopt, FileErrors::skip);
+  ValidationReport matching;
+  std::vector<MeasuredCell> cells;
+  for (const ValidationRow& row : all.rows) {
+    if (row.source.starts_with("sdpa") || row.gpu != request.gpu.name || row.algo != request.algo ||
+        !same_problem(row.problem, request.problem))
+      continue;
+    const std::int64_t r = index_of(view.block_rows, row.blocks.Br), c = index_of(view.block_cols, row.blocks.Bc);
+    if (r < 0 || c < 0) continue;
+    const auto taken = std::find_if(cells.begin(), cells.end(), [&](const MeasuredCell& m) { return m.r == r && m.c == c; });
+    if (taken != cells.end()) {
+      // One per cell: a record with both time and DRAM counters first, then the K/V order the room
+      // itself uses (ascending) over a study of the other.
+      const auto rank = [](const ValidationRow& m) {
+        return 2 * int(std::isfinite(m.measured_time_s) && std::isfinite(m.measured_dram_read)) + int(!m.launch.kv_descending);
+      };
+      if (rank(row) > rank(taken->row)) taken->row = row;
+      continue;
+    }
+    cells.push_back({r, c, row});
+  }
+  for (const MeasuredCell& m : cells) matching.rows.push_back(m.row);
+  predict_measurements(matching);
+  for (std::size_t k = 0; k < cells.size(); ++k) cells[k].row = matching.rows[k];
+  return cells;
 }
 
 }  // namespace hbmlab::view

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/bounds/sweep.hpp"
+#include "sim/measure/validate.hpp"
 
 namespace hbmlab::view {
 
@@ -62,5 +63,21 @@ ExplorerView explore(const ExplorerRequest& request);
 // Predicted time of every cell from the timing engine (run_sweep at the request's SRAM; NaN where
 // the blocks do not fit). Seconds to minutes for large B·H: the window runs it on request.
 std::vector<double> explore_times(const ExplorerRequest& request, const ExplorerView& view);
+
+// A recorded run of the explorer's problem on its GPU at one cell of the grid: what the GPU measured
+// (DRAM bytes read, kernel time) beside what the timing engine predicts for the same launch.
+struct MeasuredCell {
+  std::int64_t r = -1, c = -1;  // the cell: block_rows[r], block_cols[c]
+  ValidationRow row;            // measured and predicted figures, the file it came from
+};
+
+// hbmlab's own kernel records under `dir` (`hbmlab measure --blocks all` writes one per compiled
+// (Br, Bc)) whose GPU preset, room and problem are the explorer's and whose blocks are on its axes,
+// one per cell (K/V ascending preferred), each predicted by the timing engine with the record's
+// launch. PyTorch's calibration runs are left out: their blocks are PyTorch's, not a choice the
+// explorer shows. Files that cannot be read are skipped. Well under a second: only matching records
+// are predicted.
+std::vector<MeasuredCell> explorer_measured(const ExplorerRequest& request, const ExplorerView& view,
+                                            const std::string& dir);
 
 }  // namespace hbmlab::view

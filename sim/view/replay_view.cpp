@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "sim/common/error.hpp"
+#include "sim/common/limits.hpp"
 #include "sim/engine/replay.hpp"
 
 namespace hbmlab::view {
@@ -68,10 +69,10 @@ void check_replayable(const ReplayRequest& request) {
   const AttentionProblem p = r.algo->prepare(r.problem, choice.blocks, r.gpu);
   const BlockGrid grid = r.algo->grid(p, choice.blocks);
   if (p.block_mask) p.block_mask->check(grid);
-  if (grid.Tr * grid.Tc > kMaxReplayPairs)
+  if (saturating_mul(grid.Tr, grid.Tc) > kMaxReplayPairs)
     fail_input("--block-rows/--block-cols: Tr×Tc = {}×{} = {} block pairs is too many to replay step by step "
                "(at most {}); choose larger blocks or a smaller N",
-               grid.Tr, grid.Tc, grid.Tr * grid.Tc, kMaxReplayPairs);
+               grid.Tr, grid.Tc, saturating_mul(grid.Tr, grid.Tc), kMaxReplayPairs);
   if (grid.Tr * grid.Tc * r.algo->instances(p) > kMaxEngineWork)
     fail_input("--batch/--heads: B·H × Tr × Tc = {} × {} block pairs is more than the window times interactively "
                "(at most {}); choose a smaller B·H (every head is alike), or run hbmlab simulate",

@@ -543,3 +543,21 @@ TEST_CASE("the window's Measured tab reads the attention records of a folder and
     if (why.find("-sdpa-layout.json") != std::string::npos) CHECK(why.find("without its registers") != std::string::npos);
   }
 }
+
+TEST_CASE("validate reads PyTorch's decode kernels as the flash-decoding room", "[engine][validate][decode]") {
+  const std::string file = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/h100-decode-sdpa-ncu.json";
+  if (!std::filesystem::exists(file)) return;
+  const ValidationReport r = validate_measurements({file}, std::nullopt);
+  // 29 decode steps profiled; the two grouped ones with 4 query rows run unpacked and are left out.
+  REQUIRE(r.rows.size() == 27);
+  REQUIRE(r.skipped.size() == 2);
+  for (const ValidationRow& row : r.rows) {
+    INFO(row.problem.seq_len << " " << row.problem.Nq() << " " << row.problem.heads << "/" << row.problem.Hkv());
+    CHECK(row.algo == algo_named("flash-decoding"));
+    CHECK(row.problem.kv_splits >= 1);  // the grid's y, the split count PyTorch chose
+    CHECK(std::abs(row.dram_read_error()) <= 0.10);  // K/V read once per K/V head, as the room packs it
+  }
+  // The grid of the first (B = 1, 32/8 heads, N = 1024): 8 splits of one 64 × 128 tile each.
+  CHECK(r.rows.front().problem.kv_splits == 8);
+  CHECK(r.rows.front().blocks == Blocks{64, 128});
+}

@@ -1,9 +1,16 @@
 // The GUI's view model (sim/view/) against the core's counts at every step of full replays.
 // Run: ctest --test-dir build -R view   (or build/tests/hbmlab_tests_core "[view]")
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "sim/common/error.hpp"
 #include "sim/engine/replay.hpp"
+#include "sim/engine/timing.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/view/compare.hpp"
 #include "sim/view/replay_view.hpp"
 
@@ -172,4 +179,74 @@ TEST_CASE("view: backward rooms draw their own tensors and CTAs", "[view][backwa
   const std::vector<AlgoBar> bars = compare_algorithms(request("toy", algo_named("flash2", Pass::backward), 16, 4, false).sim);
   REQUIRE(bars.size() == 3);
   for (const AlgoBar& b : bars) CHECK(b.algo->pass() == Pass::backward);
+}
+
+TEST_CASE("view: the explorer finds the recorded runs of its problem, one per cell", "[view][measured]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hbmlab-explorer-measured";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // Records of hbmlab's flash2 kernel: two of the explorer's problem at 64 × 64 (K/V descending, then
+  // ascending), one at 128 × 64, one of another N, one at blocks off the axes.
+  auto record = [](std::int64_t N, std::int64_t Br, std::int64_t Bc, bool descending, double ms, double dram) {
+    return fmt::format(R"({{"kernel": "flash2", "problem": {{"batch": 2, "heads": 4, "seq_len": {}, "head_dim": 64}},
+      "blocks": {{"Br": {}, "Bc": {}}}, "launch": {{"threads_per_cta": 128, "kv_descending": {}}},
+      "time_ms_median": {}, "dram_read_bytes": {}}})",
+                       N, Br, Bc, descending, ms, dram);
+  };
+  std::ofstream(dir / "runs.json") << fmt::format(
+      R"({{"device": {{"name": "NVIDIA H100 80GB HBM3"}}, "records": [{}, {}, {}, {}, {}]}})",
+      record(2048, 64, 64, true, 0.5, 3e6), record(2048, 64, 64, false, 0.25, 2e6), record(2048, 128, 64, false, 0.2, 1e6),
+      record(1024, 64, 64, false, 0.1, 1e6), record(2048, 96, 64, false, 0.1, 1e6));
+  std::ofstream(dir / "not-json.json") << "{";
+
+  ExplorerRequest req;
+  req.gpu = load_gpu("h100-sxm");
+  req.problem = AttentionProblem(2, 4, 2048, 64);
+  req.algo = algo_named("flash2");
+  req.sram_bytes = req.gpu.sram_bytes_per_block;
+  req.current = {128, 128};
+  const ExplorerView view = explore(req);
+  const std::vector<MeasuredCell> cells = explorer_measured(req, view, dir.string());
+  REQUIRE(cells.size() == 2);
+  for (const MeasuredCell& m : cells) {
+    REQUIRE(view.block_rows[m.r] == m.row.blocks.Br);
+    REQUIRE(view.block_cols[m.c] == m.row.blocks.Bc);
+    EngineOptions options;
+    options.launch = m.row.launch;
+    const EngineResult e = run_engine(req.algo, m.row.problem, m.row.blocks, req.gpu, options);
+    REQUIRE(m.row.predicted_time_s == e.predicted_s);
+    REQUIRE(m.row.predicted_dram_read == double(e.dram_read_bytes()));
+  }
+  const auto at = [&](std::int64_t Br) {
+    return *std::find_if(cells.begin(), cells.end(), [&](const MeasuredCell& m) { return m.row.blocks.Br == Br; });
+  };
+  // The ascending record wins its cell; the figures are the file's.
+  REQUIRE_FALSE(at(64).row.launch.kv_descending);
+  REQUIRE(at(64).row.measured_time_s == Approx(0.25e-3));
+  REQUIRE(at(64).row.measured_dram_read == 2e6);
+  REQUIRE(at(128).row.measured_time_s == Approx(0.2e-3));
+  // Another GPU's explorer finds none of them.
+  req.gpu = load_gpu("a100-40gb");
+  REQUIRE(explorer_measured(req, view, dir.string()).empty());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("view: the H100 workload's explorer shows the recorded (Br, Bc) of assets/measurements", "[view][measured]") {
+  const Scenario s = load_scenario("workloads/h100-flash2-4k");
+  ExplorerRequest req;
+  req.gpu = load_gpu(s.gpu);
+  req.problem = s.problem;
+  req.algo = s.algorithms.front();
+  req.sram_bytes = req.gpu.sram_bytes_per_block;
+  req.current = {*s.block_rows, *s.block_cols};
+  const ExplorerView view = explore(req);
+  const std::vector<MeasuredCell> cells =
+      explorer_measured(req, view, std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements");
+  REQUIRE(cells.size() >= 3);  // flash2's compiled shapes at d = 64: 128 × 128, 128 × 64, 64 × 64
+  for (const MeasuredCell& m : cells) {
+    REQUIRE(std::isfinite(m.row.measured_time_s));
+    REQUIRE(std::isfinite(m.row.measured_dram_read));
+    REQUIRE(std::abs(m.row.dram_read_error()) < 0.10);  // the README's DRAM-read target holds here
+  }
 }

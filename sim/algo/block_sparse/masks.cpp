@@ -81,10 +81,12 @@ private:
   std::vector<std::string> rows_;
 };
 
-std::shared_ptr<const BlockMask> read_mask_file(const std::string& path) {
-  const std::string text = read_text_file(path);  // InputError naming the path when unreadable
+}  // namespace
+
+std::shared_ptr<const BlockMask> parse_mask_text(std::string_view text, std::string_view origin) {
+  const std::string path(origin);
   std::vector<std::string> rows;
-  std::istringstream in(text);
+  std::istringstream in{std::string(text)};
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -100,6 +102,8 @@ std::shared_ptr<const BlockMask> read_mask_file(const std::string& path) {
   if (rows.empty()) fail_input("{}:1: no rows (expected Tr lines of Tc characters 0 or 1)", path);
   return std::make_shared<FileMask>(path, std::move(rows));
 }
+
+namespace {
 
 double parse_number(std::string_view text, std::string_view what) {
   double v = 0;
@@ -132,7 +136,7 @@ std::shared_ptr<const BlockMask> parse_block_mask(std::string_view spec) {
         colon == std::string_view::npos ? 1 : static_cast<std::uint64_t>(parse_count(rest.substr(colon + 1), "random seed"));
     return std::make_shared<RandomMask>(d, seed, text);
   }
-  if (std::filesystem::is_regular_file(text)) return read_mask_file(text);
+  if (std::filesystem::is_regular_file(text)) return parse_mask_text(read_text_file(text), text);  // InputError naming the path when unreadable
   fail_input("--block-mask: '{}' is not local:W, butterfly, random:DENSITY[:SEED] or a mask file", text);
 }
 

@@ -20,6 +20,10 @@ namespace hbmlab {
 // Throws InputError naming --block-mask (or `file:line` for a mask file) when SPEC is malformed.
 std::shared_ptr<const BlockMask> parse_block_mask(std::string_view spec);
 
+// A mask file's text (Tr lines of Tc characters 0 or 1; blank lines and CR line ends ignored), with
+// `origin` naming it in messages. Throws InputError "origin:line: what is wrong".
+std::shared_ptr<const BlockMask> parse_mask_text(std::string_view text, std::string_view origin);
+
 // Pairs a grid keeps (the causal mask and the block mask together), and that over Tr × Tc.
 std::int64_t kept_pairs(const BlockGrid& grid);
 double density(const BlockGrid& grid);

@@ -1,0 +1,119 @@
+# PyTorch SDPA's decode kernels (the flash backend: FlashAttention-2's split-KV kernel and its
+# combine) under Nsight Compute, for calibrating and validating hbmlab's flash-decoding room.
+# Decode steps: 1 to 8 query rows against caches of 1K to 128K, grouped-query (8 K/V heads for 32
+# or 64 query heads) and multi-head, several batches. Each shape runs once unprofiled, then once
+# inside an NVTX range "sdpa" after a marker kernel whose grid size is the shape's index + 1.
+# Run: gpu/bench/decode_calibrate.sh OUTDIR   (ncu, then this script's --merge: OUTDIR/h100-decode-sdpa-ncu.json)
+import argparse
+import json
+import os
+import sys
+
+from merge_ncu import METRICS, num, read_rows, write_json
+
+
+def shapes():
+    out = []
+
+    def add(B, H, Hkv, Nq, Ns, d=128):
+        for N in Ns:
+            out.append({"backend": "flash", "B": B, "H": H, "HKV": Hkv, "NQ": Nq, "N": N, "d": d, "dtype": "fp16"})
+
+    full = [1024, 4096, 16384, 32768, 131072]
+    add(1, 32, 8, 1, full)            # Llama-3-8B: 4 query heads per K/V head
+    add(8, 32, 8, 1, full)
+    add(1, 64, 8, 1, [4096, 32768, 131072])   # Llama-3-70B's grouping: 8 per K/V head
+    add(1, 32, 8, 1, [4096, 32768, 131072], d=64)
+    for nq in (1, 4, 8):              # multi-head attention, 1 to 8 query rows
+        add(1, 32, 32, nq, [1024, 16384, 131072])
+    add(4, 32, 32, 8, [4096, 32768])
+    add(1, 32, 8, 4, [32768, 131072])  # grouped with 4 rows: PyTorch's kernel does not pack the group
+    return out
+
+
+def run(s, profiled, marker=None, k=0):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torch.manual_seed(k)
+    q = torch.randn(s["B"], s["H"], s["NQ"], s["d"], device="cuda", dtype=torch.float16)
+    kk = torch.randn(s["B"], s["HKV"], s["N"], s["d"], device="cuda", dtype=torch.float16)
+    v = torch.randn_like(kk)
+    fn = lambda: F.scaled_dot_product_attention(q, kk, v, enable_gqa=s["HKV"] != s["H"])  # noqa: E731
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+        fn()  # warm-up, unprofiled
+        torch.cuda.synchronize()
+        if profiled:
+            import numpy as np
+            torch.cuda.nvtx.range_push("sdpa")
+            marker((k + 1,), (32,), (np.int64(0),))
+            fn()
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_pop()
+
+
+def ncu_pass():
+    import cupy as cp
+    marker = cp.RawKernel(r'''extern "C" __global__ void hbmlab_marker(int* p) { if (p) p[0] = 1; }''', "hbmlab_marker")
+    for k, s in enumerate(shapes()):
+        try:
+            run(s, True, marker, k)
+        except Exception as e:  # noqa: BLE001 - a shape the backend refuses is left out, and said so
+            print(f"[ncu-pass] shape {k} {s} skipped: {e!r}"[:300], flush=True)
+
+
+def merge(ncu_csv, out_path):
+    import torch
+    ss = shapes()
+    kernels = {k: [] for k in range(len(ss))}
+    current = None
+    for r in read_rows(ncu_csv):
+        name = r.get("Kernel Name", "")
+        if "hbmlab_marker" in name:
+            g = num(r.get("launch__grid_size", ""))
+            current = int(g) - 1 if g else None
+            continue
+        if current is None or current not in kernels:
+            continue
+        k = {"kernel": name, "grid": r.get("Grid Size"), "block": r.get("Block Size")}
+        for m in METRICS:
+            k[m] = num(r.get(m, ""))
+        kernels[current].append(k)
+    records = []
+    for k, s in enumerate(ss):
+        rec = dict(s)
+        rec["ncu_kernels"] = kernels[k]
+        if not kernels[k]:
+            rec["error"] = "no profiled kernels (the backend refused the shape?)"
+        records.append(rec)
+        ks = kernels[k]
+        print(f"[merge] B={s['B']} H={s['H']}/{s['HKV']} NQ={s['NQ']} N={s['N']} d={s['d']}: " +
+              "; ".join(f"{x['kernel'][:60]} grid {x['grid']} {x['gpu__time_duration.sum'] / 1e3:.1f} us" for x in ks))
+    doc = {"device": {"name": torch.cuda.get_device_name(), "torch": torch.__version__},
+           "method": {"counters": "ncu --clock-control none --cache-control all (L2 flushed before each profiled "
+                                  "kernel), one profiled call per shape after an unprofiled warm-up; every kernel "
+                                  "between the shape's marker and the next is the shape's",
+                      "command": "gpu/bench/decode_calibrate.sh OUTDIR",
+                      "backend": "torch.nn.functional.scaled_dot_product_attention, SDPBackend.FLASH_ATTENTION, "
+                                 "enable_gqa when HKV < H; fp16 randn inputs"},
+           "sdpa_decode": records}
+    write_json(out_path, doc)
+    print(f"wrote {out_path}: {sum(1 for r in records if r['ncu_kernels'])} of {len(records)} shapes profiled")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ncu-pass", action="store_true")
+    ap.add_argument("--merge", nargs=2, metavar=("NCU_CSV", "OUT_JSON"))
+    args = ap.parse_args()
+    if args.ncu_pass:
+        ncu_pass()
+    elif args.merge:
+        merge(*args.merge)
+    else:
+        sys.exit("decode_calibrate.py: --ncu-pass (under ncu) or --merge NCU_CSV OUT_JSON; see decode_calibrate.sh")
+
+
+if __name__ == "__main__":
+    main()
