@@ -148,17 +148,20 @@ void read_sdpa_backward(const Json& r, const std::string& where, const std::stri
   row.problem = problem_of({{"batch", r.at("B")}, {"heads", r.at("H")}, {"seq_len", r.at("N")}, {"head_dim", r.at("d")},
                             {"dtype", r.value("dtype", "fp16")}, {"causal", r.value("causal", false)}},
                            where);
-  row.blocks = {std::stoll(m[2]), std::stoll(m[3])};
-  row.launch.threads_per_cta = 32 * std::stoll(m[4]);
+  auto trait = [&](int k) { return std::strtod(m[k].str().c_str(), nullptr); };  // as read_sdpa reads them
+  const std::string traits_where = where + ": ncu_kernels: Flash_bwd_kernel_traits";
+  row.blocks = {launch_figure(trait(2), traits_where + " Br"), launch_figure(trait(3), traits_where + " Bc")};
+  row.launch.threads_per_cta = launch_figure(32 * trait(4), traits_where + " warps × 32");
   const double regs = number_or_nan(*main, "launch__registers_per_thread");
   const double smem = number_or_nan(*main, "launch__shared_mem_per_block_dynamic") +
                       number_or_nan(*main, "launch__shared_mem_per_block_static");
-  if (std::isfinite(regs)) row.launch.registers_per_thread = static_cast<std::int64_t>(regs);
-  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = static_cast<std::int64_t>(smem);
+  if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
+  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
   row.measured_time_s = time_ns * 1e-9;
   row.measured_dram_read = dram_read;
   row.measured_dram_write = dram_write;
   row.measured_l2_read = l2_read_sectors * 32;
+  check_row(row, where);
   report.rows.push_back(row);
 }
 
@@ -530,17 +533,13 @@ std::string ms_text(double s) { return std::isfinite(s) ? fmt::format("{:.3f}", 
 
 void print_validation(std::ostream& out, const ValidationReport& r) {
   fmt::print(out, "Predicted (hbmlab timing engine) against measured, one row per configuration\n");
-  // The source column fits its longest name ("flash2 backward"), ten characters at least.
-  std::size_t source_width = 10;
-  for (const ValidationRow& row : r.rows) source_width = std::max(source_width, row.source.size());
-  fmt::print(out, "  {:<{}} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7} {:<4}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
-             "source", source_width, "gpu", "B", "H", "N", "d", "mask", "Br×Bc", "K/V", "DRAM rd", "pred", "err", "time ms",
-             "pred", "err");
+  fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7} {:<4}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
+             "source", "gpu", "B", "H", "N", "d", "mask", "Br×Bc", "K/V", "DRAM rd", "pred", "err", "time ms", "pred", "err");
   for (const ValidationRow& row : r.rows) {
     const AttentionProblem& p = row.problem;
     const char* order = !row.algo->has_kv_order() ? "" : row.launch.kv_descending ? "desc" : "asc";
-    fmt::print(out, "  {:<{}} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7} {:<4}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
-               row.source, source_width, row.gpu, p.batch, p.heads, p.seq_len, p.head_dim,
+    fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7} {:<4}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
+               row.source, row.gpu, p.batch, p.heads, p.seq_len, p.head_dim,
                std::string(p.causal ? "causal" : "full") + (p.block_mask ? "+" + p.block_mask->spec() : ""),
                fmt::format("{}×{}", row.blocks.Br, row.blocks.Bc), order, mb_text(row.measured_dram_read),
                mb_text(row.predicted_dram_read), percent_text(row.dram_read_error()), ms_text(row.measured_time_s),
