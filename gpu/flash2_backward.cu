@@ -25,8 +25,8 @@
 //      pipe: every warp reads all of Q_i and dO_i from shared memory four times a step.
 //   v3: each warp's share of dQ_i is two m16 row groups wide (kDqWM), so every K_j fragment it reads
 //      feeds two MMAs: at d = 128 a sixth fewer shared-memory reads in that product, 1.02–1.03× faster
-//      than v2 (N = 4K, 16K); d = 64 within ±1 %. 0.91–1.20× the speed of PyTorch's FlashAttention-2
-//      backward on the recorded sweep (assets/measurements/h100-backward-speed.md).
+//      than v2 (N = 4K, 16K); d = 64 within ±1 %. 0.87–1.09× the speed of PyTorch's FlashAttention-2
+//      backward on the recorded sweep, 0.89–0.96× at N ≥ 4K (assets/measurements/h100-backward-speed.md).
 #include <cmath>
 #include <stdexcept>
 
