@@ -12,10 +12,12 @@ const KernelFamily& flash1_kernels();    // gpu/flash1.cu
 const KernelFamily& flash2_kernels();    // gpu/flash2.cu
 const KernelFamily& flash_decoding_kernels();    // gpu/flash_decoding.cu
 const KernelFamily& flashdecoding_pp_kernels();  // gpu/flash_decoding.cu
+const KernelFamily& flash2_backward_kernels();   // gpu/flash2_backward.cu
 
 std::span<const KernelFamily* const> kernel_families() {
   static const KernelFamily* const families[] = {&standard_kernels(), &flash1_kernels(), &flash2_kernels(),
-                                                  &flash_decoding_kernels(), &flashdecoding_pp_kernels()};
+                                                  &flash_decoding_kernels(), &flashdecoding_pp_kernels(),
+                                                  &flash2_backward_kernels()};
   return families;
 }
 

@@ -29,27 +29,6 @@
 namespace hbmlab::gpu {
 namespace {
 
-// The fragment reads of one thread walk the chunks 2k + bit of a fixed row pattern (row mod 8 =
-// lane mod 8). Since chunk 8q + c XOR r = 8q + (c XOR r) for r < 8, the chunk offsets repeat every
-// four k steps shifted by 128 bytes: four per-thread offsets serve every k, each used as register +
-// immediate, instead of one register per k step (which spilled the two-row-group kernels).
-struct FragmentOffsets {
-  std::uint32_t at[4];
-  // `row`: the thread's row of the operand; `bit`: which chunk of the k16 pair it reads.
-  template <int kD>
-  static __device__ __forceinline__ FragmentOffsets make(int row, int bit) {
-    FragmentOffsets o;
-#pragma unroll
-    for (int r = 0; r < 4; ++r) o.at[r] = (row * (kD / 8) + ((2 * r + bit) ^ (row & 7))) * 16;
-    return o;
-  }
-  // Byte offset of chunk 2k + bit of the row, `rows_below` rows further down (rows_below % 8 == 0).
-  template <int kD>
-  __device__ __forceinline__ std::uint32_t get(int k, int rows_below) const {
-    return at[k % 4] + (k / 4) * 128 + rows_below * kD * 2;
-  }
-};
-
 // kWM: m16 row groups per warp. With two, every K_j or V_j fragment a warp reads from shared memory
 // feeds two MMAs instead of one, which halves the shared-memory traffic per FLOP; Q_i then stays in
 // shared memory (its fragments are re-read per k16 step) to leave registers for S and O.

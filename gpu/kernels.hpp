@@ -1,9 +1,10 @@
 // hbmlab's CUDA attention kernels, seen from the host. Each kernel family is one .cu file
-// (standard.cu, flash1.cu, flash2.cu, flash_decoding.cu) that runs one room of sim/algo: it implements KernelFamily
+// (standard.cu, flash1.cu, flash2.cu, flash_decoding.cu, flash2_backward.cu) that runs one room of sim/algo: it implements KernelFamily
 // with its table of compiled (d, Br, Bc) shapes, the HBM tensors it needs beyond Q, K, V and O, its
 // tolerance against the fp64 reference, and what the profiler calls it. One line of dispatch.cu
 // lists it. Tensors are row-major, Q and O [B·H][NQ][d], K and V [B·HKV][N][d], in the problem dtype
-// (fp16/bf16); S, P (standard) in the dtype; ℓ, m, L, O_part, lse_part in fp32.
+// (fp16/bf16); S, P (standard) in the dtype; ℓ, m, L, O_part, lse_part in fp32. The backward's dO,
+// dQ, dK, dV are [B·H][N][d] in the dtype, D is fp32 like L.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -29,6 +30,9 @@ struct DeviceTensors {
   const int* kv_blocks = nullptr;
   // FlashDecoding++: one flag per (instance, row block) whose splits left the unified max's safe range.
   int* fallback = nullptr;
+  // FlashAttention-2's backward: dQ summed over the K/V blocks in fp32, [B·H][N][d], before it is
+  // converted to the dtype into Tensor::dQ (the room keys both as dQ; only the kernel needs two buffers).
+  float* dQ_accum = nullptr;
 
   template <class T = void>
   T* at(Tensor t) const { return static_cast<T*>(hbm[static_cast<int>(t)]); }
@@ -85,6 +89,7 @@ public:
   virtual const char* launch_note() const { return nullptr; }  // what the recorded launch shape describes
   virtual bool takes_block_mask() const { return false; }     // --block-mask (DeviceTensors::kv_offsets)
   virtual std::int64_t fallback_flags(const AttentionProblem&) const { return 0; }  // DeviceTensors::fallback
+  virtual std::int64_t dq_accumulator_bytes(const AttentionProblem&) const { return 0; }  // DeviceTensors::dQ_accum
 
   // Enqueues the shape's kernels on the stream, or fills `info` (nothing launched); false when the
   // shape is not compiled.

@@ -35,6 +35,8 @@ and write a measurement file (DESIGN.md, "Measurement files").
 
 Options (lists are comma-separated):
   --algo LIST          standard,flash1,flash2 (default: all three)
+  --pass PASS          forward | backward (default forward): the backward rooms' kernels (flash2's),
+                       given the forward's O and L from hbmlab's forward kernel of the same algorithm
   --seq-len LIST       N values (default 512,1024,2048,4096,8192,16384)
   --head-dim LIST      64,128 (default both)
   --dtype LIST         fp16,bf16 (default fp16)
@@ -66,7 +68,9 @@ Options (lists are comma-separated):
 )";
 
 struct Options {
-  std::vector<Algo> algos{algorithms().begin(), algorithms().end()};
+  Pass pass = Pass::forward;
+  std::vector<std::string> algo_names;  // --algo as given; resolved in the pass once all options are read
+  std::vector<Algo> algos;
   std::vector<std::int64_t> seq_lens{512, 1024, 2048, 4096, 8192, 16384};
   std::vector<int> head_dims{64, 128};
   std::vector<Dtype> dtypes{Dtype::fp16};
@@ -81,7 +85,7 @@ struct Options {
   std::map<std::string, std::int64_t, std::less<>> max_n;  // --max-n-NAME given; else the family's default
 
   std::int64_t max_n_of(Algo algo) const {
-    const auto it = max_n.find(to_string(algo));
+    const auto it = max_n.find(algo->name());
     return it != max_n.end() ? it->second : family_of(algo).default_max_n();
   }
   double max_scratch_gb = 24;
@@ -133,12 +137,12 @@ Options parse(const std::vector<std::string>& args) {
       return args[++k];
     };
     if (a == "--algo") {
-      o.algos.clear();
-      for (const auto& s : split(value())) {
-        auto algo = parse_algo(s);
-        if (!algo) throw BadOption("--algo: unknown algorithm '" + s + "' (" + algo_names() + ")");
-        o.algos.push_back(*algo);
-      }
+      o.algo_names = split(value());
+    } else if (a == "--pass") {
+      const std::string v = value();
+      const std::optional<Pass> pass = parse_pass(v);
+      if (!pass) throw BadOption("--pass: '" + v + "' (forward, backward)");
+      o.pass = *pass;
     } else if (a == "--seq-len") {
       o.seq_lens.clear();
       for (const auto& s : split(value())) o.seq_lens.push_back(to_int(a, s));
@@ -215,6 +219,22 @@ Options parse(const std::vector<std::string>& args) {
     } else {
       throw BadOption(a + ": unknown option (see hbmlab measure --help)");
     }
+  }
+  // The rooms of the pass that have kernels: all of them by default, else the ones named.
+  const auto has_kernels = [](Algo algo) {
+    for (const KernelFamily* f : kernel_families())
+      if (f->algo() == algo) return true;
+    return false;
+  };
+  if (o.algo_names.empty()) {
+    for (Algo algo : algorithms(o.pass))
+      if (has_kernels(algo)) o.algos.push_back(algo);
+  }
+  for (const auto& s : o.algo_names) {
+    auto algo = parse_algo(s, o.pass);
+    if (!algo) throw BadOption("--algo: unknown algorithm '" + s + "' (" + algo_names(o.pass) + ")");
+    if (!has_kernels(*algo)) throw BadOption("--algo: " + std::string(to_string(*algo)) + " has no CUDA kernel in this build");
+    o.algos.push_back(*algo);
   }
   return o;
 }
@@ -402,7 +422,8 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
                           "dirty in the 50 MB L2 when the last kernel ends are written back later and are not counted"},
       {"check", "each record checked before timing against the fp64 CPU reference (sim/numerics) on fresh "
                 "random inputs; instances 0 and B*H-1, all rows for N <= 1024, else 48 sampled rows"},
-      {"flops", "4*N^2*d*B*H, halved when causal; decoding (NQ < N): 4*d*B*H times the keys each query row sees"}};
+      {"flops", "4*N^2*d*B*H, halved when causal; decoding (NQ < N): 4*d*B*H times the keys each query row sees; "
+                "backward: 2.5 times the forward's"}};
   file["records"] = nlohmann::ordered_json::array();
   bool all_pass = true;
   out << "device: " << dev.name << " (" << dev.sm_count << " SMs, L2 " << dev.l2_bytes / (1 << 20)
@@ -429,7 +450,8 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
       out << " " << to_string(checks[e].first) << "=" << std::scientific << std::setprecision(2)
           << checks[e].second.max_abs_error << std::defaultfloat << (checks[e].second.pass ? "" : "!");
     nlohmann::ordered_json rec;
-    rec["kernel"] = std::string(to_string(c.algo));
+    rec["kernel"] = std::string(c.algo->name());
+    if (c.algo->pass() == Pass::backward) rec["pass"] = "backward";  // forward records read as before
     rec["problem"] = problem_json(c.problem);
     if (c.problem.block_mask) rec["problem"]["density"] = density(BlockGrid(c.problem, c.blocks));
     rec["blocks"] = {{"Br", c.blocks.Br}, {"Bc", c.blocks.Bc}};
@@ -446,7 +468,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
       int reps = o.reps;
       if (probe.median_ms > 40) reps = std::max(5, std::min(o.reps, static_cast<int>(2000 / probe.median_ms)));
       const Timing t = time_kernel(c.problem, c.blocks, c.kv_descending, buf, reps, probe.median_ms > 40 ? 1 : o.warmup, !o.warm_l2);
-      const double tflops = attention_flops(c.problem, c.blocks) / (t.median_ms * 1e-3) / 1e12;
+      const double tflops = attention_flops(c.problem, c.blocks, c.algo->pass()) / (t.median_ms * 1e-3) / 1e12;
       rec["time_ms_median"] = t.median_ms;
       rec["time_ms_min"] = t.min_ms;
       rec["reps"] = t.reps;

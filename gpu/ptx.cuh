@@ -16,10 +16,12 @@ template <typename T> struct Pair;
 template <> struct Pair<__half> {
   using type = __half2;
   static __device__ __forceinline__ type make(float a, float b) { return __floats2half2_rn(a, b); }
+  static __device__ __forceinline__ float2 split(type x) { return __half22float2(x); }
 };
 template <> struct Pair<__nv_bfloat16> {
   using type = __nv_bfloat162;
   static __device__ __forceinline__ type make(float a, float b) { return __floats2bfloat162_rn(a, b); }
+  static __device__ __forceinline__ float2 split(type x) { return __bfloat1622float2(x); }
 };
 
 template <typename T> __device__ __forceinline__ float to_float(T x);
@@ -38,6 +40,11 @@ __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
 // 16 bytes global → shared, bypassing L1; src_bytes = 0 fills the 16 bytes with zeros (ragged rows).
 __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+// 4 bytes global → shared (through L1: cp.async takes 4 and 8 bytes only with .ca), for fp32 row
+// statistics whose rows need not start on 16 bytes; src_bytes = 0 writes a zero.
+__device__ __forceinline__ void cp_async_4(std::uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {

@@ -67,6 +67,8 @@ AttentionBuffers::AttentionBuffers(const AttentionProblem& p, Algo algo, Blocks 
   for (Tensor t : {Tensor::K, Tensor::V}) buffers_[static_cast<int>(t)] = DeviceBuffer(static_cast<std::size_t>(kv_elems_ * p.elem_bytes()));
   if (const std::int64_t flags = family_of(algo).fallback_flags(p); flags > 0)
     fallback_ = DeviceBuffer(static_cast<std::size_t>(flags) * sizeof(int));
+  if (const std::int64_t bytes = family_of(algo).dq_accumulator_bytes(p); bytes > 0)
+    dQ_accum_ = DeviceBuffer(static_cast<std::size_t>(bytes));
   for (const ScratchTensor& s : family_of(algo).scratch(p))
     buffers_[static_cast<int>(s.tensor)] = DeviceBuffer(static_cast<std::size_t>(s.bytes));
   if (p.block_mask) {  // the pairs the simulator's grid keeps, row block by row block
@@ -90,6 +92,7 @@ DeviceTensors AttentionBuffers::tensors() const {
   t.kv_offsets = kv_offsets_.get<const int>();
   t.kv_blocks = kv_blocks_.get<const int>();
   t.fallback = fallback_.get<int>();
+  t.dQ_accum = dQ_accum_.get<float>();
   return t;
 }
 
@@ -162,7 +165,8 @@ void launch_marker(int grid, int block) {
   CUDA_CHECK_LAUNCH();
 }
 
-double attention_flops(const AttentionProblem& p, Blocks blocks) {
+double attention_flops(const AttentionProblem& p, Blocks blocks, Pass pass) {
+  if (pass == Pass::backward) return 2.5 * attention_flops(p, blocks);
   if (p.block_mask) {
     const BlockGrid g(p, blocks);
     double kept = 0;
@@ -183,19 +187,21 @@ double attention_flops(const AttentionProblem& p, Blocks blocks) {
 
 // [SECTION] check against the fp64 reference
 
-CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, bool kv_descending, InputKind kind, std::uint64_t seed,
-                         AttentionBuffers& buffers, std::int64_t full_rows_max_n) {
-  const Algo algo = buffers.algo();
+namespace {
+
+// Every head random, then the checked ones (and their K/V heads) overwritten with make_inputs' draws,
+// rounded to the dtype so that the reference sees exactly what the kernel sees; with `gradients`, dO
+// too (the backward's input). Returns the checked heads' inputs, in the order of `checked`.
+std::vector<Inputs> fill_inputs(const AttentionProblem& p, const AttentionBuffers& buffers, InputKind kind,
+                                std::uint64_t seed, const std::vector<std::int64_t>& checked, bool gradients) {
   const DeviceTensors t = buffers.tensors();
-  const std::int64_t N = p.seq_len, Nq = p.Nq(), d = p.head_dim, BH = p.batch * p.heads;
+  const std::int64_t N = p.seq_len, Nq = p.Nq(), d = p.head_dim;
   const std::int64_t g = p.heads / p.Hkv();
   const std::int64_t q_per = Nq * d, kv_per = N * d;
-  // Every head random, then the checked ones (and their K/V heads) overwritten with make_inputs' draws.
   fill_random(t.at(Tensor::Q), buffers.q_elems(), p.dtype, seed * 3 + 1);
   fill_random(t.at(Tensor::K), buffers.kv_elems(), p.dtype, seed * 3 + 2);
   fill_random(t.at(Tensor::V), buffers.kv_elems(), p.dtype, seed * 3 + 3);
-  std::vector<std::int64_t> checked = {0};
-  if (BH > 1) checked.push_back(BH - 1);
+  if (gradients) fill_random(t.at(Tensor::dO), buffers.q_elems(), p.dtype, (seed * 3 + 1) ^ 0x644f5f6772616469ULL);
   auto kv_head = [&](std::int64_t bh) { return (bh / p.heads) * p.Hkv() + (bh % p.heads) / g; };
   auto upload = [&](const Matrix& m, std::int64_t count, Tensor tensor, std::int64_t at) {
     std::vector<std::uint16_t> bits(static_cast<std::size_t>(count));
@@ -218,9 +224,134 @@ CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, bool kv_desce
     upload(in.Q, q_per, Tensor::Q, bh);
     upload(in.K, kv_per, Tensor::K, kvh);
     upload(in.V, kv_per, Tensor::V, kvh);
+    if (gradients) {
+      round(in.dO);
+      upload(in.dO, q_per, Tensor::dO, bh);
+    }
     in.scale = 1.0 / std::sqrt(static_cast<double>(d));
     inputs.push_back(std::move(in));
   }
+  return inputs;
+}
+
+// dK and dV of some keys in fp64, each summed over every query q that sees it, with P_qk = e^(τ q·k − L_q)
+// and D_q = rowsum(dO_q ∘ O_q) from the L and O the forward kernel left (`L`, `O`: the head's, as
+// stored): O(keys · N · d) instead of the full reference's O(N² d).
+Gradients key_gradients(const Inputs& in, bool causal, std::span<const std::int64_t> keys, const std::vector<float>& L,
+                        const std::vector<double>& O) {
+  const std::int64_t N = in.K.rows, d = in.K.cols;
+  Gradients g{Matrix(0, d), Matrix(N, d), Matrix(N, d)};
+  std::vector<double> D(static_cast<std::size_t>(N), 0.0);
+  for (std::int64_t q = 0; q < N; ++q)
+    for (std::int64_t x = 0; x < d; ++x) D[q] += in.dO(q, x) * O[static_cast<std::size_t>(q * d + x)];
+  for (std::int64_t k : keys) {
+    for (std::int64_t q = causal ? k : 0; q < N; ++q) {
+      double s = 0, dp = 0;
+      for (std::int64_t x = 0; x < d; ++x) {
+        s += in.Q(q, x) * in.K(k, x);
+        dp += in.dO(q, x) * in.V(k, x);
+      }
+      const double p = std::exp(in.scale * s - double(L[q]));
+      const double ds = p * (dp - D[q]);
+      for (std::int64_t x = 0; x < d; ++x) {
+        g.dV(k, x) += p * in.dO(q, x);
+        g.dK(k, x) += in.scale * ds * in.Q(q, x);
+      }
+    }
+  }
+  return g;
+}
+
+// A backward room's check (check_kernel's comment).
+CheckResult check_backward(const AttentionProblem& p, Blocks blocks, InputKind kind, std::uint64_t seed,
+                           AttentionBuffers& buffers, std::int64_t full_rows_max_n) {
+  const Algo algo = buffers.algo();
+  const DeviceTensors t = buffers.tensors();
+  const std::int64_t N = p.seq_len, d = p.head_dim, BH = p.instances(), per = N * d;
+  std::vector<std::int64_t> checked = {0};
+  if (BH > 1) checked.push_back(BH - 1);
+  const std::vector<Inputs> inputs = fill_inputs(p, buffers, kind, seed, checked, true);
+  // The forward's O and L, as hbmlab's forward kernel of the same algorithm leaves them for the backward.
+  const Algo forward = algo_named(algo->name());
+  launch(forward, p, default_blocks(forward, p.dtype, static_cast<int>(d)), t, nullptr);
+  // Poison the outputs and the accumulator with all-ones bits (NaN in fp16, bf16 and fp32).
+  for (Tensor grad : {Tensor::dQ, Tensor::dK, Tensor::dV})
+    CUDA_CHECK(cudaMemset(t.at(grad), 0xFF, static_cast<std::size_t>(BH * per * p.elem_bytes())));
+  if (t.dQ_accum != nullptr) CUDA_CHECK(cudaMemset(t.dQ_accum, 0xFF, static_cast<std::size_t>(BH * per * kStatBytes)));
+  launch(algo, p, blocks, t, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  CheckResult r;
+  const Tolerance tol = tolerance(algo, p.dtype);
+  auto head_of = [&](Tensor tensor, std::int64_t bh) {
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(per));
+    CUDA_CHECK(cudaMemcpy(bits.data(), t.at<const char>(tensor) + bh * per * 2, per * 2, cudaMemcpyDeviceToHost));
+    std::vector<double> out(bits.size());
+    for (std::size_t e = 0; e < bits.size(); ++e) {
+      out[e] = from_bits(bits[e], p.dtype);
+      if (!std::isfinite(out[e])) r.all_written = false;
+    }
+    return out;
+  };
+  // Rows `rows` of a head's gradient against the reference's.
+  auto compare = [&](const std::vector<double>& got, const Matrix& want, std::span<const std::int64_t> rows) {
+    for (std::int64_t row : rows)
+      for (std::int64_t x = 0; x < d; ++x) {
+        const double g = got[static_cast<std::size_t>(row * d + x)], w = want(row, x);
+        if (!std::isfinite(g)) continue;  // counted by all_written
+        const double err = std::fabs(g - w);
+        r.max_abs_error = std::max(r.max_abs_error, err);
+        r.worst_ratio = std::max(r.worst_ratio, err / (tol.atol + tol.rtol * std::fabs(w)));
+      }
+  };
+  const bool full = N <= full_rows_max_n;
+  for (std::size_t c = 0; c < checked.size(); ++c) {
+    const std::int64_t bh = checked[c];
+    const std::vector<double> dQ = head_of(Tensor::dQ, bh), dK = head_of(Tensor::dK, bh), dV = head_of(Tensor::dV, bh);
+    std::vector<std::int64_t> rows, keys;
+    if (full) {
+      for (std::int64_t q = 0; q < N; ++q) rows.push_back(q);
+      keys = rows;
+      const Gradients ref = reference_backward(inputs[c], p.causal);
+      compare(dQ, ref.dQ, rows);
+      compare(dK, ref.dK, keys);
+      compare(dV, ref.dV, keys);
+    } else {
+      rows = sample_rows(N, std::min(blocks.Br, N), 48);
+      keys = sample_rows(N, std::min(blocks.Bc, N), 48);
+      compare(dQ, reference_backward(inputs[c], p.causal, rows).dQ, rows);
+      std::vector<float> L(static_cast<std::size_t>(N));
+      CUDA_CHECK(cudaMemcpy(L.data(), t.at<const float>(Tensor::lse) + bh * N, N * sizeof(float), cudaMemcpyDeviceToHost));
+      std::vector<std::uint16_t> bits(static_cast<std::size_t>(per));
+      CUDA_CHECK(cudaMemcpy(bits.data(), t.at<const char>(Tensor::O) + bh * per * 2, per * 2, cudaMemcpyDeviceToHost));
+      std::vector<double> O(bits.size());
+      for (std::size_t e = 0; e < bits.size(); ++e) O[e] = from_bits(bits[e], p.dtype);
+      const Gradients ref = key_gradients(inputs[c], p.causal, keys, L, O);
+      compare(dK, ref.dK, keys);
+      compare(dV, ref.dV, keys);
+      r.note = "dQ on 48 sampled rows, dK and dV on 48 sampled keys (L and O from the forward kernel)";
+    }
+    r.rows_checked += static_cast<std::int64_t>(rows.size());
+    r.instances_checked += 1;
+  }
+  r.pass = r.all_written && r.worst_ratio <= 1.0;
+  if (!r.all_written) r.note = "dQ, dK or dV has NaN/inf (unwritten or overflowed elements)";
+  if (const std::string intended = family_of(algo).intended_difference(kind); !intended.empty()) r.note = intended;
+  return r;
+}
+
+}  // namespace
+
+CheckResult check_kernel(const AttentionProblem& p, Blocks blocks, bool kv_descending, InputKind kind, std::uint64_t seed,
+                         AttentionBuffers& buffers, std::int64_t full_rows_max_n) {
+  if (buffers.algo()->pass() == Pass::backward) return check_backward(p, blocks, kind, seed, buffers, full_rows_max_n);
+  const Algo algo = buffers.algo();
+  const DeviceTensors t = buffers.tensors();
+  const std::int64_t Nq = p.Nq(), d = p.head_dim, BH = p.batch * p.heads;
+  const std::int64_t q_per = Nq * d;
+  std::vector<std::int64_t> checked = {0};
+  if (BH > 1) checked.push_back(BH - 1);
+  const std::vector<Inputs> inputs = fill_inputs(p, buffers, kind, seed, checked, false);
   // Poison O with all-ones bits (NaN in fp16 and bf16): an unwritten element stays NaN.
   CUDA_CHECK(cudaMemset(t.at(Tensor::O), 0xFF, static_cast<std::size_t>(buffers.q_elems() * 2)));
   launch(algo, p, blocks, t, nullptr, kv_descending);

@@ -37,7 +37,7 @@ class AttentionBuffers {
   Algo algo_;
   std::int64_t q_elems_ = 0, kv_elems_ = 0;
   std::array<DeviceBuffer, kTensorCount> buffers_;  // by Tensor
-  DeviceBuffer kv_offsets_, kv_blocks_, fallback_;
+  DeviceBuffer kv_offsets_, kv_blocks_, fallback_, dQ_accum_;
 };
 
 // |O − O_ref| ≤ atol + rtol·|O_ref| elementwise: the kernel family's figures and why
@@ -58,6 +58,11 @@ struct CheckResult {
 // uniform random; O poisoned with NaN; one launch; the NQ rows of the two heads compared with
 // reference_attention (all rows when NQ ≤ full_rows_max_n, else sample_rows). Inputs are rounded to the dtype first,
 // so the reference sees exactly what the kernel sees. kv_descending: see launch().
+// A backward room: Q, K, V and dO drawn the same way, the forward's O and L from hbmlab's forward
+// kernel of the same algorithm, dQ, dK, dV (and the fp32 dQ accumulator) poisoned with NaN, one
+// launch of the backward; dQ, dK and dV of the two heads compared with reference_backward (all rows
+// when N ≤ full_rows_max_n; else dQ on sample_rows, and dK, dV on as many sampled keys, summed in
+// fp64 over every query with the L and O the forward kernel left).
 CheckResult check_kernel(const AttentionProblem& problem, Blocks blocks, bool kv_descending, InputKind kind, std::uint64_t seed,
                          AttentionBuffers& buffers, std::int64_t full_rows_max_n = 1024);
 
@@ -80,7 +85,8 @@ void launch_marker(int grid, int block);
 
 // FlashAttention's convention: 4·N²·d·B·H forward, halved when causal; with NQ < N, 4·d·B·H times the
 // keys each query row sees. With a block mask, the
-// matmul FLOPs of the block pairs the grid at `blocks` keeps (4·rows·cols·d each).
-double attention_flops(const AttentionProblem& problem, Blocks blocks = {});
+// matmul FLOPs of the block pairs the grid at `blocks` keeps (4·rows·cols·d each). The backward:
+// 2.5 times the forward's (five N²d products to the forward's two, not counting the recomputed S).
+double attention_flops(const AttentionProblem& problem, Blocks blocks = {}, Pass pass = Pass::forward);
 
 }  // namespace hbmlab::gpu

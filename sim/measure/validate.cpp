@@ -114,9 +114,61 @@ AttentionProblem problem_of(const Json& j, const std::string& where) {
   }
 }
 
+// PyTorch's FlashAttention-2 backward ("pass": "backward" in a record): its three kernels, as the flash2
+// backward room plans them, D = rowsum(dO ∘ O) (flash_bwd_dot_do_o_kernel, which also clears the fp32
+// dQ accumulator), one CTA per K_j, V_j (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, whose name carries
+// Flash_bwd_kernel_traits<d, Br, Bc, warps, ...>) and the dQ conversion (flash_bwd_convert_dq_kernel).
+// Time and traffic are the three kernels' sums; the launch is the main kernel's.
+void read_sdpa_backward(const Json& r, const std::string& where, const std::string& path, const std::string& gpu,
+                        ValidationReport& report) {
+  static const std::regex traits(R"(Flash_bwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
+  const Json* main = nullptr;
+  double time_ns = 0, dram_read = 0, dram_write = 0, l2_read_sectors = 0;
+  if (r.contains("ncu_kernels"))
+    for (const Json& k : r.at("ncu_kernels")) {
+      const std::string name = k.value("kernel", "");
+      if (name.find("flash_bwd") == std::string::npos) continue;
+      if (name.find("flash_bwd_dq_dk_dv_loop") != std::string::npos) main = &k;
+      time_ns += number_or_nan(k, "gpu__time_duration.sum");
+      dram_read += number_or_nan(k, "dram__bytes_read.sum");
+      dram_write += number_or_nan(k, "dram__bytes_write.sum");
+      l2_read_sectors += number_or_nan(k, "lts__t_sectors_srcunit_tex_op_read.sum");
+    }
+  std::smatch m;
+  const std::string name = main ? main->value("kernel", "") : "";
+  if (!main || !std::regex_search(name, m, traits)) {
+    report.skipped.push_back(where + ": no flash_bwd_dq_dk_dv_loop kernel with its traits in ncu_kernels");
+    return;
+  }
+  ValidationRow row;
+  row.file = path;
+  row.source = "sdpa flash backward";
+  row.gpu = gpu;
+  row.algo = algo_named("flash2", Pass::backward);
+  row.problem = problem_of({{"batch", r.at("B")}, {"heads", r.at("H")}, {"seq_len", r.at("N")}, {"head_dim", r.at("d")},
+                            {"dtype", r.value("dtype", "fp16")}, {"causal", r.value("causal", false)}},
+                           where);
+  auto trait = [&](int k) { return std::strtod(m[k].str().c_str(), nullptr); };  // as read_sdpa reads them
+  const std::string traits_where = where + ": ncu_kernels: Flash_bwd_kernel_traits";
+  row.blocks = {launch_figure(trait(2), traits_where + " Br"), launch_figure(trait(3), traits_where + " Bc")};
+  row.launch.threads_per_cta = launch_figure(32 * trait(4), traits_where + " warps × 32");
+  const double regs = number_or_nan(*main, "launch__registers_per_thread");
+  const double smem = number_or_nan(*main, "launch__shared_mem_per_block_dynamic") +
+                      number_or_nan(*main, "launch__shared_mem_per_block_static");
+  if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
+  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+  row.measured_time_s = time_ns * 1e-9;
+  row.measured_dram_read = dram_read;
+  row.measured_dram_write = dram_write;
+  row.measured_l2_read = l2_read_sectors * 32;
+  check_row(row, where);
+  report.rows.push_back(row);
+}
+
 // The calibration file's SDPA records: PyTorch's FlashAttention-2 forward, modelled as it was
 // launched. Its kernel name carries Flash_fwd_kernel_traits<d, Br, Bc, warps, ...>; ncu gives the
-// shared memory and registers; the kernel visits K_j, V_j from the last block down.
+// shared memory and registers; the kernel visits K_j, V_j from the last block down. Records of the
+// backward pass go to read_sdpa_backward.
 void read_sdpa(const Json& file, const std::string& path, const std::string& gpu, ValidationReport& report) {
   static const std::regex traits(R"(Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
   const Json& records = file.at("sdpa");
@@ -124,6 +176,10 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
     const Json& r = records[n];
     const std::string where = fmt::format("{}: sdpa[{}]", path, n);
     const std::string backend = r.value("backend", "");
+    if (r.value("pass", "forward") == "backward" && backend == "flash") {
+      read_sdpa_backward(r, where, path, gpu, report);
+      continue;
+    }
     if (backend == "math") {
       report.skipped.push_back(where + ": math backend: PyTorch upcasts to fp32 and runs about a dozen kernels "
                                        "(copies, masks, FFMA GEMMs); hbmlab's standard is three fp16 kernels");
@@ -250,18 +306,21 @@ void read_sdpa_decode(const Json& file, const std::string& path, const std::stri
 
 // `hbmlab measure` files (DESIGN.md, "Measurement files"): hbmlab's own kernels, with the
 // blocks they ran with. A record may add "launch": {"threads_per_cta", "registers_per_thread",
-// "smem_bytes_per_cta", "kv_descending"}; without it the launch is the engine's default.
+// "smem_bytes_per_cta", "kv_descending"}; without it the launch is the engine's default. "pass":
+// "backward" names the room of the backward pass (absent: the forward).
 void read_records(const Json& file, const std::string& path, const std::string& gpu, ValidationReport& report) {
   const Json& records = file.at("records");
   for (std::size_t n = 0; n < records.size(); ++n) {
     const Json& r = records[n];
     const std::string where = fmt::format("{}: records[{}]", path, n);
-    const auto algo = parse_algo(r.value("kernel", ""));
+    const std::optional<Pass> pass = parse_pass(r.value("pass", "forward"));
+    if (!pass) fail_input("{}.pass: '{}' is not forward or backward", where, r.value("pass", ""));
+    const auto algo = parse_algo(r.value("kernel", ""), *pass);
     if (!algo && r.value("kernel", "").find("flash_fwd_kernel") != std::string::npos)
       fail_input("{}.kernel: PyTorch's FlashAttention-2 kernel without its registers and shared memory per CTA, "
                  "which set how many CTAs share an SM (a layout study); calibration files' \"sdpa\" records carry them",
                  where);
-    if (!algo) fail_input("{}.kernel: '{}' is not {}", where, r.value("kernel", ""), algo_names(Pass::forward, " or "));
+    if (!algo) fail_input("{}.kernel: '{}' is not {}", where, r.value("kernel", ""), algo_names(*pass, " or "));
     ValidationRow row;
     row.file = path;
     row.source = std::string(to_string(*algo));

@@ -438,6 +438,47 @@ TEST_CASE("validate reads the calibration file and measurement records", "[engin
   CHECK(out.str().find("\"summary\"") != std::string::npos);
   std::ofstream(path) << R"({"records": [{"kernel": "flash3"}]})";
   CHECK(run_cli({"validate", "--measurements", path, "--gpu", "h100-sxm"}, out, err) == 2);
+  // "pass": "backward" names the backward room of the kernel; its source reads as the room's name.
+  std::ofstream(path) << R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": [
+      {"kernel": "flash2", "pass": "backward", "problem": {"batch": 1, "heads": 2, "seq_len": 1024, "head_dim": 64,
+       "dtype": "fp16", "causal": true}, "blocks": {"Br": 64, "Bc": 128}, "time_ms_median": 0.05,
+       "launch": {"threads_per_cta": 256, "registers_per_thread": 249}}]})";
+  const ValidationReport bwd = validate_measurements({path}, std::nullopt);
+  REQUIRE(bwd.rows.size() == 1);
+  CHECK(bwd.rows[0].algo == algo_named("flash2", Pass::backward));
+  CHECK(bwd.rows[0].source == "flash2 backward");
+  CHECK(bwd.rows[0].predicted_time_s > 0);
+  out.str("");
+  CHECK(run_cli({"validate", "--measurements", path}, out, err) == 0);
+  CHECK(out.str().find("  flash2 backward h100-sxm") != std::string::npos);
+  // PyTorch's FlashAttention-2 backward under ncu: its three kernels summed, the main kernel's traits
+  // and launch taken for the flash2 backward room.
+  std::ofstream(path) << R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "sdpa": [
+      {"backend": "flash", "pass": "backward", "B": 1, "H": 16, "N": 2048, "d": 128, "causal": true, "dtype": "fp16",
+       "ncu_kernels": [
+        {"kernel": "void flash_bwd_dot_do_o_kernel<true, Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, false>>",
+         "gpu__time_duration.sum": 10000, "dram__bytes_read.sum": 1000, "dram__bytes_write.sum": 10},
+        {"kernel": "void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, false>>",
+         "gpu__time_duration.sum": 200000, "dram__bytes_read.sum": 20000, "dram__bytes_write.sum": 20,
+         "launch__registers_per_thread": 255, "launch__shared_mem_per_block_dynamic": 98304,
+         "launch__shared_mem_per_block_static": 0},
+        {"kernel": "void flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, false>>",
+         "gpu__time_duration.sum": 5000, "dram__bytes_read.sum": 300, "dram__bytes_write.sum": 30},
+        {"kernel": "void at::native::vectorized_elementwise_kernel<4, FillFunctor<float>>",
+         "gpu__time_duration.sum": 7000, "dram__bytes_read.sum": 7}]}]})";
+  const ValidationReport sdpa = validate_measurements({path}, std::nullopt);
+  REQUIRE(sdpa.rows.size() == 1);
+  CHECK(sdpa.rows[0].algo == algo_named("flash2", Pass::backward));
+  CHECK(sdpa.rows[0].source == "sdpa flash backward");
+  CHECK(sdpa.rows[0].blocks == Blocks{64, 128});
+  CHECK(*sdpa.rows[0].launch.threads_per_cta == 256);
+  CHECK(*sdpa.rows[0].launch.smem_bytes_per_cta == 98304);
+  CHECK(sdpa.rows[0].measured_time_s == Approx(215e-6));  // the three flash_bwd kernels, not the fill
+  CHECK(sdpa.rows[0].measured_dram_read == 21300);
+  std::ofstream(path) << R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": [{"kernel": "flash2", "pass": "sideways"}]})";
+  err.str("");
+  CHECK(run_cli({"validate", "--measurements", path}, out, err) == 2);
+  CHECK(err.str().find("records[0].pass: 'sideways' is not forward or backward") != std::string::npos);
   std::filesystem::remove(path);
 }
 
@@ -486,8 +527,8 @@ TEST_CASE("the window's Measured tab reads the attention records of a folder and
   std::filesystem::remove_all(dir);
 
   // The recorded folder: only the L2 microbenchmarks' files, the layout study (SDPA records of
-  // three memory layouts, which the engine cannot tell apart) and FlexAttention's times beside the
-  // block-sparse kernel's (no records of a kernel hbmlab models) are left out.
+  // three memory layouts, which the engine cannot tell apart) and FlexAttention's, SDPA's decode and
+  // SDPA's backward times beside hbmlab's kernels (no records of a kernel hbmlab models) are left out.
   const std::string recorded = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements";
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(recorded))
@@ -498,7 +539,8 @@ TEST_CASE("the window's Measured tab reads the attention records of a folder and
   for (const std::string& why : all.skipped_files) {
     INFO(why);
     CHECK((why.find("-l2-") != std::string::npos || why.find("-sdpa-layout.json") != std::string::npos ||
-           why.find("-block-sparse-flex.json") != std::string::npos || why.find("-decode-sdpa.json") != std::string::npos));
+           why.find("-block-sparse-flex.json") != std::string::npos || why.find("-decode-sdpa.json") != std::string::npos ||
+           why.find("-backward-speed.json") != std::string::npos));
     if (why.find("-sdpa-layout.json") != std::string::npos) CHECK(why.find("without its registers") != std::string::npos);
   }
 }

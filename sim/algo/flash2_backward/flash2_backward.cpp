@@ -251,9 +251,11 @@ public:
   // As FlashAttention-2 launches its backward (Launches above). The paper's count and the launch
   // differ in the fp32 dQ accumulator (twice the bytes for fp16/bf16, and the conversion kernel's
   // read and write), which paper_bytes leaves out: `--no-l2` gives the count, the L2 model the rest.
+  // gpu/flash2_backward.cu launches these three kernels in this grid order; with
+  // LaunchOverride::hbmlab_kernels its D and conversion kernels hold no shared memory (each thread
+  // streams its 16-byte chunks through registers), and the main kernel takes the recorded launch.
   std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks b, const GpuSpec& gpu,
                                        const EngineOptions& options) const override {
-    if (options.launch.hbmlab_kernels) fail_input("--hbmlab-kernels: hbmlab has no CUDA kernel for {}", display_name());
     const BlockGrid g(p, b);
     const std::int64_t d = p.head_dim, e = p.elem_bytes();
     std::vector<KernelPlan> plans(3);
@@ -273,6 +275,7 @@ public:
     convert.overlap = "streaming: each CTA converts one dQ_i";
     convert.double_buffered = false;
     convert.smem_bytes_per_cta = b.Br * d * kStatBytes;
+    if (options.launch.hbmlab_kernels) dot.smem_bytes_per_cta = convert.smem_bytes_per_cta = 0;
     Launches launches(plans, p, g, gpu.l2_sector_bytes);
     emit(p, b, launches);
     launches.finish();
