@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from merge_ncu import METRICS, num, read_rows, write_json
+from merge_ncu import kernels_by_marker, write_json
 
 
 def shapes():
@@ -66,20 +66,7 @@ def ncu_pass():
 def merge(ncu_csv, out_path):
     import torch
     ss = shapes()
-    kernels = {k: [] for k in range(len(ss))}
-    current = None
-    for r in read_rows(ncu_csv):
-        name = r.get("Kernel Name", "")
-        if "hbmlab_marker" in name:
-            g = num(r.get("launch__grid_size", ""))
-            current = int(g) - 1 if g else None
-            continue
-        if current is None or current not in kernels:
-            continue
-        k = {"kernel": name, "grid": r.get("Grid Size"), "block": r.get("Block Size")}
-        for m in METRICS:
-            k[m] = num(r.get(m, ""))
-        kernels[current].append(k)
+    kernels = kernels_by_marker(ncu_csv, len(ss))
     records = []
     for k, s in enumerate(ss):
         rec = dict(s)

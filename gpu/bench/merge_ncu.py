@@ -47,10 +47,10 @@ def num(x):
         return None
 
 
-def main(timing_path, ncu_path, out_path):
-    timing = json.load(open(timing_path))
-    shapes = timing.get("sdpa_shapes", [])
-    kernels = {k: [] for k in range(len(shapes))}
+def kernels_by_marker(ncu_path, count):
+    """The profiled kernels of shapes 0..count-1, each with its METRICS: every row after the marker
+    kernel hbmlab_marker with grid size k+1 (up to the next marker) belongs to shape k."""
+    kernels = {k: [] for k in range(count)}
     current = None
     for r in read_rows(ncu_path):
         name = r.get("Kernel Name", "")
@@ -64,6 +64,13 @@ def main(timing_path, ncu_path, out_path):
         for m in METRICS:
             k[m] = num(r.get(m, ""))
         kernels[current].append(k)
+    return kernels
+
+
+def main(timing_path, ncu_path, out_path):
+    timing = json.load(open(timing_path))
+    shapes = timing.get("sdpa_shapes", [])
+    kernels = kernels_by_marker(ncu_path, len(shapes))
     for row in timing.get("sdpa", []):
         idx = shapes.index({key: row[key] for key in ("backend", "B", "H", "N", "d", "causal", "dtype")})
         ks = kernels.get(idx, [])
