@@ -918,7 +918,17 @@ void ShowMeasuredPanel(AppState& app) {
   Text(dl, ImVec2(c.p0.x, a.y), kDim, "pred.");
   Text(dl, ImVec2(c.p0.x, a.y + fs * 1.1f), kDim, "↑");
   float ly = a.y + fs * 0.3f;  // legend inside the plot's upper left, where points are rare
-  for (Algo al : algorithms()) {
+  // The rooms the records are of: the forward rooms in the registry's order, then the others
+  // (backward) as they come.
+  std::vector<Algo> shown;
+  auto recorded = [&](Algo al) {
+    return std::any_of(rep.rows.begin(), rep.rows.end(), [&](const ValidationRow& r) { return r.algo == al; });
+  };
+  for (Algo al : algorithms())
+    if (recorded(al)) shown.push_back(al);
+  for (const ValidationRow& r : rep.rows)
+    if (std::find(shown.begin(), shown.end(), r.algo) == shown.end()) shown.push_back(r.algo);
+  for (Algo al : shown) {
     dl->AddCircleFilled(ImVec2(a.x + fs * 0.8f, ly + fs * 0.55f), fs * 0.25f, algo_colour(al));
     Text(dl, ImVec2(a.x + fs * 1.3f, ly), kDim, std::string(to_string(al)));
     ly += fs * 1.2f;
