@@ -40,9 +40,10 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kStages = 3;
 constexpr float kLog2e = 1.4426950408889634f;
 // FlashDecoding++'s safe range for a row's largest score x around φ, in base 2: e^(x − φ) rounded to
-// the dtype for the P̃V product must stay finite and normal. bf16 has fp32's exponent range, so the
-// simulator's ±64 (natural units, SplitKvAttention::kSafeRange) holds; fp16 tops out at 65504 = 2^16
-// and leaves normal numbers below 2^−14, so its window is [φ − 14, φ + 15] in base 2 (about φ ± 10).
+// the dtype for the P̃V product must stay finite and normal. bf16 has fp32's exponent range: ±64 in
+// natural units; fp16 tops out at 65504 < 2^16 and leaves normal numbers below 2^−14, so its window
+// is [φ − 14, φ + 15] in base 2 (about φ ± 10). The simulator's rule is the same
+// (SplitKvAttention::safe_range).
 template <typename T> constexpr float kAboveLog2 = 64.f * kLog2e;
 template <typename T> constexpr float kBelowLog2 = 64.f * kLog2e;
 template <> constexpr float kAboveLog2<__half> = 15.f;

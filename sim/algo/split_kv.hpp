@@ -39,6 +39,20 @@ public:
   std::int64_t heads_per_instance(const AttentionProblem& p) const override { return p.heads / p.Hkv(); }
   ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true, .splits = true}; }
 
+  // FlashDecoding++'s safe range, in natural units around φ: how far a row's largest score may lie
+  // above φ, or below it, before e^(x − φ), rounded to the dtype for the P̃V product, overflows or
+  // leaves the normal numbers. bf16 and fp32 have fp32's exponent range: ±64 (e^±64 ≈ 2^±92, where a
+  // sum of up to 2^24 terms times |v| < 8 stays finite: 2^27 · 2^92 < 2^128). fp16 ends at
+  // 65504 < 2^16 and its normal numbers at 2^−14: 15 ln 2 above and 14 ln 2 below (about ±10), the
+  // window hbmlab's fp16 kernel checks (gpu/flash_decoding.cu).
+  struct SafeRange {
+    double above = 0, below = 0;
+  };
+  static constexpr SafeRange safe_range(Dtype dtype) {
+    constexpr double ln2 = 0.6931471805599453;
+    return dtype == Dtype::fp16 ? SafeRange{15 * ln2, 14 * ln2} : SafeRange{64, 64};
+  }
+
   // Q_i (Br×d) stays on chip like flash2's, so flash2's rule: Br = ⌈M/(4d)⌉ (then clamped to the g·NQ
   // query rows), Bc = min(⌈M/(4d)⌉, d, N). At d = 128 that is FlashAttention's split-KV K/V block, 128.
   Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override {
@@ -245,11 +259,11 @@ protected:
   //
   // One head of the group (the heads differ only in their numbers): each query row through S splits of
   // the K/V blocks, then the combine. Returns false when the unified path must fall back: a score more
-  // than kSafeRange above φ (e^(x − φ) could overflow fp32's partial sums) or every score more than
-  // kSafeRange below it (every term would vanish).
+  // than `range.above` over φ (e^(x − φ) could overflow) or every score more than `range.below` under
+  // it (every term would leave the dtype's normal numbers).
   template <class T>
-  static bool split_row(const tiled::Tiles<T>& t, const BlockGrid& g, std::int64_t q, Path path, T phi, std::vector<T>& out,
-                        std::vector<SoftmaxEvent>* watch) {
+  static bool split_row(const tiled::Tiles<T>& t, const BlockGrid& g, std::int64_t q, Path path, T phi, SafeRange range,
+                        std::vector<T>& out, std::vector<SoftmaxEvent>* watch) {
     const std::int64_t d = t.d, i = q / g.Br, S = g.splits;
     constexpr T kMinusInf = -std::numeric_limits<T>::infinity();
     std::vector<T> S_row, acc(static_cast<std::size_t>(d)), lse(static_cast<std::size_t>(S), kMinusInf), ell(S, T(0));
@@ -269,7 +283,7 @@ protected:
           alpha = tiled::exp_diff(m, m_new);
         } else {
           for (T x : S_row) row_max = std::max(row_max, x);
-          if (row_max - phi > T(kSafeRange)) return false;  // overflow risk: fall back
+          if (row_max - phi > T(range.above)) return false;  // overflow risk: fall back
         }
         T rowsum = 0;
         for (T& x : S_row) rowsum += (x = tiled::exp_diff(x, m_new));
@@ -294,7 +308,7 @@ protected:
     }
     out.assign(static_cast<std::size_t>(d), T(0));
     if (path == Path::unified) {  // lines 10–11: ℓ = Σ ℓ_s, O = Σ O_part_s / ℓ, no rescale
-      if (row_max != kMinusInf && phi - row_max > T(kSafeRange)) return false;  // underflow: fall back
+      if (row_max != kMinusInf && phi - row_max > T(range.below)) return false;  // underflow: fall back
       T l = 0;
       for (T x : ell) l += x;
       for (std::int64_t s = 0; s < S; ++s)
@@ -343,6 +357,7 @@ protected:
   static TiledResult run_split(Precision precision, const Inputs& in, BlockGrid g, const TiledOptions& options, Path path,
                                double phi) {
     g.splits = std::clamp<std::int64_t>(options.kv_splits, 1, g.Tc);
+    const SafeRange range = safe_range(options.dtype);
     return tiled::in_precision(precision, [&](auto zero) {
       using T = decltype(zero);
       const tiled::Tiles<T> t(in);
@@ -351,10 +366,10 @@ protected:
       for (std::int64_t q : tiled::rows_to_compute(in, options)) {
         const bool watched = options.watch_row && q == *options.watch_row;
         std::vector<SoftmaxEvent> events;
-        if (!split_row(t, g, q, path, T(phi), out, watched ? &events : nullptr)) {
+        if (!split_row(t, g, q, path, T(phi), range, out, watched ? &events : nullptr)) {
           result.recomputed_rows.push_back(q);
           events.clear();
-          split_row(t, g, q, Path::synchronised, T(phi), out, watched ? &events : nullptr);
+          split_row(t, g, q, Path::synchronised, T(phi), range, out, watched ? &events : nullptr);
         }
         for (std::int64_t x = 0; x < t.d; ++x) result.O(q, x) = double(out[x]);
         if (watched) result.watch = std::move(events);
@@ -449,11 +464,6 @@ protected:
   static constexpr std::int64_t kSyncStatOps = 5;
   // Per score with the unified max: the safe-range check (a max) 1, subtract-and-exp 2, rowsum 1.
   static constexpr std::int64_t kUnifiedScoreOps = 4;
-
-public:
-  // FlashDecoding++'s safe range: e^(x − φ) stays within e^±64 ≈ 2^±92, where fp32 keeps full
-  // precision and a sum of up to 2^24 terms times |v| < 8 cannot overflow (2^27 · 2^92 < 2^128).
-  static constexpr double kSafeRange = 64;
 };
 
 }  // namespace hbmlab

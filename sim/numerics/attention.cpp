@@ -249,6 +249,7 @@ NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, c
   TiledOptions options;
   options.kv_splits = p.kv_splits;
   options.unified_max = p.unified_max;
+  options.dtype = p.dtype;
   return check_tiled(algo, precision, in, blocks, p.causal, rows, options, p.block_mask);
 }
 

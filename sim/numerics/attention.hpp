@@ -66,6 +66,7 @@ struct TiledOptions {
   // Decoding: K/V splits (0: one) and FlashDecoding++'s unified max φ (none: the room's default).
   std::int64_t kv_splits = 0;
   std::optional<double> unified_max;
+  Dtype dtype = Dtype::fp32;  // the problem's: FlashDecoding++'s safe range around φ depends on it
 };
 
 // The backward's outputs: dQ (NQ × d), dK and dV (N × d) for the loss whose gradient at O is dO.

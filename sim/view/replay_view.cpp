@@ -333,6 +333,7 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
     options.watch_row = row;
     options.kv_splits = p.kv_splits;
     options.unified_max = p.unified_max;
+    options.dtype = p.dtype;
     return algo()->run_tiled(Precision::fp32, in, grid, options);
   };
   TiledResult tiled = watch(v.row);

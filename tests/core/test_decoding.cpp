@@ -444,15 +444,18 @@ TEST_CASE("each split's partial O_s and LSE_s, and the combine's weights, equal 
 }
 
 // FlashDecoding++ with φ set by hand anywhere in the safe range (scores of unit inputs lie within
-// about ±5): the splits' sums of e^(x − φ) simply add, and the result is fp64's.
+// about ±5; the range is ±64 for bf16, about ±10 for fp16): the splits' sums of e^(x − φ) simply add,
+// and the result is fp64's.
 TEST_CASE("FlashDecoding++'s unified max equals the fp64 reference for any φ in the safe range", "[numerics][decode]") {
-  for (const double phi : {-40.0, -5.0, 0.0, 3.0, 10.0, 50.0})
+  const std::pair<Dtype, double> cases[] = {{Dtype::bf16, -40.0}, {Dtype::bf16, -5.0}, {Dtype::bf16, 10.0}, {Dtype::bf16, 50.0},
+                                            {Dtype::fp16, -4.0},  {Dtype::fp16, 0.0},  {Dtype::fp16, 3.0},   {Dtype::fp16, 6.0}};
+  for (const auto& [dtype, phi] : cases)
     for (const std::int64_t N : {1, 37, 1000, 4096}) {
       const std::int64_t d = 64, Nq = std::min<std::int64_t>(N, 3);
       const Inputs in = make_inputs(N, d, InputKind::unit, 40 + N, Nq);
-      AttentionProblem p = decode_problem(1, 1, 1, N, d, Nq, std::min<std::int64_t>(ceil_div(N, 64), 7), Dtype::fp16, N == 1000);
+      AttentionProblem p = decode_problem(1, 1, 1, N, d, Nq, std::min<std::int64_t>(ceil_div(N, 64), 7), dtype, N == 1000);
       p.unified_max = phi;
-      INFO("φ=" << phi << " N=" << N << " S=" << p.kv_splits);
+      INFO(to_string(dtype) << " φ=" << phi << " N=" << N << " S=" << p.kv_splits);
       const NumericsCheck c = check_numerics(kFDpp, Precision::fp32, in, p, {4, 64});
       CHECK(c.recomputed_rows == 0);
       CHECK(c.finite);
@@ -466,6 +469,50 @@ TEST_CASE("FlashDecoding++'s unified max equals the fp64 reference for any φ in
   const NumericsCheck c = check_numerics(kFDpp, Precision::fp32, in, p, {4, 64});
   CHECK(c.recomputed_rows == 4);
   CHECK(c.max_abs_error < 1e-5);
+}
+
+// fp16's safe range is narrower than bf16's: e^(x − φ) is rounded to fp16 for the P̃V product, which
+// overflows past 2^16 and leaves the normal numbers under 2^−14. The counts, the numerics and hbmlab's
+// fp16 kernel draw the line at the same place: 15 ln 2 above the row max, 14 ln 2 below it.
+TEST_CASE("FlashDecoding++'s safe range depends on the dtype: about ±10 for fp16, ±64 for bf16 and fp32",
+          "[numerics][io][decode]") {
+  const std::int64_t N = 4096;
+  const double expected = default_unified_max(N), ln2 = std::log(2.0);
+  for (const Dtype dtype : {Dtype::bf16, Dtype::fp32}) {
+    CHECK_FALSE(rows_fall_back(N, expected - 63.9, dtype));
+    CHECK(rows_fall_back(N, expected - 64.1, dtype));
+    CHECK_FALSE(rows_fall_back(N, expected + 63.9, dtype));
+    CHECK(rows_fall_back(N, expected + 64.1, dtype));
+  }
+  CHECK_FALSE(rows_fall_back(N, expected - 15 * ln2 + 0.01, Dtype::fp16));
+  CHECK(rows_fall_back(N, expected - 15 * ln2 - 0.01, Dtype::fp16));
+  CHECK_FALSE(rows_fall_back(N, expected + 14 * ln2 - 0.01, Dtype::fp16));
+  CHECK(rows_fall_back(N, expected + 14 * ln2 + 0.01, Dtype::fp16));
+
+  // φ = −20 on unit inputs (scores within about ±5): bf16 takes the unified path, fp16 falls back on
+  // every row, recomputes, stays exact, and pays a second split kernel over the cache.
+  const std::int64_t d = 64, Nq = 4;
+  const Inputs in = make_inputs(N, d, InputKind::unit, 9, Nq);
+  const Blocks b{4, 64};
+  for (const Dtype dtype : {Dtype::bf16, Dtype::fp16}) {
+    AttentionProblem p = decode_problem(1, 1, 1, N, d, Nq, 8, dtype);
+    p.unified_max = -20.0;
+    INFO(to_string(dtype));
+    const NumericsCheck c = check_numerics(kFDpp, Precision::fp32, in, p, b);
+    CHECK(c.finite);
+    CHECK(c.max_abs_error < 1e-5);
+    AttentionProblem same = p;
+    same.unified_max.reset();
+    const std::int64_t extra = count_instance(kFDpp, p, b).hbm_bytes() - count_instance(kFDpp, same, b).hbm_bytes();
+    if (dtype == Dtype::bf16) {
+      CHECK(c.recomputed_rows == 0);
+      CHECK(extra == 0);
+    } else {
+      CHECK(c.recomputed_rows == Nq);
+      // The split kernel again: Q_0 in each of 8 splits, the whole cache's K and V, 8 partials.
+      CHECK(extra == 8 * Nq * d * 2 + 2 * N * d * 2 + 8 * Nq * d * 4 + 8 * Nq * 4);
+    }
+  }
 }
 
 TEST_CASE("the queries are the last NQ rows of the self-attention inputs", "[numerics][decode]") {

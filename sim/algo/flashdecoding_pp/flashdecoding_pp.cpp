@@ -29,8 +29,10 @@ namespace hbmlab {
 
 double default_unified_max(std::int64_t N) { return N > 1 ? std::sqrt(2.0 * std::log(double(N))) : 0.0; }
 
-bool rows_fall_back(std::int64_t N, double phi) {
-  return std::fabs(default_unified_max(N) - phi) > SplitKvAttention::kSafeRange;
+bool rows_fall_back(std::int64_t N, double phi, Dtype dtype) {
+  const SplitKvAttention::SafeRange range = SplitKvAttention::safe_range(dtype);
+  const double row_max = default_unified_max(N);
+  return row_max - phi > range.above || phi - row_max > range.below;
 }
 
 namespace {
@@ -59,7 +61,7 @@ public:
   // The row blocks the counts recompute: all or none (rows_fall_back).
   std::vector<std::int64_t> recomputed_blocks(const AttentionProblem& p, const BlockGrid& g) const {
     const double phi = p.unified_max.value_or(default_unified_max(p.seq_len));
-    return rows_fall_back(p.seq_len, phi) ? all_row_blocks(g) : std::vector<std::int64_t>{};
+    return rows_fall_back(p.seq_len, phi, p.dtype) ? all_row_blocks(g) : std::vector<std::int64_t>{};
   }
 
   // Unified split kernel; the synchronised one again for the recomputed row blocks; the combine, on

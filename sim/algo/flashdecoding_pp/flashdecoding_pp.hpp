@@ -7,6 +7,7 @@
 
 #include "sim/algo/step.hpp"
 #include "sim/engine/counters.hpp"
+#include "sim/workload/problem.hpp"
 
 namespace hbmlab {
 
@@ -17,8 +18,9 @@ namespace hbmlab {
 double default_unified_max(std::int64_t N);
 
 // The counts' rule: every row of the problem has scores with those statistics, so all rows fall back
-// or none: when the expected row max √(2 ln N) lies more than the safe range (64) from φ.
-bool rows_fall_back(std::int64_t N, double phi);
+// or none: when the expected row max √(2 ln N) lies outside φ's safe range for the dtype
+// (SplitKvAttention::safe_range: ±64 for bf16 and fp32, about ±10 for fp16).
+bool rows_fall_back(std::int64_t N, double phi, Dtype dtype);
 
 // FlashDecoding++'s steps of one instance with the given row blocks recomputed on the synchronised
 // path, and their closed form. The room's own emit() recomputes the blocks rows_fall_back says.
