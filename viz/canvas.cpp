@@ -835,6 +835,14 @@ void ShowTimelinePanel(AppState& app) {
 
 // [SECTION] Measured against predicted
 
+// A record's marker: a disc for a forward pass, a square for a backward one, in its room's colour.
+void DrawMarker(ImDrawList* dl, ImVec2 at, float radius, Algo algo) {
+  if (algo->pass() == Pass::backward)
+    dl->AddRectFilled(ImVec2(at.x - radius, at.y - radius), ImVec2(at.x + radius, at.y + radius), algo_colour(algo));
+  else
+    dl->AddCircleFilled(at, radius, algo_colour(algo));
+}
+
 void ShowMeasuredPanel(AppState& app) {
   PanelTitle("Measured on a GPU against predicted by the timing engine", app.highlight == "measured");
   request_measured(app);
@@ -860,7 +868,7 @@ void ShowMeasuredPanel(AppState& app) {
   }
   ImGui::TextWrapped("%zu records from recorded files. Kernel time: mean |error| %.0f%%, worst %+.0f%%, %zu within "
                      "%.0f%%. DRAM read bytes: mean |error| %.0f%%, worst %+.0f%%, %zu within %.0f%%. Points on the "
-                     "diagonal are exact; ringed points are this problem (same N, d and algorithm).",
+                     "diagonal are exact; ringed points are this problem (same N, d and algorithm); squares are backward passes.",
                      rep.rows.size(), rep.time.mean_abs * 100, rep.time.worst * 100, rep.time.within,
                      rep.time.tolerance * 100, rep.dram_read.mean_abs * 100, rep.dram_read.worst * 100,
                      rep.dram_read.within, rep.dram_read.tolerance * 100);
@@ -891,7 +899,14 @@ void ShowMeasuredPanel(AppState& app) {
     return;
   }
   const double l0 = std::log10(lo) - 0.1, l1 = std::log10(hi) + 0.1;
-  const float side = std::min(c.p1.x - c.p0.x - fs * 4, c.p1.y - c.p0.y - fs * 3);
+  // Each GPU, room and kernel's errors go beside the plot where the canvas is wide, else below it,
+  // with room kept for this problem's room (listed first) and one more.
+  std::vector<RoomSummary> groups = summarise_by_room(rep);
+  const auto first_other = std::stable_partition(groups.begin(), groups.end(), [&](const RoomSummary& g) { return g.algo == algo; });
+  const float width = c.p1.x - c.p0.x - fs * 4, height = c.p1.y - c.p0.y - fs * 3;
+  const bool beside = width - height > fs * 18;
+  const std::size_t keep = std::min(groups.size(), static_cast<std::size_t>(first_other - groups.begin()) + 1);
+  const float side = beside ? height : std::min(width, height - fs * (2.0f + 2.5f * float(keep)));
   const ImVec2 a(c.p0.x + fs * 3.5f, c.p0.y + fs * 0.5f), b(a.x + side, a.y + side);
   auto px = [&](double s) { return a.x + side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };
   auto py = [&](double s) { return b.y - side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };
@@ -906,7 +921,7 @@ void ShowMeasuredPanel(AppState& app) {
                         r.problem.causal == p.causal && spec(r.problem) == spec(p);
       if (mine != (pass == 1)) continue;
       const ImVec2 q(px(r.measured_time_s), py(r.predicted_time_s));
-      dl->AddCircleFilled(q, fs * (mine ? 0.32f : 0.22f), algo_colour(r.algo));
+      DrawMarker(dl, q, fs * (mine ? 0.32f : 0.22f), r.algo);
       if (mine) dl->AddCircle(q, fs * 0.5f, kCurrent, 0, 2.0f);
       if (c.hovered && std::abs(ImGui::GetIO().MousePos.x - q.x) < fs * 0.3f && std::abs(ImGui::GetIO().MousePos.y - q.y) < fs * 0.3f)
         hovered = &r;
@@ -929,9 +944,31 @@ void ShowMeasuredPanel(AppState& app) {
   for (const ValidationRow& r : rep.rows)
     if (std::find(shown.begin(), shown.end(), r.algo) == shown.end()) shown.push_back(r.algo);
   for (Algo al : shown) {
-    dl->AddCircleFilled(ImVec2(a.x + fs * 0.8f, ly + fs * 0.55f), fs * 0.25f, algo_colour(al));
+    DrawMarker(dl, ImVec2(a.x + fs * 0.8f, ly + fs * 0.55f), fs * 0.25f, al);
     Text(dl, ImVec2(a.x + fs * 1.3f, ly), kDim, std::string(to_string(al)));
     ly += fs * 1.2f;
+  }
+  // Each GPU, room and kernel's mean |error| and how many of its records are within the targets,
+  // this problem's room first and in the highlight colour.
+  {
+    const float tx = beside ? b.x + fs * 1.5f : c.p0.x;
+    float ty = beside ? a.y : b.y + fs * 2.2f;
+    Text(dl, ImVec2(tx, ty), kText, "mean |error| (records within 10 % DRAM, 15 % time)");
+    ty += fs * 1.5f;
+    auto mean = [](const ValidationSummary& s) {
+      return std::isfinite(s.mean_abs) ? fmt::format("{:.1f} % ({} of {})", 100 * s.mean_abs, s.within, s.count) : std::string("—");
+    };
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      const RoomSummary& g = groups[k];
+      if (ty + fs * (k + 1 < groups.size() ? 3.7f : 2.5f) > c.p1.y) {
+        Text(dl, ImVec2(tx, ty), kDim, fmt::format("and {} more: hbmlab validate --measurements lists them", groups.size() - k));
+        break;
+      }
+      DrawMarker(dl, ImVec2(tx + fs * 0.3f, ty + fs * 0.55f), fs * 0.25f, g.algo);
+      Text(dl, ImVec2(tx + fs, ty), g.algo == algo ? kCurrent : kText, g.label());
+      Text(dl, ImVec2(tx + fs, ty + fs * 1.1f), kDim, "DRAM reads " + mean(g.dram_read) + ", time " + mean(g.time));
+      ty += fs * 2.5f;
+    }
   }
   if (hovered) {
     ImGui::BeginTooltip();

@@ -13,6 +13,7 @@ shot() {  # name, HBMLAB_GUI_SCRIPT, then hbmlab gui options; FRAMES=N for more 
 L1=lessons/01-why-standard-attention-is-memory-bound
 L2=lessons/02-tiling-and-online-softmax
 L3=lessons/03-block-size-against-sram
+L4=lessons/04-backward-recompute-instead-of-store
 L6=lessons/06-skip-what-you-dont-need
 L5=lessons/05-decoding-one-query-a-long-cache
 shot lesson1-standard-fills-hbm "stage=2,at=0.2,tab=io" --scenario $L1
@@ -22,6 +23,10 @@ shot lesson2-visit-order "stage=2,at=0.55" --scenario $L2
 shot lesson2-online-softmax "stage=3,at=1" --scenario $L2
 shot lesson2-flash1-vs-flash2 "stage=4,side,at=0.5,tab=io" --scenario $L2
 shot lesson3-block-size-explorer "stage=2,at=0.5,mouse=0.93:0.52" --scenario $L3
+shot lesson4-what-the-forward-keeps "stage=1,at=0.3" --scenario $L4
+shot lesson4-dq-every-inner-step "stage=3,at=0.4" --scenario $L4
+shot lesson4-recompute-against-bytes "stage=5,at=0.5" --scenario $L4
+shot lesson4-measured-backward "stage=6,at=0.5" --scenario $L4
 shot lesson6-sliding-window "stage=3,at=0.5" --scenario $L6
 shot lesson6-butterfly "stage=4,at=0.5" --scenario $L6
 shot lesson6-bytes-fall-with-density "stage=5,at=0.5" --scenario $L6

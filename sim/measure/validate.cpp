@@ -378,6 +378,37 @@ ValidationSummary summarise(const std::vector<double>& errors, double tolerance)
 }  // namespace
 
 double ValidationRow::time_error() const { return relative(predicted_time_s, measured_time_s); }
+
+std::string RoomSummary::label() const {
+  return fmt::format("{} {}, {}", gpu, to_string(algo), pytorch ? "PyTorch SDPA" : "hbmlab's kernel");
+}
+
+std::vector<RoomSummary> summarise_by_room(const ValidationReport& report) {
+  struct Group {
+    RoomSummary summary;
+    std::vector<double> time_errors, dram_errors;
+  };
+  std::vector<Group> groups;
+  for (const ValidationRow& row : report.rows) {
+    const bool pytorch = row.source.rfind("sdpa", 0) == 0;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+      return g.summary.gpu == row.gpu && g.summary.algo == row.algo && g.summary.pytorch == pytorch;
+    });
+    if (it == groups.end()) {
+      groups.push_back({RoomSummary{row.gpu, row.algo, pytorch, {}, {}}, {}, {}});
+      it = groups.end() - 1;
+    }
+    it->time_errors.push_back(row.time_error());
+    it->dram_errors.push_back(row.dram_read_error());
+  }
+  std::vector<RoomSummary> out;
+  for (Group& g : groups) {
+    g.summary.time = summarise(g.time_errors, kTimeTolerance);
+    g.summary.dram_read = summarise(g.dram_errors, kDramReadTolerance);
+    out.push_back(std::move(g.summary));
+  }
+  return out;
+}
 double ValidationRow::dram_read_error() const { return relative(predicted_dram_read, measured_dram_read); }
 
 namespace {
@@ -555,6 +586,15 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
   };
   summary_line("DRAM read bytes:", r.dram_read);
   summary_line("kernel time:    ", r.time);
+  const std::vector<RoomSummary> rooms = summarise_by_room(r);
+  if (rooms.size() > 1) {
+    auto mean = [](double m) { return std::isfinite(m) ? fmt::format("{:.1f}%", 100 * m) : std::string("—"); };
+    fmt::print(out, "by GPU, room and kernel (mean |error|; records within 10 % for DRAM reads, 15 % for time):\n");
+    for (const RoomSummary& g : rooms)
+      fmt::print(out, "  {:<46} DRAM read {:>6} ({:>3} of {:>3})   time {:>6} ({:>3} of {:>3})\n", g.label(),
+                 mean(g.dram_read.mean_abs), g.dram_read.within, g.dram_read.count, mean(g.time.mean_abs), g.time.within,
+                 g.time.count);
+  }
   // Skipped records, grouped by reason (--json lists each one).
   std::vector<std::pair<std::string, int>> reasons;
   for (const std::string& s : r.skipped) {

@@ -83,6 +83,18 @@ ValidationReport validate_measurements(const std::vector<std::string>& files, co
 ValidationReport validate_paths(const std::vector<std::string>& paths, const std::optional<std::string>& gpu,
                                 const Progress& progress = {});
 
+// The records of one room on one GPU preset, as one kind of kernel ran them (PyTorch SDPA's, whose
+// source starts with "sdpa", or hbmlab's own), summarised: validate's closing lines and the Measured
+// tab's table. In the order the groups first appear in the report's rows.
+struct RoomSummary {
+  std::string gpu;
+  Algo algo = default_algo();
+  bool pytorch = false;
+  ValidationSummary time, dram_read;
+  std::string label() const;  // "h100-sxm flash2 backward, PyTorch SDPA"
+};
+std::vector<RoomSummary> summarise_by_room(const ValidationReport& report);
+
 void print_validation(std::ostream& out, const ValidationReport& report);
 nlohmann::ordered_json validation_json(const ValidationReport& report);
 

@@ -545,6 +545,50 @@ TEST_CASE("the window's Measured tab reads the attention records of a folder and
   }
 }
 
+TEST_CASE("validate summarises by GPU, room and kernel: PyTorch's records apart from hbmlab's", "[engine][validate]") {
+  ValidationReport r;
+  auto row = [&](const char* gpu, Algo algo, const char* source, double time_error, double dram_error) {
+    ValidationRow x;
+    x.gpu = gpu;
+    x.algo = algo;
+    x.source = source;
+    x.measured_time_s = 1e-3, x.predicted_time_s = 1e-3 * (1 + time_error);
+    x.measured_dram_read = 1e6, x.predicted_dram_read = 1e6 * (1 + dram_error);
+    r.rows.push_back(x);
+  };
+  const Algo f2 = algo_named("flash2"), f2b = algo_named("flash2", Pass::backward);
+  row("h100-sxm", f2, "sdpa flash", 0.05, -0.02);
+  row("h100-sxm", f2b, "flash2 backward", -0.30, 0.01);
+  row("h100-sxm", f2, "sdpa flash", -0.20, 0.12);
+  row("h100-sxm", f2b, "sdpa flash backward", -0.10, 0.0);
+  row("h100-sxm", f2b, "flash2 backward", -0.20, 0.03);
+  row("h200", f2, "sdpa flash", 0.01, 0.01);
+  const std::vector<RoomSummary> g = summarise_by_room(r);
+  REQUIRE(g.size() == 4);  // in the order they first appear
+  CHECK(g[0].label() == "h100-sxm flash2, PyTorch SDPA");
+  CHECK(g[1].label() == "h100-sxm flash2 backward, hbmlab's kernel");
+  CHECK(g[2].label() == "h100-sxm flash2 backward, PyTorch SDPA");
+  CHECK(g[3].label() == "h200 flash2, PyTorch SDPA");
+  CHECK(g[0].time.count == 2);
+  CHECK(g[0].time.mean_abs == Approx(0.125));
+  CHECK(g[0].time.within == 1);       // 5 % within 15 %, −20 % not
+  CHECK(g[0].dram_read.within == 1);  // −2 % within 10 %, +12 % not
+  CHECK(g[0].dram_read.worst == Approx(0.12));
+  CHECK(g[1].time.count == 2);
+  CHECK(g[1].time.mean_abs == Approx(0.25));
+  CHECK(g[1].time.worst == Approx(-0.30));
+  CHECK(g[1].time.within == 0);
+  CHECK(g[2].time.within == 1);
+  std::ostringstream out;
+  print_validation(out, r);
+  CHECK(out.str().find("by GPU, room and kernel") != std::string::npos);
+  CHECK(out.str().find("h100-sxm flash2 backward, hbmlab's kernel") != std::string::npos);
+  r.rows.resize(1);  // one group: no breakdown
+  std::ostringstream one;
+  print_validation(one, r);
+  CHECK(one.str().find("by GPU, room and kernel") == std::string::npos);
+}
+
 TEST_CASE("validate reads PyTorch's decode kernels as the flash-decoding room", "[engine][validate][decode]") {
   const std::string file = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/h100-decode-sdpa-ncu.json";
   if (!std::filesystem::exists(file)) return;
