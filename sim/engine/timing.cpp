@@ -115,25 +115,23 @@ void add_sample(Timeline& tl, double& bin_s, const BandwidthSample& s) {
     const double t = tl.hbm.size() * bin_s;
     tl.hbm.push_back({t, t + bin_s, 0, 0, 0});
   }
+  // Each bin gets the bytes up to its end less those up to its start, both rounded down: the parts
+  // add up to the step's bytes exactly, and no bin is off by more than a byte (truncating each part
+  // alone would leave up to a byte per bin for the last one, a spike where many steps end together).
   std::int64_t given_read = 0, given_write = 0, given_l2 = 0;
   for (std::size_t k = first; k <= last; ++k) {
     BandwidthSample& bin = tl.hbm[k];
-    if (k == last) {  // the remainder, so that every byte is counted once
-      bin.dram_read_bytes += s.dram_read_bytes - given_read;
-      bin.dram_write_bytes += s.dram_write_bytes - given_write;
-      bin.l2_bytes += s.l2_bytes - given_l2;
-      break;
-    }
-    const double share = (std::min(end, bin.end_s) - std::max(start, bin.start_s)) / (end - start);
-    // Truncated, so the parts never add up to more than the step moved.
-    const auto part = [&](std::int64_t bytes) { return static_cast<std::int64_t>(share * double(bytes)); };
-    const std::int64_t read = part(s.dram_read_bytes), write = part(s.dram_write_bytes), l2 = part(s.l2_bytes);
-    bin.dram_read_bytes += read;
-    bin.dram_write_bytes += write;
-    bin.l2_bytes += l2;
-    given_read += read;
-    given_write += write;
-    given_l2 += l2;
+    const double upto = k == last ? 1.0 : (std::min(end, bin.end_s) - start) / (end - start);
+    const auto cumulative = [&](std::int64_t bytes) {
+      return k == last ? bytes : std::min(bytes, static_cast<std::int64_t>(upto * double(bytes)));
+    };
+    const std::int64_t read = cumulative(s.dram_read_bytes), write = cumulative(s.dram_write_bytes), l2 = cumulative(s.l2_bytes);
+    bin.dram_read_bytes += read - given_read;
+    bin.dram_write_bytes += write - given_write;
+    bin.l2_bytes += l2 - given_l2;
+    given_read = read;
+    given_write = write;
+    given_l2 = l2;
   }
 }
 
@@ -210,6 +208,9 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
       ready.push({start_s, s});
       ++active_sms;
     }
+  // When SMs that ran out of CTAs end their last step: each keeps its share of HBM and L2 until
+  // then, so the SMs still working get no more than the peak between them.
+  std::priority_queue<double, std::vector<double>, std::greater<double>> leaving;
 
   const bool l2_on = options_.l2_enabled;
   double busy_dram = 0, busy_l2 = 0, busy_compute = 0, busy_latency = 0, busy_sram = 0;
@@ -217,6 +218,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   while (!ready.empty()) {
     const auto [t0, s] = ready.top();
     ready.pop();
+    for (; !leaving.empty() && leaving.top() <= t0; leaving.pop()) --active_sms;
     std::vector<Resident>& here = resident[s];
     // One step of this SM: each resident CTA carries out one phase.
     double compute_sm = 0, sram_sm = 0, latency_bytes_sm = 0, window_sm = 0, serial_sm = 0, serial_memory_sm = 0;
@@ -341,7 +343,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     here.resize(kept);
     end_s = std::max(end_s, t1);
     if (!here.empty()) ready.push({t1, s});
-    else --active_sms;
+    else leaving.push(t1);
   }
   // Per-SM busy time by limiter, scaled to the kernel's duration.
   const double busy = busy_dram + busy_l2 + busy_compute + busy_latency + busy_sram;

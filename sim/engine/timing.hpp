@@ -16,7 +16,8 @@
 // SM. Kernels run one after another; L2 contents carry over.
 //
 // Approximated: bandwidth is split evenly among busy SMs (an SM that needs less leaves its share
-// unused); CTAs on one SM step together; L2 as in l2.hpp. Exact: every CTA of every (batch, head)
+// unused; an SM stays busy until its last step ends, so the SMs still working never share more
+// than the peak, tail included); CTAs on one SM step together; L2 as in l2.hpp. Exact: every CTA of every (batch, head)
 // is replayed, but the programs are built once per kernel and shared by all B·H instances.
 #pragma once
 

@@ -183,6 +183,39 @@ TEST_CASE("a working set that fits in L2 is read from DRAM once", "[engine]") {
   }
 }
 
+// An SM whose last CTA is in its last step still moves bytes until that step ends: the others must
+// not take its share of HBM before then. A decode step on 136 CTAs (17 splits of 8 K/V heads) leaves
+// 4 SMs with a second CTA at the end, the case that once let the tail run at 5.8 TB/s on the H100.
+TEST_CASE("HBM bandwidth never runs above the sustained peak, tail included", "[engine][decode]") {
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  AttentionProblem p(1, 32, 16384, 128, Dtype::bf16, true);
+  p.query_len = 1;
+  p.kv_heads = 8;
+  const Algo algo = algo_named("flash-decoding");
+  const BlockChoice bc = choose_blocks(algo, p, {h100.sram_bytes_per_sm, h100.sram_bytes_per_block});
+  p = algo->prepare(p, bc.blocks, h100);
+  REQUIRE(p.kv_splits == 17);
+  EngineOptions options;
+  options.record_timeline = true;
+  const EngineResult e = run_engine(algo, p, bc.blocks, h100, options);
+  const double peak = h100.hbm_bandwidth_gbps * 1e9 * h100.hbm_efficiency;
+  // Over windows of 0.25 µs (the bins hold a step's bytes spread evenly over its time).
+  const std::vector<BandwidthSample>& bins = e.timeline.hbm;
+  REQUIRE(bins.size() > 100);
+  const double bin_s = bins[0].end_s - bins[0].start_s;
+  const std::size_t width = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(0.25e-6 / bin_s)));
+  double worst = 0;
+  for (std::size_t k = 0; k + width <= bins.size(); ++k) {
+    std::int64_t bytes = 0;
+    for (std::size_t n = k; n < k + width; ++n) bytes += bins[n].dram_read_bytes + bins[n].dram_write_bytes;
+    worst = std::max(worst, double(bytes) / (double(width) * bin_s));
+  }
+  INFO("worst 0.25 µs window " << worst / 1e9 << " GB/s against " << peak / 1e9);
+  CHECK(worst <= 1.02 * peak);
+  // And the split kernel takes at least its bytes at that peak.
+  CHECK(e.kernels.front().time_s >= h100.kernel_overhead_ns * 1e-9 + double(e.kernels.front().dram_read_bytes) / peak);
+}
+
 TEST_CASE("a fully associative TileL2 is an exact LRU over a long random stream", "[engine]") {
   // Reference: the stack of tiles, most recent last; a tile read again keeps the part of it that
   // lies less than the capacity deep. Keys across instances and tensors; the touch times run out
