@@ -906,7 +906,8 @@ void ShowMeasuredPanel(AppState& app) {
   const float width = c.p1.x - c.p0.x - fs * 4, height = c.p1.y - c.p0.y - fs * 3;
   const bool beside = width - height > fs * 18;
   const std::size_t keep = std::min(groups.size(), static_cast<std::size_t>(first_other - groups.begin()) + 1);
-  const float side = beside ? height : std::min(width, height - fs * (2.0f + 2.5f * float(keep)));
+  const float side = beside ? height
+                            : std::max(std::min(width, height - fs * (2.0f + 2.5f * float(keep))), 0.5f * std::min(width, height));
   const ImVec2 a(c.p0.x + fs * 3.5f, c.p0.y + fs * 0.5f), b(a.x + side, a.y + side);
   auto px = [&](double s) { return a.x + side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };
   auto py = [&](double s) { return b.y - side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };
