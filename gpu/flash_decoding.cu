@@ -39,15 +39,14 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kStages = 3;
 constexpr float kLog2e = 1.4426950408889634f;
-// FlashDecoding++'s safe range for a row's largest score x around φ, in base 2: e^(x − φ) rounded to
-// the dtype for the P̃V product must stay finite and normal. bf16 has fp32's exponent range: ±64 in
-// natural units; fp16 tops out at 65504 < 2^16 and leaves normal numbers below 2^−14, so its window
-// is [φ − 14, φ + 15] in base 2 (about φ ± 10). The simulator's rule is the same
-// (SplitKvAttention::safe_range).
-template <typename T> constexpr float kAboveLog2 = 64.f * kLog2e;
-template <typename T> constexpr float kBelowLog2 = 64.f * kLog2e;
-template <> constexpr float kAboveLog2<__half> = 15.f;
-template <> constexpr float kBelowLog2<__half> = 14.f;
+// FlashDecoding++'s safe range for a row's largest score x around φ, in base 2 (the kernel works in
+// e^x = 2^(x·log2 e)): the simulator's unified_max_safe_range for the dtype, so the counts and the
+// kernel fall back on the same rows. fp16 gives [φ − 14, φ + 15] in base 2, bf16 ±92.
+template <typename T> constexpr Dtype kDtype = Dtype::bf16;
+template <> constexpr Dtype kDtype<__half> = Dtype::fp16;
+template <typename T> constexpr float kAboveLog2 = float(unified_max_safe_range(kDtype<T>).above * kLog2e);
+template <typename T> constexpr float kBelowLog2 = float(unified_max_safe_range(kDtype<T>).below * kLog2e);
+static_assert(kAboveLog2<__half> == 15.f && kBelowLog2<__half> == 14.f, "fp16: 2^16 overflows, 2^-14 is the last normal");
 
 // What one launch needs to find its rows and blocks.
 struct DecodeGeometry {

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "sim/algo/emitter.hpp"
+#include "sim/algo/flashdecoding_pp/flashdecoding_pp.hpp"
 #include "sim/algo/tiled_room.hpp"
 #include "sim/common/error.hpp"
 #include "sim/numerics/tiles.hpp"
@@ -38,20 +39,6 @@ public:
 
   std::int64_t heads_per_instance(const AttentionProblem& p) const override { return p.heads / p.Hkv(); }
   ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true, .splits = true}; }
-
-  // FlashDecoding++'s safe range, in natural units around φ: how far a row's largest score may lie
-  // above φ, or below it, before e^(x − φ), rounded to the dtype for the P̃V product, overflows or
-  // leaves the normal numbers. bf16 and fp32 have fp32's exponent range: ±64 (e^±64 ≈ 2^±92, where a
-  // sum of up to 2^24 terms times |v| < 8 stays finite: 2^27 · 2^92 < 2^128). fp16 ends at
-  // 65504 < 2^16 and its normal numbers at 2^−14: 15 ln 2 above and 14 ln 2 below (about ±10), the
-  // window hbmlab's fp16 kernel checks (gpu/flash_decoding.cu).
-  struct SafeRange {
-    double above = 0, below = 0;
-  };
-  static constexpr SafeRange safe_range(Dtype dtype) {
-    constexpr double ln2 = 0.6931471805599453;
-    return dtype == Dtype::fp16 ? SafeRange{15 * ln2, 14 * ln2} : SafeRange{64, 64};
-  }
 
   // Q_i (Br×d) stays on chip like flash2's, so flash2's rule: Br = ⌈M/(4d)⌉ (then clamped to the g·NQ
   // query rows), Bc = min(⌈M/(4d)⌉, d, N). At d = 128 that is FlashAttention's split-KV K/V block, 128.
@@ -357,7 +344,7 @@ protected:
   static TiledResult run_split(Precision precision, const Inputs& in, BlockGrid g, const TiledOptions& options, Path path,
                                double phi) {
     g.splits = std::clamp<std::int64_t>(options.kv_splits, 1, g.Tc);
-    const SafeRange range = safe_range(options.dtype);
+    const SafeRange range = unified_max_safe_range(options.dtype);
     return tiled::in_precision(precision, [&](auto zero) {
       using T = decltype(zero);
       const tiled::Tiles<T> t(in);

@@ -121,10 +121,8 @@ void add_sample(Timeline& tl, double& bin_s, const BandwidthSample& s) {
   std::int64_t given_read = 0, given_write = 0, given_l2 = 0;
   for (std::size_t k = first; k <= last; ++k) {
     BandwidthSample& bin = tl.hbm[k];
-    const double upto = k == last ? 1.0 : (std::min(end, bin.end_s) - start) / (end - start);
-    const auto cumulative = [&](std::int64_t bytes) {
-      return k == last ? bytes : std::min(bytes, static_cast<std::int64_t>(upto * double(bytes)));
-    };
+    const double upto = end > start ? (std::min(end, bin.end_s) - start) / (end - start) : 1.0;  // < 1 before the last bin
+    const auto cumulative = [&](std::int64_t bytes) { return k == last ? bytes : static_cast<std::int64_t>(upto * double(bytes)); };
     const std::int64_t read = cumulative(s.dram_read_bytes), write = cumulative(s.dram_write_bytes), l2 = cumulative(s.l2_bytes);
     bin.dram_read_bytes += read - given_read;
     bin.dram_write_bytes += write - given_write;

@@ -379,6 +379,8 @@ ValidationSummary summarise(const std::vector<double>& errors, double tolerance)
 
 double ValidationRow::time_error() const { return relative(predicted_time_s, measured_time_s); }
 
+double ValidationRow::dram_read_error() const { return relative(predicted_dram_read, measured_dram_read); }
+
 std::string RoomSummary::label() const {
   return fmt::format("{} {}, {}", gpu, to_string(algo), pytorch ? "PyTorch SDPA" : "hbmlab's kernel");
 }
@@ -409,7 +411,6 @@ std::vector<RoomSummary> summarise_by_room(const ValidationReport& report) {
   }
   return out;
 }
-double ValidationRow::dram_read_error() const { return relative(predicted_dram_read, measured_dram_read); }
 
 namespace {
 

@@ -30,7 +30,7 @@ namespace hbmlab {
 double default_unified_max(std::int64_t N) { return N > 1 ? std::sqrt(2.0 * std::log(double(N))) : 0.0; }
 
 bool rows_fall_back(std::int64_t N, double phi, Dtype dtype) {
-  const SplitKvAttention::SafeRange range = SplitKvAttention::safe_range(dtype);
+  const SafeRange range = unified_max_safe_range(dtype);
   const double row_max = default_unified_max(N);
   return row_max - phi > range.above || phi - row_max > range.below;
 }

@@ -17,9 +17,22 @@ namespace hbmlab {
 // φ is the expected largest score of a row of N: μ + σ·√(2 ln N) = √(2 ln N) (0 for N = 1).
 double default_unified_max(std::int64_t N);
 
+// φ's safe range, in natural units: how far a row's largest score may lie above φ, or below it,
+// before e^(x − φ), rounded to the dtype for the P̃V product, overflows or leaves the normal numbers.
+// bf16 and fp32 have fp32's exponent range: ±64 (e^±64 ≈ 2^±92, where a sum of up to 2^24 terms times
+// |v| < 8 stays finite: 2^27 · 2^92 < 2^128). fp16 ends at 65504 < 2^16 and its normal numbers at
+// 2^−14: 15 ln 2 above and 14 ln 2 below (about ±10). The counts, the numerics and hbmlab's kernel
+// (gpu/flash_decoding.cu) all draw the line here.
+struct SafeRange {
+  double above = 0, below = 0;
+};
+constexpr SafeRange unified_max_safe_range(Dtype dtype) {
+  constexpr double ln2 = 0.6931471805599453;
+  return dtype == Dtype::fp16 ? SafeRange{15 * ln2, 14 * ln2} : SafeRange{64, 64};
+}
+
 // The counts' rule: every row of the problem has scores with those statistics, so all rows fall back
-// or none: when the expected row max √(2 ln N) lies outside φ's safe range for the dtype
-// (SplitKvAttention::safe_range: ±64 for bf16 and fp32, about ±10 for fp16).
+// or none: when the expected row max √(2 ln N) lies outside φ's safe range for the dtype.
 bool rows_fall_back(std::int64_t N, double phi, Dtype dtype);
 
 // FlashDecoding++'s steps of one instance with the given row blocks recomputed on the synchronised
