@@ -77,6 +77,44 @@ struct Fa2ForwardLayout {
 OnChipCounts fa2_forward_pair(const Fa2ForwardLayout& l);  // one (i, j) block pair of one CTA
 OnChipCounts fa2_forward_cta(const Fa2ForwardLayout& l);   // once per CTA: Q_i's fill, O's staging
 
+// FlashAttention-2's backward warp layout (PyTorch's flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel,
+// Flash_bwd_kernel_traits): one CTA per K_j, V_j (Bc keys), 8 warps, looping over the Br-row blocks
+// Q_i, dO_i. S_ij = Q_i K_jᵀ and dP_ij = dO_i V_jᵀ on a `sdp_rows` × (8 / sdp_rows) warp grid;
+// P_ij and dS_ij are stored to shared memory; dV_j += P_ijᵀ dO_i and dK_j += dS_ijᵀ Q_i on a
+// `dkv_rows` × (8 / dkv_rows) grid over Bc × d; dQ_i = dS_ij K_j on a `dq_rows` × (8 / dq_rows)
+// grid over Br × d, added to the fp32 accumulator in global memory from registers. Every operand
+// of these five GEMMs comes from shared memory. dK_j and dV_j are staged through shared memory.
+struct Fa2BackwardLayout {
+  std::int64_t Br = 0, Bc = 0, d = 0, warps = 8;
+  std::int64_t sdp_rows = 2, dkv_rows = 4, dq_rows = 2;
+  std::int64_t elem_bytes = 2;
+  // The H100's choice (flash_bwd_launch_template.h, 227 KiB of shared memory per block): d ≤ 64:
+  // 128×128 with 4, 4, 4; d ≤ 128: 64×128 with 2, 4, 2; in general Br/32 warp rows for S, dP and dQ.
+  static Fa2BackwardLayout for_blocks(std::int64_t Br, std::int64_t Bc, std::int64_t d, std::int64_t warps);
+};
+OnChipCounts fa2_backward_pair(const Fa2BackwardLayout& l);
+OnChipCounts fa2_backward_cta(const Fa2BackwardLayout& l);
+OnChipCounts fa2_backward_kernel(const KernelPlan& plan, const Fa2BackwardLayout& l);
+
+// hbmlab's gpu/flash2_backward.cu: one CTA per K_j, V_j, one warp per 16 keys (Bc/16 warps).
+// S_ijᵀ = K_j Q_iᵀ and dP_ijᵀ = V_j dO_iᵀ keys as rows, each warp reading its own 16 keys of K_j and
+// V_j (kept in registers when d·Br ≤ 64·64) and all of Q_i and dO_i; P_ijᵀ and dS_ijᵀ stay in
+// registers as the A operands of dV_j += P_ijᵀ dO_i and dK_j += dS_ijᵀ Q_i (all of dO_i and Q_i again,
+// transposed); dS_ijᵀ goes to shared memory for dQ_i = dS_ij K_j on (Br/32) × (warps·32/Br) warps
+// (two m16 row groups each); dK_j, dV_j are written from registers.
+struct HbmlabBackwardLayout {
+  std::int64_t Br = 0, Bc = 0, d = 0;
+  std::int64_t elem_bytes = 2;
+  std::int64_t warps() const { return Bc / 16; }
+  bool kv_in_registers() const { return d * Br <= 64 * 64; }
+};
+OnChipCounts hbmlab_backward_pair(const HbmlabBackwardLayout& l);
+OnChipCounts hbmlab_backward_cta(const HbmlabBackwardLayout& l);
+OnChipCounts hbmlab_backward_kernel(const KernelPlan& plan, const HbmlabBackwardLayout& l);
+
+// FA2's dQ conversion: each CTA stages its Br × d block of dQ (the dtype) through shared memory.
+OnChipCounts fa2_convert_dq_kernel(const KernelPlan& plan, std::int64_t Br, std::int64_t d, std::int64_t elem_bytes);
+
 // The (i, j) pairs a plan's CTAs compute: its phases that do matmul work, over all instances.
 std::int64_t computed_pairs(const KernelPlan& plan);
 

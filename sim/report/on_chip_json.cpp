@@ -15,7 +15,9 @@ nlohmann::ordered_json on_chip_json(const OnChipCounts& c, double time_s, const 
   }
   // Busy = demand / (rate per SM clock × SMs × clock × time).
   const double cycles = time_s * gpu.clock_mhz * 1e6 * double(gpu.sm_count);
-  auto busy = [&](double demand, double rate) { return rate > 0 && cycles > 0 ? Json(demand / (rate * cycles)) : Json(nullptr); };
+  auto busy = [&](double demand, double rate) {
+    return c.modelled && rate > 0 && cycles > 0 ? Json(demand / (rate * cycles)) : Json(nullptr);
+  };
   const Json tensor = busy(double(c.mma_flops()), gpu.mma_sync_flops_per_cycle_per_sm);
   const Json smem = busy(double(t.fill + t.read + t.mma_read + t.write), gpu.sram_bytes_per_cycle_per_sm);
   const Json ex2 = busy(32.0 * double(c.ex2), gpu.ex2_per_cycle_per_sm);
