@@ -6,11 +6,33 @@
 # Run: HBMLAB=build/hbmlab gpu/bench/onchip_ncu.sh OUTDIR
 #   writes OUTDIR/onchip-hbmlab-ncu.csv, onchip-torch-ncu.csv (the full set, raw page) and
 #   OUTDIR/onchip-named-ncu.csv (the counters `measurement` records name, where ncu knows them).
+# HBMLAB=build/hbmlab gpu/bench/onchip_ncu.sh OUTDIR backward: the backward pass instead (d = 128),
+#   hbmlab's three kernels and PyTorch's flash backward, the named counters only
+#   (OUTDIR/onchip-backward-ncu.csv).
 set -uo pipefail
-out=${1:?usage: onchip_ncu.sh OUTDIR}
+out=${1:?usage: onchip_ncu.sh OUTDIR [backward]}
 hbmlab=${HBMLAB:-hbmlab}
 mkdir -p "$out"
 common=(--clock-control none --cache-control all --csv --page raw --print-units base)
+named=l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed_op_ldsm.sum,smsp__inst_executed_pipe_tensor_op_hmma.sum,sm__inst_executed_pipe_xu.sum,sm__pipe_tensor_cycles_active.sum,sm__cycles_elapsed.max,gpu__time_duration.sum,smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum,smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed
+if [[ "${2:-}" == backward ]]; then
+  cat > "$out/sdpa_bwd.py" <<'PY'
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+q, k, v = (torch.randn(1, 40, 6000, 128, device="cuda", dtype=torch.float16, requires_grad=True) for _ in range(3))
+with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    o.backward(torch.randn_like(o))
+torch.cuda.synchronize()
+print("sdpa flash backward done", flush=True)
+PY
+  ncu "${common[@]}" --metrics "$named" -k 'regex:flash2_backward_kernel|dot_do_o_kernel|convert_dq_kernel' \
+      --log-file "$out/onchip-backward-hbmlab-ncu.csv" "$hbmlab" measure --pass backward --algo flash2 --seq-len 6000 \
+      --head-dim 128 --heads 40 --batch 1 --causal no --dtype fp16 --profile-pass
+  ncu "${common[@]}" --metrics "$named" -k 'regex:flash_bwd' --log-file "$out/onchip-backward-torch-ncu.csv" \
+      python3 "$out/sdpa_bwd.py"
+  exit 0
+fi
 args=(measure --algo flash2 --seq-len 6000 --head-dim 128,64 --heads 40 --batch 1 --causal no --dtype fp16 --profile-pass)
 # The record's launch follows its check launch: both are profiled, the second is the record.
 ncu "${common[@]}" --set full -k regex:flash2_kernel --log-file "$out/onchip-hbmlab-ncu.csv" "$hbmlab" "${args[@]}"
@@ -25,7 +47,6 @@ for backend, d in ((SDPBackend.FLASH_ATTENTION, 128), (SDPBackend.FLASH_ATTENTIO
     print("sdpa", backend, d, flush=True)
 PY
 ncu "${common[@]}" --set full -k 'regex:flash_fwd|fprop|fmha|sdpa' --log-file "$out/onchip-torch-ncu.csv" python3 "$out/sdpa.py"
-named=l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed_op_ldsm.sum,smsp__inst_executed_pipe_tensor_op_hmma.sum,sm__inst_executed_pipe_xu.sum,sm__pipe_tensor_cycles_active.sum,sm__cycles_elapsed.max,gpu__time_duration.sum
 ncu "${common[@]}" --metrics "$named" -k regex:flash2_kernel --log-file "$out/onchip-named-ncu.csv" "$hbmlab" "${args[@]}" ||
   echo "onchip_ncu: some named counters are unknown to this ncu (see the full-set CSVs)"
 python3 - "$out" <<'PY'

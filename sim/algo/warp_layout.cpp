@@ -148,8 +148,11 @@ OnChipCounts hbmlab_backward_pair(const HbmlabBackwardLayout& l) {
   c.st_shared += ceil_div(l.Bc * l.Br * e, 32 * 4);
   c[Tensor::Q].fill += l.Br * l.d * e;
   c[Tensor::dO].fill += l.Br * l.d * e;
-  c[Tensor::lse].fill += 4 * l.Br;  // L_i and D_i, fp32 (their scalar reads are not counted)
+  c[Tensor::lse].fill += 4 * l.Br;  // L_i and D_i, fp32
   c[Tensor::D].fill += 4 * l.Br;
+  // Each warp reads L_i and D_i for the two queries a thread holds in each n8 tile: 2·Br/8 loads
+  // (their bytes, a few per 16 KiB of ldmatrix traffic, are left out).
+  c.ld_shared += W * 2 * ceil_div(l.Br, 8);
   c.ex2 = ceil_div(l.Br * l.Bc, 32);
   return c;
 }

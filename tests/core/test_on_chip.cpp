@@ -146,3 +146,35 @@ TEST_CASE("on-chip: the measurement reader keeps the on-chip counters", "[on_chi
   REQUIRE_THROWS_WITH(parse_measurements(record(R"(, "tensor_pipe_busy": 1.5)"), "busy.json", std::nullopt),
                       Catch::Contains("tensor_pipe_busy") && Catch::Contains("at most 1"));
 }
+
+TEST_CASE("on-chip: the backward kernels' layouts give ncu's counts", "[on_chip]") {
+  // B = 1, H = 40, N = 6000, d = 128 at 64×128 on the H100 (assets/measurements/h100-onchip.json,
+  // h100-onchip-backward-ncu.csv): 94 · 47 · 40 = 176,720 block pairs.
+  AttentionProblem p(1, 40, 6000, 128);
+  const std::int64_t pairs = 94 * 47 * 40;
+  auto main_kernel = [&](bool hbmlab_kernels) {
+    EngineOptions options;
+    options.launch.hbmlab_kernels = hbmlab_kernels;
+    const std::vector<KernelPlan> plans = plan_kernels(algo_named("flash2", Pass::backward), p, {64, 128},
+                                                       load_gpu("h100-sxm"), options);
+    REQUIRE(plans.size() == 3);
+    return plans;
+  };
+  // PyTorch's FA2: S, dP on 2×4 warps (256 + 256 ldmatrix.x4 a pair), dV, dK on 4×2 (192 + 192),
+  // dQ on 2×4 (256): 1,152 a pair; P and dS stored (256 32-bit stores); dK, dV staged per CTA.
+  const std::vector<KernelPlan> torch = main_kernel(false);
+  CHECK(torch[1].on_chip.ldmatrix == 1152 * pairs);  // ncu: 203,581,440
+  CHECK(torch[1].on_chip.ldmatrix == 203'581'440);
+  CHECK(torch[1].on_chip.mma == 452'403'200);
+  CHECK(torch[1].on_chip.ld_shared == 240'640);
+  CHECK(torch[2].on_chip.st_shared == 481'280);  // the dQ conversion
+  CHECK(torch[2].on_chip.ld_shared == 120'320);
+  CHECK_FALSE(torch[0].on_chip.modelled);
+  // gpu/flash2_backward.cu: 8 warps × 16 keys; Q_i and dO_i read by every warp twice (320 + 320 with
+  // K_j, V_j re-read at d = 128), 256 + 256 for dV, dK, 256 for dQ: 1,408 a pair.
+  const std::vector<KernelPlan> ours = main_kernel(true);
+  CHECK(ours[1].on_chip.ldmatrix == 1408 * pairs);  // ncu: 248,821,760
+  CHECK(ours[1].on_chip.st_shared == 128 * pairs);  // dS_ijᵀ; ncu: 22,620,160
+  CHECK(ours[1].on_chip.ex2 == 45'240'320);
+  CHECK(ours[1].on_chip.mma == torch[1].on_chip.mma);
+}
