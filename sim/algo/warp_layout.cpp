@@ -19,6 +19,7 @@ OnChipCounts& OnChipCounts::operator+=(const OnChipCounts& o) {
   if (layout.empty()) layout = o.layout;
   for (int t = 0; t < kTensorCount; ++t) by_tensor[t] += o.by_tensor[t];
   mma += o.mma, ldmatrix += o.ldmatrix, ld_shared += o.ld_shared, st_shared += o.st_shared, ex2 += o.ex2;
+  wgmma += o.wgmma, wgmma_flops += o.wgmma_flops;
   return *this;
 }
 
@@ -26,6 +27,7 @@ OnChipCounts OnChipCounts::times(std::int64_t n) const {
   OnChipCounts out = *this;
   for (SmemBytes& b : out.by_tensor) b.fill *= n, b.read *= n, b.mma_read *= n, b.write *= n;
   out.mma *= n, out.ldmatrix *= n, out.ld_shared *= n, out.st_shared *= n, out.ex2 *= n;
+  out.wgmma *= n, out.wgmma_flops *= n;
   return out;
 }
 
@@ -188,6 +190,19 @@ OnChipCounts fa2_convert_dq_kernel(const KernelPlan& plan, std::int64_t Br, std:
   c.ld_shared = ceil_div(bytes, 32 * 16);
   c = c.times(plan.ctas());
   c.layout = "dQ_i staged through shared memory (fp32 accumulator → dtype → 16-byte rows)";
+  return c;
+}
+
+OnChipCounts wgmma_forward_pair(const WgmmaForwardLayout& l) {
+  OnChipCounts c;
+  c.modelled = true;
+  const std::int64_t G = l.warpgroups, e = l.elem_bytes;
+  c[Tensor::Q].mma_read = G * 64 * l.d * e;
+  c[Tensor::K].mma_read = G * l.Bc * l.d * e;
+  c[Tensor::V].mma_read = G * l.Bc * l.d * e;
+  c.wgmma = G * (ceil_div(l.d, 16) + ceil_div(l.Bc, 16));
+  c.wgmma_flops = G * 2 * (64 * l.Bc * l.d + 64 * l.d * l.Bc);
+  c.ex2 = G * (ceil_div(64 * l.Bc, 32) + 2 * 64 / 16);
   return c;
 }
 

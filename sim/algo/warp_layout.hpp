@@ -45,6 +45,8 @@ struct OnChipCounts {
   std::int64_t ldmatrix = 0;  // ldmatrix.x4 (512 bytes each)
   std::int64_t ld_shared = 0, st_shared = 0;  // other warp-level shared-memory loads and stores
   std::int64_t ex2 = 0;       // warp-level ex2.approx (the exponent unit)
+  std::int64_t wgmma = 0;     // warpgroup-level wgmma (each is 4 warp instructions to ncu)
+  std::int64_t wgmma_flops = 0;
 
   SmemBytes& operator[](Tensor t) { return by_tensor[static_cast<int>(t)]; }
   const SmemBytes& operator[](Tensor t) const { return by_tensor[static_cast<int>(t)]; }
@@ -114,6 +116,17 @@ OnChipCounts hbmlab_backward_kernel(const KernelPlan& plan, const HbmlabBackward
 
 // FA2's dQ conversion: each CTA stages its Br × d block of dQ (the dtype) through shared memory.
 OnChipCounts fa2_convert_dq_kernel(const KernelPlan& plan, std::int64_t Br, std::int64_t d, std::int64_t elem_bytes);
+
+// FlashAttention-3's forward on wgmma (Hopper), as cuDNN's and FA3's kernels run it: `warpgroups`
+// consumer warpgroups of 64 query rows each (Br = 64·warpgroups); per (i, j) each issues
+// S = Q_i K_jᵀ as d/16 wgmma m64n{Bc}k16 with both operands from shared memory, and O += P V_j as
+// Bc/16 wgmma m64n{d}k16 with P in registers: the tensor cores read Q_i's 64 rows, all of K_j and
+// all of V_j per warpgroup (`smem_mma_read`). S and P stay in registers; nothing goes through ldmatrix.
+struct WgmmaForwardLayout {
+  std::int64_t Bc = 0, d = 0, warpgroups = 2;
+  std::int64_t elem_bytes = 2;
+};
+OnChipCounts wgmma_forward_pair(const WgmmaForwardLayout& l);
 
 // The (i, j) pairs a plan's CTAs compute: its phases that do matmul work, over all instances.
 std::int64_t computed_pairs(const KernelPlan& plan);

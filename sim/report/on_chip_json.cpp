@@ -18,7 +18,12 @@ nlohmann::ordered_json on_chip_json(const OnChipCounts& c, double time_s, const 
   auto busy = [&](double demand, double rate) {
     return c.modelled && rate > 0 && cycles > 0 ? Json(demand / (rate * cycles)) : Json(nullptr);
   };
-  const Json tensor = busy(double(c.mma_flops()), gpu.mma_sync_flops_per_cycle_per_sm);
+  // The tensor pipe's time: mma.sync FLOPs at its rate plus wgmma FLOPs at theirs.
+  const double tensor_sm_cycles =
+      (c.mma > 0 ? double(c.mma_flops()) / gpu.mma_sync_flops_per_cycle_per_sm : 0) +
+      (c.wgmma > 0 ? double(c.wgmma_flops) / gpu.wgmma_flops_per_cycle_per_sm : 0);
+  const bool rates = (c.mma == 0 || gpu.mma_sync_flops_per_cycle_per_sm > 0) && (c.wgmma == 0 || gpu.wgmma_flops_per_cycle_per_sm > 0);
+  const Json tensor = rates ? busy(tensor_sm_cycles, 1.0) : Json(nullptr);
   const Json smem = busy(double(t.fill + t.read + t.mma_read + t.write), gpu.sram_bytes_per_cycle_per_sm);
   const Json ex2 = busy(32.0 * double(c.ex2), gpu.ex2_per_cycle_per_sm);
   std::string limiter;
@@ -33,7 +38,7 @@ nlohmann::ordered_json on_chip_json(const OnChipCounts& c, double time_s, const 
           {"smem_write_bytes", t.write},
           {"by_tensor", by_tensor},
           {"instructions", {{"mma", c.mma}, {"ldmatrix", c.ldmatrix}, {"ld_shared", c.ld_shared},
-                            {"st_shared", c.st_shared}, {"ex2", c.ex2}}},
+                            {"st_shared", c.st_shared}, {"ex2", c.ex2}, {"wgmma", c.wgmma}}},
           {"pipes", {{"tensor_busy", tensor}, {"smem_busy", smem}, {"ex2_busy", ex2},
                      {"limiter", limiter.empty() ? Json(nullptr) : Json(limiter)},
                      {"clock_mhz", gpu.clock_mhz}}}};

@@ -178,3 +178,15 @@ TEST_CASE("on-chip: the backward kernels' layouts give ncu's counts", "[on_chip]
   CHECK(ours[1].on_chip.ex2 == 45'240'320);
   CHECK(ours[1].on_chip.mma == torch[1].on_chip.mma);
 }
+
+TEST_CASE("on-chip: the wgmma forward layout gives cuDNN's counts", "[on_chip]") {
+  // cuDNN's sm90 flash forward (ncu, assets/measurements/h100-onchip-ncu.csv): 128 query rows on two
+  // consumer warpgroups, 128 keys a step, d = 128, N = 6000, H = 40: 47 · 47 · 40 block pairs.
+  const std::int64_t pairs = 47 * 47 * 40;
+  const OnChipCounts c = wgmma_forward_pair({.Bc = 128, .d = 128, .warpgroups = 2}).times(pairs);
+  CHECK(4 * c.wgmma == 11'310'080);  // smsp__sass_inst_executed_op_shared_gmma counts warps
+  CHECK(c.total().mma_read == pairs * 2 * (64 + 128 + 128) * 128 * 2);  // 14.48 GB; ncu 14.91 GB of wavefronts
+  CHECK(c.total().read == 0);
+  CHECK(c.ldmatrix == 0);
+  CHECK(c.wgmma_flops == pairs * 4 * 128 * 128 * 128);
+}
