@@ -429,7 +429,7 @@ void print_presets(std::ostream& out, std::span<const GpuSpec> presets) {
   for (const GpuSpec& gpu : presets) {
     fmt::print(out, "{} — {}\n", gpu.name, gpu.display_name);
     for (const Quantity& q : gpu.quantities)
-      fmt::print(out, "  {:<28} {:>14} {:<12} {}\n", q.key,
+      fmt::print(out, "  {:<33} {:>11} {:<18} {}\n", q.key,
                  q.value == std::floor(q.value) ? format_count(q.value) : fmt::format("{:g}", q.value), q.unit, q.source);
     fmt::print(out, "\n");
   }
