@@ -227,6 +227,16 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
   } else {
     fmt::print(out, "  L2        off (--no-l2): DRAM traffic is the paper's count above\n");
   }
+  OnChipCounts on_chip;
+  for (const KernelTiming& k : e.kernels) on_chip += k.on_chip;
+  if (on_chip.modelled) {
+    const SmemBytes t = on_chip.total();
+    fmt::print(out, "  on chip   shared memory → registers {}, by the tensor cores {}; filled {}, stored {};\n"
+                    "            {} ldmatrix, {} mma.sync, {} wgmma, {} ex2 (warp instructions; docs/on-chip.md)\n",
+               format_bytes(double(t.read)), format_bytes(double(t.mma_read)), format_bytes(double(t.fill)),
+               format_bytes(double(t.write)), format_count(double(on_chip.ldmatrix)), format_count(double(on_chip.mma)),
+               format_count(double(on_chip.wgmma)), format_count(double(on_chip.ex2)));
+  }
 }
 
 void print_comparison(std::ostream& out, std::span<const SimulationResult> results) {
