@@ -53,6 +53,22 @@ std::int64_t padded_rows(std::int64_t rows, std::int64_t warps) {
   return warps * 16 * ceil_div(ceil_div(rows, warps), 16);
 }
 
+// An output block staged on its way to global memory: registers → shared memory (a 32-bit store
+// per accumulator pair) → 16-byte loads, so that the global stores are whole rows.
+void stage(OnChipCounts& c, Tensor t, std::int64_t bytes) {
+  c[t].write += bytes;
+  c[t].read += bytes;
+  c.st_shared += ceil_div(bytes, 32 * 4);
+  c.ld_shared += ceil_div(bytes, 32 * 16);
+}
+
+// A kernel's counts: its block pairs' and its CTAs'.
+OnChipCounts per_kernel(const KernelPlan& plan, const OnChipCounts& pair, const OnChipCounts& cta) {
+  OnChipCounts c = pair.times(computed_pairs(plan));
+  c += cta.times(plan.ctas());
+  return c;
+}
+
 }  // namespace
 
 OnChipCounts fa2_forward_pair(const Fa2ForwardLayout& l) {
@@ -76,15 +92,7 @@ OnChipCounts fa2_forward_cta(const Fa2ForwardLayout& l) {
   OnChipCounts c;
   c.modelled = true;
   c[Tensor::Q].fill = l.Br * l.d * l.elem_bytes;
-  if (l.staged_output_bytes > 0) {
-    // O_i goes registers → shared memory (a 32-bit store per accumulator pair) → 16-byte loads →
-    // global, so that the global stores are whole rows.
-    const std::int64_t bytes = padded_rows(l.Br, l.warps) * l.d * l.staged_output_bytes;  // the whole tile
-    c[Tensor::O].write = bytes;
-    c[Tensor::O].read = bytes;
-    c.st_shared = ceil_div(bytes, 32 * 4);
-    c.ld_shared = ceil_div(bytes, 32 * 16);
-  }
+  if (l.staged_output_bytes > 0) stage(c, Tensor::O, padded_rows(l.Br, l.warps) * l.d * l.staged_output_bytes);
   return c;
 }
 
@@ -120,17 +128,13 @@ OnChipCounts fa2_backward_cta(const Fa2BackwardLayout& l) {
   c.modelled = true;
   const std::int64_t tile = l.Bc * l.d * l.elem_bytes;
   c[Tensor::K].fill = c[Tensor::V].fill = tile;
-  // dK_j, dV_j: registers → shared memory → 16-byte loads → global.
-  c[Tensor::dK].write = c[Tensor::dV].write = tile;
-  c[Tensor::dK].read = c[Tensor::dV].read = tile;
-  c.st_shared = 2 * ceil_div(tile, 32 * 4);
-  c.ld_shared = 2 * ceil_div(tile, 32 * 16);
+  stage(c, Tensor::dK, tile);
+  stage(c, Tensor::dV, tile);
   return c;
 }
 
 OnChipCounts fa2_backward_kernel(const KernelPlan& plan, const Fa2BackwardLayout& l) {
-  OnChipCounts c = fa2_backward_pair(l).times(computed_pairs(plan));
-  c += fa2_backward_cta(l).times(plan.ctas());
+  OnChipCounts c = per_kernel(plan, fa2_backward_pair(l), fa2_backward_cta(l));
   c.layout = fmt::format("{} warps; S and dP on {}x{} warps, dK and dV on {}x{}, dQ on {}x{}; every GEMM operand "
                          "from shared memory; P and dS stored there; dK, dV staged",
                          l.warps, l.sdp_rows, l.warps / l.sdp_rows, l.dkv_rows, l.warps / l.dkv_rows, l.dq_rows,
@@ -172,8 +176,7 @@ OnChipCounts hbmlab_backward_cta(const HbmlabBackwardLayout& l) {
 }
 
 OnChipCounts hbmlab_backward_kernel(const KernelPlan& plan, const HbmlabBackwardLayout& l) {
-  OnChipCounts c = hbmlab_backward_pair(l).times(computed_pairs(plan));
-  c += hbmlab_backward_cta(l).times(plan.ctas());
+  OnChipCounts c = per_kernel(plan, hbmlab_backward_pair(l), hbmlab_backward_cta(l));
   c.layout = fmt::format("{} warps x 16 keys; S^T, dP^T keys as rows (K_j, V_j fragments {}); every warp reads all of "
                          "Q_i and dO_i twice a step; dS^T through shared memory for dQ_i on {}x{} warps",
                          l.warps(), l.kv_in_registers() ? "in registers" : "re-read each step",
@@ -184,10 +187,7 @@ OnChipCounts hbmlab_backward_kernel(const KernelPlan& plan, const HbmlabBackward
 OnChipCounts fa2_convert_dq_kernel(const KernelPlan& plan, std::int64_t Br, std::int64_t d, std::int64_t elem_bytes) {
   OnChipCounts c;
   c.modelled = true;
-  const std::int64_t bytes = Br * d * elem_bytes;
-  c[Tensor::dQ].write = c[Tensor::dQ].read = bytes;
-  c.st_shared = ceil_div(bytes, 32 * 4);
-  c.ld_shared = ceil_div(bytes, 32 * 16);
+  stage(c, Tensor::dQ, Br * d * elem_bytes);
   c = c.times(plan.ctas());
   c.layout = "dQ_i staged through shared memory (fp32 accumulator → dtype → 16-byte rows)";
   return c;
@@ -215,8 +215,7 @@ std::int64_t computed_pairs(const KernelPlan& plan) {
 }
 
 OnChipCounts fa2_forward_kernel(const KernelPlan& plan, const Fa2ForwardLayout& l) {
-  OnChipCounts c = fa2_forward_pair(l).times(computed_pairs(plan));
-  c += fa2_forward_cta(l).times(plan.ctas());
+  OnChipCounts c = per_kernel(plan, fa2_forward_pair(l), fa2_forward_cta(l));
   c.layout = fmt::format("{} warps x {} query rows; every warp reads all of K_j and V_j (ldmatrix), Q_i again at "
                          "every j; S and P stay in registers{}",
                          l.warps, l.Br / l.warps, l.staged_output_bytes > 0 ? "; O staged through shared memory" : "");
