@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/algo/step.hpp"
+#include "sim/algo/warp_layout.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
 namespace hbmlab {
@@ -60,6 +61,7 @@ struct KernelPlan {
   double sram_fraction_per_cta = 1.0;
   double phase_latency_cycles = 0;
   double cta_overhead_cycles = 0;  // once per CTA, before its first phase's work: prologue and epilogue
+  OnChipCounts on_chip;  // shared memory ↔ registers and warp instructions, from the kernel's warp layout
   std::int64_t ctas() const { return static_cast<std::int64_t>(programs.size()) * instances; }
 };
 

@@ -167,6 +167,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   KernelTiming kt;
   kt.name = k.name;
   kt.overlap = k.overlap;
+  kt.on_chip = k.on_chip;
   kt.ctas = k.ctas();
   kt.ctas_per_sm = occ.ctas_per_sm;
   kt.occupancy_limit = occ.limit;

@@ -57,6 +57,7 @@ struct KernelTiming {
   // The kernel's time (less launch overhead) split by which resource limited the SMs' steps.
   double bound_dram_s = 0, bound_l2_s = 0, bound_compute_s = 0, bound_latency_s = 0, bound_sram_s = 0;
   std::int64_t dram_read_bytes = 0, dram_write_bytes = 0;
+  OnChipCounts on_chip;  // the plan's (KernelPlan::on_chip)
 };
 
 // A CTA's stay on an SM, for the per-SM timeline.

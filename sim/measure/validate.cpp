@@ -26,7 +26,6 @@
 namespace hbmlab {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // [SECTION] Reading the two file kinds
 
@@ -304,6 +303,22 @@ void read_sdpa_decode(const Json& file, const std::string& path, const std::stri
   }
 }
 
+// The on-chip counters of a record, where it has them: numbers ≥ 0, tensor_pipe_busy at most 1.
+MeasuredOnChip read_on_chip(const Json& r, const std::string& where) {
+  MeasuredOnChip m;
+  for (int k = 0; k < int(std::size(MeasuredOnChip::kKeys)); ++k) {
+    const char* key = MeasuredOnChip::kKeys[k];
+    if (!r.contains(key)) continue;
+    const Json& v = r.at(key);
+    if (!v.is_number()) fail_input("{}.{}: expected a number, got {}", where, key, v.dump());
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < 0) fail_input("{}.{}: must be a number ≥ 0, got {}", where, key, v.dump());
+    if (k == 6 && x > 1) fail_input("{}.{}: a fraction of the kernel's cycles, must be at most 1, got {}", where, key, x);
+    *m.field(k) = x;
+  }
+  return m;
+}
+
 // `hbmlab measure` files (DESIGN.md, "Measurement files"): hbmlab's own kernels, with the
 // blocks they ran with. A record may add "launch": {"threads_per_cta", "registers_per_thread",
 // "smem_bytes_per_cta", "kv_descending"}; without it the launch is the engine's default. "pass":
@@ -345,6 +360,7 @@ void read_records(const Json& file, const std::string& path, const std::string& 
     row.measured_dram_read = number_or_nan(r, "dram_read_bytes");
     row.measured_dram_write = number_or_nan(r, "dram_write_bytes");
     row.measured_l2_read = number_or_nan(r, "l2_sm_read_bytes");
+    row.measured_on_chip = read_on_chip(r, where);
     if (!std::isfinite(row.measured_time_s) && !std::isfinite(row.measured_dram_read)) {
       report.skipped.push_back(where + ": neither a time nor DRAM counters were recorded");
       continue;
@@ -376,6 +392,18 @@ ValidationSummary summarise(const std::vector<double>& errors, double tolerance)
 }
 
 }  // namespace
+
+bool MeasuredOnChip::any() const {
+  for (int k = 0; k < int(std::size(kKeys)); ++k)
+    if (std::isfinite(*field(k))) return true;
+  return false;
+}
+
+double* MeasuredOnChip::field(int k) {
+  double* fields[] = {&smem_ld_bytes,         &smem_st_bytes,    &smem_mma_bytes,  &mma_instructions,
+                      &ldmatrix_instructions, &ex2_instructions, &tensor_pipe_busy};
+  return fields[k];
+}
 
 double ValidationRow::time_error() const { return relative(predicted_time_s, measured_time_s); }
 
@@ -493,6 +521,11 @@ void predict_measurements(ValidationReport& report, const Progress& progress) {
         row.predicted_dram_read = double(e.dram_read_bytes());
         row.predicted_dram_write = double(e.dram_write_bytes());
         row.predicted_l2_read = double(e.sm_read_bytes());
+        row.predicted_on_chip = {};
+        for (const KernelTiming& k : e.kernels) row.predicted_on_chip += k.on_chip;
+        const double cycles = e.predicted_s * spec.clock_mhz * 1e6 * double(spec.sm_count);
+        if (spec.mma_sync_flops_per_cycle_per_sm > 0 && cycles > 0)
+          row.predicted_tensor_busy = double(row.predicted_on_chip.mma_flops()) / (spec.mma_sync_flops_per_cycle_per_sm * cycles);
       },
       progress);
   std::vector<double> time_errors, dram_errors;
@@ -621,6 +654,18 @@ nlohmann::ordered_json validation_json(const ValidationReport& r) {
                                    {"dram_write_bytes", row.predicted_dram_write},
                                    {"l2_sm_read_bytes", row.predicted_l2_read}}},
                     {"error", {{"time", num(row.time_error())}, {"dram_read", num(row.dram_read_error())}}}});
+    if (row.measured_on_chip.any()) {  // the on-chip counters, measured and as the warp layout predicts them
+      const MeasuredOnChip& m = row.measured_on_chip;
+      Json measured = Json::object();
+      for (int k = 0; k < int(std::size(MeasuredOnChip::kKeys)); ++k) measured[MeasuredOnChip::kKeys[k]] = num(*m.field(k));
+      const OnChipCounts& c = row.predicted_on_chip;
+      const SmemBytes t = c.total();
+      rows.back()["measured"]["on_chip"] = measured;
+      rows.back()["predicted"]["on_chip"] = {
+          {"smem_ld_bytes", t.read},        {"smem_st_bytes", t.write},  {"smem_mma_bytes", t.mma_read},
+          {"mma_instructions", c.mma},      {"ldmatrix_instructions", c.ldmatrix},
+          {"ex2_instructions", c.ex2},      {"tensor_pipe_busy", num(row.predicted_tensor_busy)}};
+    }
   }
   auto summary = [&](const ValidationSummary& s) {
     return Json{{"count", s.count}, {"mean_abs", num(s.mean_abs)}, {"worst", num(s.worst)}, {"tolerance", s.tolerance},

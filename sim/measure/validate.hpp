@@ -4,6 +4,7 @@
 // Run: hbmlab validate --measurements assets/measurements/calibration-h100.json [--json]
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -15,6 +16,25 @@
 #include "sim/engine/timing.hpp"
 
 namespace hbmlab {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// On-chip counters a measurement record may carry, as Nsight Compute reads them (sim/README.md,
+// "On-chip traffic"); NaN where the record has none.
+struct MeasuredOnChip {
+  double smem_ld_bytes = kNaN;          // l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld × 128
+  double smem_st_bytes = kNaN;          // ..._op_st × 128
+  double smem_mma_bytes = kNaN;         // ..._op_gmma × 128 (wgmma operands)
+  double mma_instructions = kNaN;       // smsp__inst_executed_pipe_tensor_op_hmma
+  double ldmatrix_instructions = kNaN;  // smsp__inst_executed_op_ldsm
+  double ex2_instructions = kNaN;       // sm__inst_executed_pipe_xu
+  double tensor_pipe_busy = kNaN;       // sm__pipe_tensor_cycles_active / elapsed, 0..1
+  bool any() const;
+  static constexpr const char* kKeys[] = {"smem_ld_bytes",         "smem_st_bytes",    "smem_mma_bytes",  "mma_instructions",
+                                          "ldmatrix_instructions", "ex2_instructions", "tensor_pipe_busy"};
+  double* field(int k);
+  const double* field(int k) const { return const_cast<MeasuredOnChip*>(this)->field(k); }
+};
 
 struct ValidationRow {
   std::string file, source;  // source: "sdpa flash" or the kernel name of a measurement record
@@ -28,6 +48,9 @@ struct ValidationRow {
   double measured_dram_read = 0, predicted_dram_read = 0;
   double measured_dram_write = 0, predicted_dram_write = 0;
   double measured_l2_read = 0, predicted_l2_read = 0;
+  MeasuredOnChip measured_on_chip;
+  OnChipCounts predicted_on_chip;    // the row's kernels together
+  double predicted_tensor_busy = kNaN;  // the MMAs' share of the predicted time at the preset's mma.sync rate
   double time_error() const;        // (predicted − measured) / measured; NaN when not measured
   double dram_read_error() const;
 };

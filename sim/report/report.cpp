@@ -12,6 +12,7 @@
 #include <fmt/ostream.h>
 
 #include "sim/common/units.hpp"
+#include "sim/report/on_chip_json.hpp"
 
 namespace hbmlab {
 
@@ -88,7 +89,8 @@ Json engine_time_json(const SimulationResult& r) {
                        {"overlap", k.overlap}, {"rounds", k.rounds},
                        {"bound_s", {{"compute", k.bound_compute_s}, {"dram", k.bound_dram_s}, {"latency", k.bound_latency_s},
                                     {"l2", k.bound_l2_s}, {"sram", k.bound_sram_s}}},
-                       {"dram_read_bytes", k.dram_read_bytes}, {"dram_write_bytes", k.dram_write_bytes}});
+                       {"dram_read_bytes", k.dram_read_bytes}, {"dram_write_bytes", k.dram_write_bytes},
+                       {"on_chip", on_chip_json(k.on_chip, k.time_s, r.gpu)}});
   return {{"model", r.time.model}, {"predicted_s", r.time.predicted_s}, {"hbm_s", r.time.hbm_s},
           {"compute_s", r.time.compute_s}, {"l2_s", r.engine.l2_s}, {"ctas", r.time.ctas},
           {"ctas_per_sm", r.time.ctas_per_sm}, {"waves", r.time.waves}, {"kernels", kernels}};
@@ -225,6 +227,16 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
   } else {
     fmt::print(out, "  L2        off (--no-l2): DRAM traffic is the paper's count above\n");
   }
+  OnChipCounts on_chip;
+  for (const KernelTiming& k : e.kernels) on_chip += k.on_chip;
+  if (on_chip.modelled) {
+    const SmemBytes t = on_chip.total();
+    fmt::print(out, "  on chip   shared memory → registers {}, by the tensor cores {}; filled {}, stored {};\n"
+                    "            {} ldmatrix, {} mma.sync, {} wgmma, {} ex2 (warp instructions; docs/on-chip.md)\n",
+               format_bytes(double(t.read)), format_bytes(double(t.mma_read)), format_bytes(double(t.fill)),
+               format_bytes(double(t.write)), format_count(double(on_chip.ldmatrix)), format_count(double(on_chip.mma)),
+               format_count(double(on_chip.wgmma)), format_count(double(on_chip.ex2)));
+  }
 }
 
 void print_comparison(std::ostream& out, std::span<const SimulationResult> results) {
@@ -329,6 +341,10 @@ Json simulation_json(const SimulationResult& r) {
       {"dram", dram_json(r.engine)},
       {"steps_per_head", r.per_instance.steps},
   };
+  OnChipCounts on_chip;  // the pass's kernels together, busy over their summed time
+  double kernels_s = 0;
+  for (const KernelTiming& k : r.engine.kernels) on_chip += k.on_chip, kernels_s += k.time_s;
+  out["on_chip"] = on_chip_json(on_chip, kernels_s, r.gpu);
   if (p.kv_splits > 0) out["blocks"]["splits"] = r.algo->grid(p, r.blocks.blocks).splits;
   if (r.algo->heads_per_instance(p) > 1) out["instances"] = {{"count", r.algo->instances(p)}, {"what", r.algo->instance_name(p)}};
   if (r.numerics.recomputed_rows > 0) out["numerics"]["recomputed_rows"] = r.numerics.recomputed_rows;
@@ -423,7 +439,7 @@ void print_presets(std::ostream& out, std::span<const GpuSpec> presets) {
   for (const GpuSpec& gpu : presets) {
     fmt::print(out, "{} — {}\n", gpu.name, gpu.display_name);
     for (const Quantity& q : gpu.quantities)
-      fmt::print(out, "  {:<28} {:>14} {:<12} {}\n", q.key,
+      fmt::print(out, "  {:<33} {:>11} {:<18} {}\n", q.key,
                  q.value == std::floor(q.value) ? format_count(q.value) : fmt::format("{:g}", q.value), q.unit, q.source);
     fmt::print(out, "\n");
   }

@@ -21,6 +21,7 @@ struct Field {
   std::variant<std::int64_t GpuSpec::*, double GpuSpec::*> member;
   bool power_of_two = false;
   bool at_most_one = false;  // a fraction of a peak rate
+  bool optional = false;     // a measured pipe rate a preset may leave out
 };
 
 // The numbers a preset must give, with the unit each must be written in.
@@ -50,6 +51,12 @@ constexpr Field kFields[] = {
     {"gemm_efficiency", "fraction", &GpuSpec::gemm_efficiency, false, true},
     {"non_matmul_efficiency", "fraction", &GpuSpec::non_matmul_efficiency, false, true},
     {"hbm_efficiency", "fraction", &GpuSpec::hbm_efficiency, false, true},
+    {"mma_sync_flops_per_cycle_per_sm", "FLOP/cycle", &GpuSpec::mma_sync_flops_per_cycle_per_sm, false, false, true},
+    {"mma_sync_flops_per_cycle_per_warp", "FLOP/cycle", &GpuSpec::mma_sync_flops_per_cycle_per_warp, false, false, true},
+    {"wgmma_flops_per_cycle_per_sm", "FLOP/cycle", &GpuSpec::wgmma_flops_per_cycle_per_sm, false, false, true},
+    {"ex2_per_cycle_per_sm", "results/cycle", &GpuSpec::ex2_per_cycle_per_sm, false, false, true},
+    {"fp32_fma_flops_per_cycle_per_sm", "FLOP/cycle", &GpuSpec::fp32_fma_flops_per_cycle_per_sm, false, false, true},
+    {"issue_per_cycle_per_sm", "instructions/cycle", &GpuSpec::issue_per_cycle_per_sm, false, false, true},
 };
 
 constexpr double kMaxWholeNumber = 9007199254740992.0;  // 2^53
@@ -134,6 +141,7 @@ GpuSpec parse_gpu_spec(std::string_view toml_text, std::string_view origin) {
   }
 
   for (const Field& field : kFields) {
+    if (field.optional) continue;
     const bool present = std::any_of(spec.quantities.begin(), spec.quantities.end(),
                                      [&](const Quantity& q) { return q.key == field.key; });
     if (!present) fail_input("{}:1: numbers.{}: missing (unit \"{}\")", origin, field.key, field.unit);

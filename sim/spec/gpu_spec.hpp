@@ -51,6 +51,15 @@ struct GpuSpec {
   double non_matmul_efficiency = 0;         // sustained / peak non-matmul rate
   double hbm_efficiency = 0;                // sustained / peak HBM bandwidth
 
+  // The SM's pipes, per SM clock, each measured by a microbenchmark (gpu/bench/pipes.cu); optional
+  // in a preset, 0 where not measured. Shared-memory bandwidth is sram_bytes_per_cycle_per_sm above.
+  double mma_sync_flops_per_cycle_per_sm = 0;    // mma.sync m16n8k16 fp16→fp32, enough warps
+  double mma_sync_flops_per_cycle_per_warp = 0;  // the same from one warp alone (8 independent MMAs)
+  double wgmma_flops_per_cycle_per_sm = 0;       // wgmma m64nNk16 fp16→fp32, operands in shared memory
+  double ex2_per_cycle_per_sm = 0;               // ex2.approx.f32 results (the exponent unit)
+  double fp32_fma_flops_per_cycle_per_sm = 0;    // fma.rn.f32, 2 FLOPs each
+  double issue_per_cycle_per_sm = 0;             // warp instructions issued
+
   std::vector<Quantity> quantities;  // every number in file order, for listings
 };
 

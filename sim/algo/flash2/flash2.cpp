@@ -212,6 +212,10 @@ public:
     emit(p, b, programs);
     programs.finish();
     apply_launch(plan, options.launch);
+    // FA2's warp layout; PyTorch's kernel stages O through shared memory, gpu/flash2.cu does not.
+    if (p.elem_bytes() == 2)
+      plan.on_chip = fa2_forward_kernel(plan, {.Br = b.Br, .Bc = b.Bc, .d = p.head_dim, .warps = plan.threads_per_cta / 32,
+                                               .staged_output_bytes = options.launch.hbmlab_kernels ? 0 : 2});
     return {std::move(plan)};
   }
 

@@ -281,6 +281,15 @@ public:
     launches.finish();
     apply_launch(main, options.launch);
     for (KernelPlan& k : plans) k.instances = p.instances();
+    // The main kernel's warp layout: gpu/flash2_backward.cu's, or FA2's (8 warps, and its dQ
+    // conversion through shared memory); the D kernel's is not described.
+    if (e == 2 && options.launch.hbmlab_kernels) {
+      main.on_chip = hbmlab_backward_kernel(main, {.Br = b.Br, .Bc = b.Bc, .d = d});
+    } else if (e == 2) {
+      const std::int64_t warps = options.launch.threads_per_cta ? *options.launch.threads_per_cta / 32 : 8;
+      main.on_chip = fa2_backward_kernel(main, Fa2BackwardLayout::for_blocks(b.Br, b.Bc, d, warps));
+      convert.on_chip = fa2_convert_dq_kernel(convert, b.Br, d, e);
+    }
     return plans;
   }
 

@@ -70,6 +70,12 @@ public:
       emit_split(e, Path::synchronised, {}, all_row_blocks(g), 0);
     }
     apply_launch(plans.back(), options.launch);
+    // FA2's split-KV kernel has the forward's warp layout; its partial O (fp32 with several splits)
+    // is staged through shared memory. The combine's layout is not described.
+    if (p.elem_bytes() == 2)
+      plans.back().on_chip = fa2_forward_kernel(plans.back(), {.Br = b.Br, .Bc = b.Bc, .d = p.head_dim,
+                                                               .warps = plans.back().threads_per_cta / 32,
+                                                               .staged_output_bytes = g.splits > 1 ? 4 : 2});
     if (g.splits > 1) {
       plans.push_back(combine_plan(p, b, g, instances(p), "flash-decoding combine"));
       PlanBuilder builder(plans.back(), p, g.Tc, gpu.l2_sector_bytes);

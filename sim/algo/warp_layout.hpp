@@ -1,0 +1,137 @@
+// The third level of the count: bytes between shared memory and registers, and the warp-level
+// instructions that move and use them, derived exactly from a kernel's warp layout — which
+// fragments each warp loads from shared memory per step (ldmatrix), which it stores there
+// (st.shared of a staged output), which stay in registers. A room's launch plan owns these counts
+// for each of its kernels (KernelPlan::on_chip), as it owns its grid.
+//
+// The rule for a GEMM on tensor cores: C (M×N) += A (M×K)·B (K×N) split over a Wm × Wn grid of
+// warps, each computing an (M/Wm) × (N/Wn) block of C with mma.sync m16n8k16. Every warp loads the
+// A rows and B columns of its own block for the whole K, so A is read from shared memory Wn times
+// and B Wm times: Wn·M·K + Wm·N·K elements, unless an operand is already in registers (P in the
+// forward's P̃·V: the accumulator of S, never stored). ldmatrix.x4 moves 512 bytes (four 8×8
+// matrices of 16-bit elements); the MMAs number ⌈M/16⌉·⌈N/8⌉·⌈K/16⌉.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "sim/algo/step.hpp"
+
+namespace hbmlab {
+
+struct KernelPlan;
+struct AttentionProblem;
+struct Blocks;
+
+// Shared-memory bytes of one tensor, by direction.
+struct SmemBytes {
+  std::int64_t fill = 0;      // written into shared memory by the copy path (cp.async, TMA)
+  std::int64_t read = 0;      // read into registers by load instructions (ldmatrix, ld.shared)
+  std::int64_t mma_read = 0;  // read by the tensor cores themselves (wgmma operands)
+  std::int64_t write = 0;     // stored from registers (st.shared, stmatrix)
+  SmemBytes& operator+=(const SmemBytes& o) {
+    fill += o.fill, read += o.read, mma_read += o.mma_read, write += o.write;
+    return *this;
+  }
+};
+
+// One kernel's on-chip counts (all CTAs), or one step's or one CTA's while they are built.
+struct OnChipCounts {
+  bool modelled = false;    // false: this kernel's warp layout is not described (counts stay 0)
+  std::string layout;       // the warp layout in words ("4 warps × 32 query rows; ...")
+  std::array<SmemBytes, kTensorCount> by_tensor{};
+  std::int64_t mma = 0;       // warp-level mma.sync m16n8k16
+  std::int64_t ldmatrix = 0;  // ldmatrix.x4 (512 bytes each)
+  std::int64_t ld_shared = 0, st_shared = 0;  // other warp-level shared-memory loads and stores
+  std::int64_t ex2 = 0;       // warp-level ex2.approx (the exponent unit)
+  std::int64_t wgmma = 0;     // warpgroup-level wgmma (each is 4 warp instructions to ncu)
+  std::int64_t wgmma_flops = 0;
+
+  SmemBytes& operator[](Tensor t) { return by_tensor[static_cast<int>(t)]; }
+  const SmemBytes& operator[](Tensor t) const { return by_tensor[static_cast<int>(t)]; }
+  SmemBytes total() const;
+  std::int64_t mma_flops() const { return mma * kMmaFlops; }
+  OnChipCounts& operator+=(const OnChipCounts& o);
+  OnChipCounts times(std::int64_t n) const;
+
+  static constexpr std::int64_t kMmaFlops = 2 * 16 * 8 * 16;  // one m16n8k16
+  static constexpr std::int64_t kLdmatrixBytes = 512;         // one ldmatrix.x4
+};
+
+// C (M×N) += A (M×K)·B (K×N) on a Wm × Wn grid of warps (see the file comment).
+struct WarpGemm {
+  Tensor a = Tensor::Q, b = Tensor::K;
+  std::int64_t M = 0, N = 0, K = 0;
+  std::int64_t Wm = 1, Wn = 1;
+  bool a_in_registers = false, b_in_registers = false;
+};
+OnChipCounts warp_gemm(const WarpGemm& g, std::int64_t elem_bytes);
+
+// FlashAttention-2's forward warp layout (mma.sync), shared by hbmlab's gpu/flash2.cu, PyTorch's
+// flash_fwd_kernel and its split-KV kernel: W warps stacked along the Br query rows (Br/W rows
+// each), each warp reading the whole K_j and V_j; Q_i re-read from shared memory at every j.
+struct Fa2ForwardLayout {
+  std::int64_t Br = 0, Bc = 0, d = 0, warps = 4;
+  std::int64_t elem_bytes = 2;
+  std::int64_t staged_output_bytes = 0;  // element bytes of O staged through shared memory (0: none)
+};
+OnChipCounts fa2_forward_pair(const Fa2ForwardLayout& l);  // one (i, j) block pair of one CTA
+OnChipCounts fa2_forward_cta(const Fa2ForwardLayout& l);   // once per CTA: Q_i's fill, O's staging
+
+// FlashAttention-2's backward warp layout (PyTorch's flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel,
+// Flash_bwd_kernel_traits): one CTA per K_j, V_j (Bc keys), 8 warps, looping over the Br-row blocks
+// Q_i, dO_i. S_ij = Q_i K_jᵀ and dP_ij = dO_i V_jᵀ on a `sdp_rows` × (8 / sdp_rows) warp grid;
+// P_ij and dS_ij are stored to shared memory; dV_j += P_ijᵀ dO_i and dK_j += dS_ijᵀ Q_i on a
+// `dkv_rows` × (8 / dkv_rows) grid over Bc × d; dQ_i = dS_ij K_j on a `dq_rows` × (8 / dq_rows)
+// grid over Br × d, added to the fp32 accumulator in global memory from registers. Every operand
+// of these five GEMMs comes from shared memory. dK_j and dV_j are staged through shared memory.
+struct Fa2BackwardLayout {
+  std::int64_t Br = 0, Bc = 0, d = 0, warps = 8;
+  std::int64_t sdp_rows = 2, dkv_rows = 4, dq_rows = 2;
+  std::int64_t elem_bytes = 2;
+  // The H100's choice (flash_bwd_launch_template.h, 227 KiB of shared memory per block): d ≤ 64:
+  // 128×128 with 4, 4, 4; d ≤ 128: 64×128 with 2, 4, 2; in general Br/32 warp rows for S, dP and dQ.
+  static Fa2BackwardLayout for_blocks(std::int64_t Br, std::int64_t Bc, std::int64_t d, std::int64_t warps);
+};
+OnChipCounts fa2_backward_pair(const Fa2BackwardLayout& l);
+OnChipCounts fa2_backward_cta(const Fa2BackwardLayout& l);
+OnChipCounts fa2_backward_kernel(const KernelPlan& plan, const Fa2BackwardLayout& l);
+
+// hbmlab's gpu/flash2_backward.cu: one CTA per K_j, V_j, one warp per 16 keys (Bc/16 warps).
+// S_ijᵀ = K_j Q_iᵀ and dP_ijᵀ = V_j dO_iᵀ keys as rows, each warp reading its own 16 keys of K_j and
+// V_j (kept in registers when d·Br ≤ 64·64) and all of Q_i and dO_i; P_ijᵀ and dS_ijᵀ stay in
+// registers as the A operands of dV_j += P_ijᵀ dO_i and dK_j += dS_ijᵀ Q_i (all of dO_i and Q_i again,
+// transposed); dS_ijᵀ goes to shared memory for dQ_i = dS_ij K_j on (Br/32) × (warps·32/Br) warps
+// (two m16 row groups each); dK_j, dV_j are written from registers.
+struct HbmlabBackwardLayout {
+  std::int64_t Br = 0, Bc = 0, d = 0;
+  std::int64_t elem_bytes = 2;
+  std::int64_t warps() const { return Bc / 16; }
+  bool kv_in_registers() const { return d * Br <= 64 * 64; }
+};
+OnChipCounts hbmlab_backward_pair(const HbmlabBackwardLayout& l);
+OnChipCounts hbmlab_backward_cta(const HbmlabBackwardLayout& l);
+OnChipCounts hbmlab_backward_kernel(const KernelPlan& plan, const HbmlabBackwardLayout& l);
+
+// FA2's dQ conversion: each CTA stages its Br × d block of dQ (the dtype) through shared memory.
+OnChipCounts fa2_convert_dq_kernel(const KernelPlan& plan, std::int64_t Br, std::int64_t d, std::int64_t elem_bytes);
+
+// FlashAttention-3's forward on wgmma (Hopper), as cuDNN's and FA3's kernels run it: `warpgroups`
+// consumer warpgroups of 64 query rows each (Br = 64·warpgroups); per (i, j) each issues
+// S = Q_i K_jᵀ as d/16 wgmma m64n{Bc}k16 with both operands from shared memory, and O += P V_j as
+// Bc/16 wgmma m64n{d}k16 with P in registers: the tensor cores read Q_i's 64 rows, all of K_j and
+// all of V_j per warpgroup (`smem_mma_read`). S and P stay in registers; nothing goes through ldmatrix.
+struct WgmmaForwardLayout {
+  std::int64_t Bc = 0, d = 0, warpgroups = 2;
+  std::int64_t elem_bytes = 2;
+};
+OnChipCounts wgmma_forward_pair(const WgmmaForwardLayout& l);
+
+// The (i, j) pairs a plan's CTAs compute: its phases that do matmul work, over all instances.
+std::int64_t computed_pairs(const KernelPlan& plan);
+
+// A forward kernel of the FA2 layout: pairs × fa2_forward_pair + CTAs × fa2_forward_cta.
+OnChipCounts fa2_forward_kernel(const KernelPlan& plan, const Fa2ForwardLayout& l);
+
+}  // namespace hbmlab

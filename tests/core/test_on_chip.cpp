@@ -1,0 +1,192 @@
+// On-chip counts: shared memory ↔ registers and warp instructions follow from the kernel's warp
+// layout (sim/algo/warp_layout.hpp); the measured fields of a record come through the reader.
+// Run: ./build/tests/hbmlab_tests_core "[on_chip]"
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "sim/engine/simulate.hpp"
+#include "sim/engine/timing.hpp"
+#include "sim/measure/validate.hpp"
+#include "sim/report/report.hpp"
+
+using namespace hbmlab;
+
+namespace {
+
+// flash2 forward's one kernel as the engine plans it.
+KernelPlan flash2_plan(std::int64_t N, std::int64_t d, std::int64_t Br, std::int64_t Bc, bool hbmlab_kernels,
+                       bool causal = false, std::int64_t heads = 1) {
+  AttentionProblem p(1, heads, N, d);
+  p.causal = causal;
+  EngineOptions options;
+  options.launch.hbmlab_kernels = hbmlab_kernels;
+  const std::vector<KernelPlan> plans = plan_kernels(algo_named("flash2"), p, {Br, Bc}, load_gpu("h100-sxm"), options);
+  REQUIRE(plans.size() == 1);
+  return plans[0];
+}
+
+}  // namespace
+
+TEST_CASE("on-chip: a warp GEMM reads A once per warp column and B once per warp row", "[on_chip]") {
+  // 64×128 += (64×32)·(32×128) on 2×4 warps: A 4 times, B twice; 4·8·2 MMAs.
+  const OnChipCounts c = warp_gemm({.a = Tensor::Q, .b = Tensor::K, .M = 64, .N = 128, .K = 32, .Wm = 2, .Wn = 4}, 2);
+  CHECK(c[Tensor::Q].read == 4 * 64 * 32 * 2);
+  CHECK(c[Tensor::K].read == 2 * 128 * 32 * 2);
+  CHECK(c.ldmatrix == (4 * 64 * 32 * 2 + 2 * 128 * 32 * 2) / 512);
+  CHECK(c.mma == 4 * 16 * 2);
+  // An operand already in registers costs no shared-memory read.
+  const OnChipCounts r =
+      warp_gemm({.a = Tensor::P, .b = Tensor::V, .M = 64, .N = 64, .K = 64, .Wm = 4, .Wn = 1, .a_in_registers = true}, 2);
+  CHECK(r[Tensor::P].read == 0);
+  CHECK(r[Tensor::V].read == 4 * 64 * 64 * 2);
+}
+
+TEST_CASE("on-chip: flash2 forward d = 128 follows FA2's warp layout", "[on_chip]") {
+  // 4 warps × 32 rows of Q_i; per (i, j) every warp ldmatrix-loads its 32×128 of Q_i (16 x4 loads)
+  // and all of K_j and V_j (64×128 each: 32 + 32), so 4·80 = 320 per pair; ncu counted exactly
+  // 56,550,400 = 320 · 47 · 94 · 40 on the H100 (assets/measurements/h100-onchip.json).
+  const std::int64_t N = 6000, d = 128, Br = 128, Bc = 64, Tr = 47, Tc = 94;
+  const KernelPlan plan = flash2_plan(N, d, Br, Bc, true);
+  const OnChipCounts& c = plan.on_chip;
+  REQUIRE(c.modelled);
+  const std::int64_t pairs = Tr * Tc;
+  CHECK(c.ldmatrix == 320 * pairs);
+  CHECK(c.mma == Br * Bc * d / 1024 * pairs);  // two m16n8k16 GEMMs of Br·Bc·d
+  CHECK(c[Tensor::Q].read == Br * d * 2 * pairs);
+  CHECK(c[Tensor::K].read == 4 * Bc * d * 2 * pairs);
+  CHECK(c[Tensor::V].read == 4 * Bc * d * 2 * pairs);
+  CHECK(c.total().read == c.ldmatrix * 512);
+  CHECK(c[Tensor::Q].fill == Tr * Br * d * 2);
+  CHECK(c[Tensor::K].fill == pairs * Bc * d * 2);
+  CHECK(c.ex2 == pairs * (Br * Bc / 32 + Br / 8));
+  CHECK(c.total().write == 0);  // gpu/flash2.cu writes O from registers
+  // With the ncu figure of assets/measurements/h100-onchip.json, times 40 heads.
+  CHECK(c.ldmatrix * 40 == 56'550'400);
+  CHECK(c.mma * 40 == 180'961'280);
+}
+
+TEST_CASE("on-chip: shared-memory reads grow as N² and the per-pair count stays put", "[on_chip]") {
+  const KernelPlan a = flash2_plan(2048, 64, 128, 128, true), b = flash2_plan(4096, 64, 128, 128, true);
+  CHECK(b.on_chip.ldmatrix == 4 * a.on_chip.ldmatrix);
+  CHECK(b.on_chip.mma == 4 * a.on_chip.mma);
+  CHECK(b.on_chip[Tensor::Q].fill == 2 * a.on_chip[Tensor::Q].fill);  // Q_i once per CTA: linear in N
+  // d = 64 at 128×128: per warp 8 (Q) + 32 (K) + 32 (V) ldmatrix.x4 per pair; ncu: 25,447,680 at N = 6000, H = 40.
+  const KernelPlan c = flash2_plan(6000, 64, 128, 128, true, false, 40);
+  CHECK(c.on_chip.ldmatrix == 25'447'680);
+  CHECK(c.on_chip.mma == 90'480'640);
+  // Causal: skipped pairs cost nothing; a kept diagonal pair costs a full one.
+  const KernelPlan causal = flash2_plan(2048, 64, 128, 128, true, true);
+  CHECK(causal.on_chip.ldmatrix == a.on_chip.ldmatrix / (16 * 16) * (16 * 17 / 2));
+}
+
+TEST_CASE("on-chip: PyTorch's FA2 stages O through shared memory", "[on_chip]") {
+  const KernelPlan ours = flash2_plan(1024, 128, 128, 64, true), torch = flash2_plan(1024, 128, 128, 64, false);
+  const std::int64_t ctas = 8, o_bytes = 128 * 128 * 2;
+  CHECK(torch.on_chip[Tensor::O].write == ctas * o_bytes);
+  CHECK(torch.on_chip[Tensor::O].read == ctas * o_bytes);
+  CHECK(torch.on_chip.ld_shared == ctas * o_bytes / 512);  // 16 bytes a thread: ncu counted 64 per CTA
+  CHECK(torch.on_chip.ldmatrix == ours.on_chip.ldmatrix);
+}
+
+TEST_CASE("on-chip: simulate --json reports the counts and the pipes", "[on_chip]") {
+  SimulateRequest request;
+  request.gpu = load_gpu("h100-sxm");
+  request.algo = algo_named("flash2");
+  request.problem = AttentionProblem(1, 2, 1024, 128);
+  request.block_rows = 128;
+  request.block_cols = 64;
+  request.numerics = NumericsMode::off;
+  const Json j = simulation_json(simulate(request));
+  REQUIRE(j.contains("on_chip"));
+  const Json& kernel = j["time"]["kernels"][0]["on_chip"];
+  CHECK(kernel["instructions"]["ldmatrix"] == j["on_chip"]["instructions"]["ldmatrix"]);
+  CHECK(j["on_chip"]["instructions"]["ldmatrix"].get<std::int64_t>() == 2 * 320 * 8 * 16);
+  CHECK(j["on_chip"]["by_tensor"]["K"]["smem_read_bytes"].get<std::int64_t>() == 2 * 8 * 16 * 4 * 64 * 128 * 2);
+  const double tensor = j["on_chip"]["pipes"]["tensor_busy"].get<double>();
+  CHECK(tensor > 0);
+  CHECK(tensor < 1);
+  CHECK(j["on_chip"]["pipes"]["limiter"].is_string());
+  // A preset without measured pipe rates leaves the busy shares null.
+  request.gpu = load_gpu("a100-80gb");
+  const Json a100 = simulation_json(simulate(request));
+  CHECK(a100["on_chip"]["pipes"]["tensor_busy"].is_null());
+  CHECK(a100["on_chip"]["instructions"]["mma"] == j["on_chip"]["instructions"]["mma"]);
+}
+
+TEST_CASE("on-chip: the measurement reader keeps the on-chip counters", "[on_chip][validate]") {
+  auto record = [](const std::string& fields) {
+    return fmt::format(R"({{"device": {{"name": "NVIDIA H100 80GB HBM3"}}, "records": [{{"kernel": "flash2",
+      "problem": {{"batch": 1, "heads": 1, "seq_len": 256, "head_dim": 64}}, "blocks": {{"Br": 128, "Bc": 128}},
+      "time_ms_median": 0.01{}}}]}})",
+                       fields);
+  };
+  const std::string fields = R"(, "smem_ld_bytes": 1048576, "smem_st_bytes": 0, "smem_mma_bytes": 0,
+      "mma_instructions": 2048, "ldmatrix_instructions": 576, "ex2_instructions": 2112, "tensor_pipe_busy": 0.5)";
+  ValidationReport report = parse_measurements(record(fields), "onchip.json", std::nullopt);
+  REQUIRE(report.rows.size() == 1);
+  const MeasuredOnChip& m = report.rows[0].measured_on_chip;
+  CHECK(m.smem_ld_bytes == 1048576);
+  CHECK(m.mma_instructions == 2048);
+  CHECK(m.ldmatrix_instructions == 576);
+  CHECK(m.ex2_instructions == 2112);
+  CHECK(m.tensor_pipe_busy == 0.5);
+  predict_measurements(report);
+  const Json j = validation_json(report);
+  const Json& row = j["rows"][0];
+  CHECK(row["measured"]["on_chip"]["smem_ld_bytes"] == 1048576.0);
+  CHECK(row["measured"]["on_chip"]["tensor_pipe_busy"] == 0.5);
+  // N = 256 at 128×128: 2 × 2 pairs; 4 warps × (8 + 32 + 32) ldmatrix.x4 and 256 MMAs per pair.
+  CHECK(row["predicted"]["on_chip"]["ldmatrix_instructions"] == 4 * 288);
+  CHECK(row["predicted"]["on_chip"]["mma_instructions"] == 4 * 256 * 4);
+  // A record without them has no on_chip object; bad values name the field.
+  ValidationReport plain = parse_measurements(record(""), "plain.json", std::nullopt);
+  CHECK_FALSE(plain.rows[0].measured_on_chip.any());
+  REQUIRE_THROWS_WITH(parse_measurements(record(R"(, "ldmatrix_instructions": -1)"), "neg.json", std::nullopt),
+                      Catch::Contains("neg.json") && Catch::Contains("ldmatrix_instructions"));
+  REQUIRE_THROWS_WITH(parse_measurements(record(R"(, "tensor_pipe_busy": 1.5)"), "busy.json", std::nullopt),
+                      Catch::Contains("tensor_pipe_busy") && Catch::Contains("at most 1"));
+}
+
+TEST_CASE("on-chip: the backward kernels' layouts give ncu's counts", "[on_chip]") {
+  // B = 1, H = 40, N = 6000, d = 128 at 64×128 on the H100 (assets/measurements/h100-onchip.json,
+  // h100-onchip-backward-ncu.csv): 94 · 47 · 40 = 176,720 block pairs.
+  AttentionProblem p(1, 40, 6000, 128);
+  const std::int64_t pairs = 94 * 47 * 40;
+  auto main_kernel = [&](bool hbmlab_kernels) {
+    EngineOptions options;
+    options.launch.hbmlab_kernels = hbmlab_kernels;
+    const std::vector<KernelPlan> plans = plan_kernels(algo_named("flash2", Pass::backward), p, {64, 128},
+                                                       load_gpu("h100-sxm"), options);
+    REQUIRE(plans.size() == 3);
+    return plans;
+  };
+  // PyTorch's FA2: S, dP on 2×4 warps (256 + 256 ldmatrix.x4 a pair), dV, dK on 4×2 (192 + 192),
+  // dQ on 2×4 (256): 1,152 a pair; P and dS stored (256 32-bit stores); dK, dV staged per CTA.
+  const std::vector<KernelPlan> torch = main_kernel(false);
+  CHECK(torch[1].on_chip.ldmatrix == 1152 * pairs);  // ncu: 203,581,440
+  CHECK(torch[1].on_chip.ldmatrix == 203'581'440);
+  CHECK(torch[1].on_chip.mma == 452'403'200);
+  CHECK(torch[1].on_chip.ld_shared == 240'640);
+  CHECK(torch[2].on_chip.st_shared == 481'280);  // the dQ conversion
+  CHECK(torch[2].on_chip.ld_shared == 120'320);
+  CHECK_FALSE(torch[0].on_chip.modelled);
+  // gpu/flash2_backward.cu: 8 warps × 16 keys; Q_i and dO_i read by every warp twice (320 + 320 with
+  // K_j, V_j re-read at d = 128), 256 + 256 for dV, dK, 256 for dQ: 1,408 a pair.
+  const std::vector<KernelPlan> ours = main_kernel(true);
+  CHECK(ours[1].on_chip.ldmatrix == 1408 * pairs);  // ncu: 248,821,760
+  CHECK(ours[1].on_chip.st_shared == 128 * pairs);  // dS_ijᵀ; ncu: 22,620,160
+  CHECK(ours[1].on_chip.ex2 == 45'240'320);
+  CHECK(ours[1].on_chip.mma == torch[1].on_chip.mma);
+}
+
+TEST_CASE("on-chip: the wgmma forward layout gives cuDNN's counts", "[on_chip]") {
+  // cuDNN's sm90 flash forward (ncu, assets/measurements/h100-onchip-ncu.csv): 128 query rows on two
+  // consumer warpgroups, 128 keys a step, d = 128, N = 6000, H = 40: 47 · 47 · 40 block pairs.
+  const std::int64_t pairs = 47 * 47 * 40;
+  const OnChipCounts c = wgmma_forward_pair({.Bc = 128, .d = 128, .warpgroups = 2}).times(pairs);
+  CHECK(4 * c.wgmma == 11'310'080);  // smsp__sass_inst_executed_op_shared_gmma counts warps
+  CHECK(c.total().mma_read == pairs * 2 * (64 + 128 + 128) * 128 * 2);  // 14.48 GB; ncu 14.91 GB of wavefronts
+  CHECK(c.total().read == 0);
+  CHECK(c.ldmatrix == 0);
+  CHECK(c.wgmma_flops == pairs * 4 * 128 * 128 * 128);
+}
