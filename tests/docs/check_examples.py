@@ -193,9 +193,11 @@ def options_of(help_text: str) -> list[str]:
     """The long options a CLI11 --help (or hbmlab measure's) lists, less --help."""
     found = []
     for line in help_text.split("\n"):
-        m = re.match(r"^\s+(?:-\w,\s*)?(--[a-z0-9][a-z0-9-]*)", line)
-        if m and m.group(1) != "--help" and m.group(1) not in found:
-            found.append(m.group(1))
+        if not re.match(r"^\s+-", line):
+            continue
+        for option in re.findall(r"(?<![\w-])--[a-z0-9][a-z0-9-]*", line):
+            if option != "--help" and option not in found:
+                found.append(option)
     return found
 
 
