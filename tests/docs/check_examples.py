@@ -157,28 +157,37 @@ def remask(shown: str, real: str) -> str:
 
 
 def updated(ex: Example) -> list[str]:
-    """The shown output rewritten from the real one, keeping the marks where they stand."""
-    tail = [ex.expected[-1]] if ex.expected and EXIT.match(ex.expected[-1].strip()) else []
-    if ex.exit_code != 0 or tail:
-        tail = [f"[exit {ex.exit_code}]"] if ex.exit_code else []
+    """The shown output rewritten from the real one, keeping the marks where they stand. A mark
+    before the last shown lines leaves out all but those; one before lines in the middle leaves out
+    what comes before the place where those lines are found again (else as many lines as before)."""
     shown = ex.expected[:-1] if ex.expected and EXIT.match(ex.expected[-1].strip()) else list(ex.expected)
-    marks = [i for i, line in enumerate(shown) if ELISION.match(line.strip())]
-    literal = len(shown) - len(marks)
-    counts = [int(ELISION.match(shown[i].strip()).group(1)) for i in marks]
-    if marks:  # the last mark takes up the difference in length
-        counts[-1] = max(0, len(ex.actual) - literal - sum(counts[:-1]))
-    out, k = [], 0
-    for i, line in enumerate(shown):
-        if i in marks:
-            n = counts[marks.index(i)]
-            if n:
-                out.append(f"[… {n} line{'s' if n != 1 else ''}]")
-            k += n
-        elif k < len(ex.actual):
-            out.append(remask(line, ex.actual[k]) if line_matches(line, ex.actual[k]) or "~" in line else ex.actual[k])
-            k += 1
-    out += ex.actual[k:]
-    return out + tail
+    real = ex.actual
+    out, k, i = [], 0, 0
+    while i < len(shown):
+        m = ELISION.match(shown[i].strip())
+        if not m:
+            if k < len(real):
+                out.append(remask(shown[i], real[k]) if "~" in shown[i] else real[k])
+                k += 1
+            i += 1
+            continue
+        run = []
+        j = i + 1
+        while j < len(shown) and not ELISION.match(shown[j].strip()):
+            run.append(shown[j])
+            j += 1
+        if j == len(shown):  # the shown lines that end the output
+            n = len(real) - k - len(run)
+        else:
+            n = next((start - k for start in range(k, len(real) - len(run) + 1)
+                      if all(line_matches(a, real[start + t]) for t, a in enumerate(run))), int(m.group(1)))
+        n = max(0, min(n, len(real) - k))
+        if n:
+            out.append(f"[… {n} line{'s' if n != 1 else ''}]")
+        k += n
+        i += 1
+    out += real[k:]
+    return out + ([f"[exit {ex.exit_code}]"] if ex.exit_code else [])
 
 
 def have_gpu() -> bool:
