@@ -2,8 +2,8 @@
 """Checks that the examples in hbmlab's Markdown files print what they show.
 
 A checked example is a fenced code block whose lines start with `$ COMMAND`: each command is run
-from the repository root (with the directory of the hbmlab binary first on PATH, so examples are
-typed as `hbmlab ...`), and its output (stdout and stderr together) must equal the lines that
+from the repository root (with the directory of the hbmlab binary and its tests/bench first on
+PATH, so examples are typed as `hbmlab ...` and `bench_decode`), and its output (stdout and stderr together) must equal the lines that
 follow it, up to the next `$ ` line or the end of the block. Two marks, explained in README.md
 ("Examples that cannot drift"), make room for what a page should not or cannot show:
 
@@ -88,7 +88,7 @@ def parse(path: Path) -> tuple[list[str], list[Example]]:
 
 def run(command: str, hbmlab: Path) -> tuple[int, list[str]]:
     env = dict(os.environ)
-    env["PATH"] = f"{hbmlab.parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = os.pathsep.join([str(hbmlab.parent), str(hbmlab.parent / "tests" / "bench"), env.get("PATH", "")])
     for var in ("DISPLAY", "WAYLAND_DISPLAY"):
         env.pop(var, None)
     env["COLUMNS"] = "100"
