@@ -150,7 +150,10 @@ def remask(shown: str, real: str) -> str:
     for a, b in zip(s, r):
         at = out.index(b, pos)
         if a.startswith("~") and not b.startswith("~"):
-            out = out[:at] + "~" + out[at:]
+            if out[max(0, at - 2):at] == "  ":  # take the mark's column from the padding
+                out, at = out[:at - 1] + "~" + out[at:], at - 1
+            else:
+                out = out[:at] + "~" + out[at:]
             at += 1
         pos = at + len(b)
     return out
@@ -167,7 +170,10 @@ def updated(ex: Example) -> list[str]:
         m = ELISION.match(shown[i].strip())
         if not m:
             if k < len(real):
-                out.append(remask(shown[i], real[k]) if "~" in shown[i] else real[k])
+                if line_matches(shown[i], real[k]):
+                    out.append(shown[i])  # masked figures keep the values shown
+                else:
+                    out.append(remask(shown[i], real[k]) if "~" in shown[i] else real[k])
                 k += 1
             i += 1
             continue
