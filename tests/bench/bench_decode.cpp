@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   }
   if (!args.smoke)
     std::printf("\n128K decode step, counts + engine: %.1f ms at worst over the rooms (target: well under 1 s)\n",
-              worst_128k * 1e3);
+                worst_128k * 1e3);
   std::printf("(cache/BW: the K/V cache's bytes, K and V of every K/V head once, over the HBM bandwidth)\n");
   return 0;
 }
