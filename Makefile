@@ -1,12 +1,16 @@
-# Thin wrapper over CMake. `make run` opens hbmlab on the default lesson; `make test` runs every test;
-# `make test-sanitize` runs them under AddressSanitizer and UBSan (build-debug/); `make fuzz` fuzzes the
-# file loaders (build-fuzz/, clang's libFuzzer) for FUZZ_SECONDS each.
+# Thin wrapper over CMake. `make` builds ./build/hbmlab; `make run` opens it on the default lesson;
+# `make install` copies it to $(PREFIX)/bin (default ~/.local/bin; no root); `make test` runs every test;
+# `make docs-update` rewrites the outputs the Markdown pages show from real runs; `make test-sanitize` runs
+# the tests under AddressSanitizer and UBSan (build-debug/); `make fuzz` fuzzes the file loaders
+# (build-fuzz/, clang's libFuzzer) for FUZZ_SECONDS each.
 PRESET ?= default
 BUILD  := build
 JOBS   ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
+PREFIX ?= $(HOME)/.local
+DOC_PAGES := README.md sim/README.md gpu/README.md assets/measurements/README.md $(wildcard docs/*.md)
 
-.PHONY: all run test test-sanitize fuzz build deps configure clean
+.PHONY: all run install test docs-update test-sanitize fuzz build deps configure clean
 
 all: build
 
@@ -22,8 +26,18 @@ build: configure
 run: build
 	@./$(BUILD)/hbmlab
 
+install: build
+	@cmake --install $(BUILD) --prefix "$(PREFIX)"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
+	  *) echo "hbmlab: $(PREFIX)/bin is not on PATH; add it, e.g. echo 'export PATH=\"$(PREFIX)/bin:\$$PATH\"' >> ~/.bashrc";; esac
+
 test: build
 	@ctest --preset $(PRESET) -j $(JOBS)
+
+# For maintainers: run every example of the pages and write what it prints into the page (marks kept);
+# then read `git diff` and fix the prose that quotes the figures.
+docs-update: build
+	@python3 tests/docs/check_examples.py --hbmlab $(BUILD)/hbmlab --update $(DOC_PAGES)
 
 # The CMake preset `debug`: -fsanitize=address,undefined with no recovery, no GUI, no CUDA; the test
 # preset sets ASAN_OPTIONS and UBSAN_OPTIONS so that any finding fails its test.

@@ -44,6 +44,18 @@
 namespace hbmlab::viz {
 namespace {
 
+// The recorded measurements the Measured tab reads: installed beside the binary (`make install` puts
+// them in PREFIX/share/hbmlab/measurements, next to PREFIX/bin/hbmlab), else the source tree's.
+std::string measurements_dir() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path installed = exe.parent_path().parent_path() / "share" / "hbmlab" / "measurements";
+    if (std::filesystem::is_directory(installed, ec)) return installed.string();
+  }
+  return std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements";
+}
+
 // [SECTION] Fonts and style
 
 // Ranges the narration and captions use: Latin-1 (× · ²), Greek (Θ Ω), combining tilde (m̃ P̃),
@@ -347,7 +359,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
     if (options.height >= 1800) scale = std::max(scale, 2.0f);
   }
   app.ui_scale = scale;
-  app.measurements_dir = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements";
+  app.measurements_dir = measurements_dir();
   setup_style(scale);
   setup_fonts(app);
   ImGui_ImplGlfw_InitForOpenGL(window, true);

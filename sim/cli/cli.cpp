@@ -529,6 +529,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                        "that holds attention records)")
       ->required();
   validate->add_option("--gpu", validate_gpu, "GPU preset for the predictions [from each file's device name]");
+  double dram_within_pct = 100 * kDramReadTolerance, time_within_pct = 100 * kTimeTolerance;
+  validate->add_option("--dram-within", dram_within_pct,
+                       fmt::format("count DRAM reads within this many percent of measured [{:g}]", dram_within_pct));
+  validate->add_option("--time-within", time_within_pct,
+                       fmt::format("count kernel times within this many percent of measured [{:g}]", time_within_pct));
   validate->add_flag("--json", validate_json, "print JSON");
   CLI::App* measure = app.add_subcommand("measure", "(CUDA builds) run the kernels on the GPU and write a measurement file");
   measure->allow_extras();
@@ -552,9 +557,15 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (app.got_subcommand("bounds")) return run_bounds_command(bounds_flags, out);
     if (app.got_subcommand("sweep")) return run_sweep_command(sweep_flags, out, err);
     if (app.got_subcommand("validate")) {
+      auto cutoff = [](double pct, std::string_view option) {
+        if (!(pct > 0 && pct <= 1000)) fail_input("{}: a percentage in (0, 1000], got {:g}", option, pct);
+        return pct / 100;
+      };
+      const ValidationTargets targets{cutoff(dram_within_pct, "--dram-within"), cutoff(time_within_pct, "--time-within")};
       ProgressBar bar(err, "validate");
-      const ValidationReport report = validate_paths(
-          validate_files, validate_gpu.empty() ? std::nullopt : std::optional<std::string>(validate_gpu), std::ref(bar));
+      const ValidationReport report =
+          validate_paths(validate_files, validate_gpu.empty() ? std::nullopt : std::optional<std::string>(validate_gpu),
+                         std::ref(bar), targets);
       if (validate_json) out << validation_json(report).dump(2) << "\n";
       else print_validation(out, report);
       return 0;

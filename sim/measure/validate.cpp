@@ -433,8 +433,8 @@ std::vector<RoomSummary> summarise_by_room(const ValidationReport& report) {
   }
   std::vector<RoomSummary> out;
   for (Group& g : groups) {
-    g.summary.time = summarise(g.time_errors, kTimeTolerance);
-    g.summary.dram_read = summarise(g.dram_errors, kDramReadTolerance);
+    g.summary.time = summarise(g.time_errors, report.targets.time);
+    g.summary.dram_read = summarise(g.dram_errors, report.targets.dram_read);
     out.push_back(std::move(g.summary));
   }
   return out;
@@ -533,8 +533,8 @@ void predict_measurements(ValidationReport& report, const Progress& progress) {
     time_errors.push_back(row.time_error());
     dram_errors.push_back(row.dram_read_error());
   }
-  report.time = summarise(time_errors, kTimeTolerance);
-  report.dram_read = summarise(dram_errors, kDramReadTolerance);
+  report.time = summarise(time_errors, report.targets.time);
+  report.dram_read = summarise(dram_errors, report.targets.dram_read);
 }
 
 ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
@@ -545,7 +545,7 @@ ValidationReport validate_measurements(const std::vector<std::string>& files, co
 }
 
 ValidationReport validate_paths(const std::vector<std::string>& paths, const std::optional<std::string>& gpu,
-                                const Progress& progress) {
+                                const Progress& progress, const ValidationTargets& targets) {
   if (paths.empty()) fail_input("--measurements: give at least one measurement file or folder");
   // Every file is read once, before any engine work, so a bad named file fails at once; a file
   // named and also found in a named folder is read as named.
@@ -583,6 +583,7 @@ ValidationReport validate_paths(const std::vector<std::string>& paths, const std
       merge(report, read_measurements({path}, gpu, FileErrors::fail));
     }
   }
+  report.targets = targets;
   predict_measurements(report, progress);
   return report;
 }
@@ -594,6 +595,8 @@ namespace {
 std::string percent_text(double e) { return std::isfinite(e) ? fmt::format("{:+.1f}%", 100 * e) : "—"; }
 std::string mb_text(double b) { return std::isfinite(b) ? fmt::format("{:.1f}", b / 1e6) : "—"; }
 std::string ms_text(double s) { return std::isfinite(s) ? fmt::format("{:.3f}", s * 1e3) : "—"; }
+// A cut-off as given on the command line: 0.1 → "10%", 0.025 → "2.5%".
+std::string cutoff_text(double fraction) { return fmt::format("{:g}%", 100 * fraction); }
 
 }  // namespace
 
@@ -615,15 +618,17 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
                   "   measured kernel duration against predicted; K/V: the order flash2 visits K/V blocks in, asc from\n"
                   "   the first, desc from the last as PyTorch's FlashAttention-2 does)\n\n");
   auto summary_line = [&](const char* what, const ValidationSummary& s) {
-    fmt::print(out, "{} mean |error| {} over {} records, worst {}; {} of {} within {:.0f}%\n", what,
-               percent_text(s.mean_abs).substr(1), s.count, percent_text(s.worst), s.within, s.count, 100 * s.tolerance);
+    fmt::print(out, "{} mean |error| {} over {} records, worst {}; {} of {} within {}\n", what,
+               percent_text(s.mean_abs).substr(1), s.count, percent_text(s.worst), s.within, s.count,
+               cutoff_text(s.tolerance));
   };
   summary_line("DRAM read bytes:", r.dram_read);
   summary_line("kernel time:    ", r.time);
   const std::vector<RoomSummary> rooms = summarise_by_room(r);
   if (rooms.size() > 1) {
     auto mean = [](double m) { return std::isfinite(m) ? fmt::format("{:.1f}%", 100 * m) : std::string("—"); };
-    fmt::print(out, "by GPU, room and kernel (mean |error|; records within 10 % for DRAM reads, 15 % for time):\n");
+    fmt::print(out, "by GPU, room and kernel (mean |error|; records within {} for DRAM reads, {} for time):\n",
+               cutoff_text(r.targets.dram_read), cutoff_text(r.targets.time));
     for (const RoomSummary& g : rooms)
       fmt::print(out, "  {:<46} DRAM read {:>6} ({:>3} of {:>3})   time {:>6} ({:>3} of {:>3})\n", g.label(),
                  mean(g.dram_read.mean_abs), g.dram_read.within, g.dram_read.count, mean(g.time.mean_abs), g.time.within,

@@ -1,21 +1,23 @@
-// Counts-only speed. Run: ./build/tests/bench/bench_counts
+// Counts-only speed. Run: ./build/tests/bench/bench_counts   (--smoke: tiny sizes, one repetition)
 // Prints, for each case, the wall time of counting every step (best of 5), then of the whole
 // `simulate --counts-only` pipeline (blocks, counts, bound, roofline) as the CLI runs it.
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include "sim/algo/blocks.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/engine/simulate.hpp"
 #include "sim/spec/gpu_spec.hpp"
+#include "tests/bench/bench_args.hpp"
 
 using namespace hbmlab;
 
 namespace {
 
-double best_seconds(Algo algo, const AttentionProblem& p, Blocks b, Counts& counts) {
+double best_seconds(int reps, Algo algo, const AttentionProblem& p, Blocks b, Counts& counts) {
   double best = 1e9;
-  for (int rep = 0; rep < 5; ++rep) {
+  for (int rep = 0; rep < reps; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     counts = count_problem(algo, p, b);
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -25,25 +27,32 @@ double best_seconds(Algo algo, const AttentionProblem& p, Blocks b, Counts& coun
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bench::Args args = bench::parse_args(argc, argv);
+  const int reps = args.reps(5);
   const GpuSpec a100 = load_gpu("a100-40gb");
   struct Case {
     const char* name;
     AttentionProblem problem;
     std::optional<Blocks> blocks;
   };
-  const Case cases[] = {
+  const std::vector<Case> full = {
       {"GPT-2 medium (B=64 H=16 N=1024 d=64)", {64, 16, 1024, 64, Dtype::fp16, false}, std::nullopt},
       {"one 64K head (N=65536 d=64), 128x128", {1, 1, 65536, 64, Dtype::fp16, false}, Blocks{128, 128}},
       {"one 64K head, causal, 128x128", {1, 1, 65536, 64, Dtype::fp16, true}, Blocks{128, 128}},
   };
+  const std::vector<Case> smoke = {
+      {"smoke (B=2 H=2 N=256 d=64)", {2, 2, 256, 64, Dtype::fp16, false}, std::nullopt},
+      {"smoke one head (N=1024 d=64), causal", {1, 1, 1024, 64, Dtype::fp16, true}, Blocks{128, 128}},
+  };
+  const std::vector<Case>& cases = args.smoke ? smoke : full;
   std::printf("%-40s %-9s %12s %14s %10s\n", "case", "algo", "steps/head", "HBM bytes", "seconds");
   for (const Case& c : cases)
     for (Algo algo : all_rooms_for(c.problem)) {
       const Blocks b = c.blocks ? *c.blocks
                                 : choose_blocks(algo, c.problem, {a100.sram_bytes_per_sm, a100.sram_bytes_per_block}).blocks;
       Counts counts;
-      const double s = best_seconds(algo, c.problem, b, counts);
+      const double s = best_seconds(reps, algo, c.problem, b, counts);
       std::printf("%-40s %-9s %12lld %14lld %10.4f\n", c.name, std::string(to_string(algo)).c_str(),
                   static_cast<long long>(counts.steps / c.problem.instances()), static_cast<long long>(counts.hbm_bytes()), s);
     }
@@ -62,7 +71,7 @@ int main() {
       }
       request.counts_only = true;
       double best = 1e9;
-      for (int rep = 0; rep < 5; ++rep) {
+      for (int rep = 0; rep < reps; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
         (void)simulate(request);
         best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -3,15 +3,18 @@
 // the counts (every step, best of 5), of the timing engine (best of 3), and of `simulate` with both and
 // no numerics, as the CLI runs it; beside them the predicted time and the cache's bytes over the HBM
 // bandwidth, the floor any decode step stands on.
-// Run: ./build/tests/bench/bench_decode   (the target: the 128K step, counts + engine, well under 1 s)
+// Run: ./build/tests/bench/bench_decode   (the target: the 128K step, counts + engine, well under 1 s;
+// --smoke: the 4K step only, one repetition)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "sim/engine/replay.hpp"
 #include "sim/engine/simulate.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "tests/bench/bench_args.hpp"
 
 using namespace hbmlab;
 
@@ -30,11 +33,14 @@ double best_seconds(int reps, F work) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bench::Args args = bench::parse_args(argc, argv);
+  const std::vector<const char*> full = {"llama3-8b-decode-4k", "llama3-8b-decode-32k", "llama3-8b-decode-128k"},
+                                 smoke = {"llama3-8b-decode-4k"};
   std::printf("%-24s %-16s %9s %9s %9s %12s %12s %6s\n", "scenario", "algo", "counts", "engine", "simulate",
               "predicted", "cache/BW", "CTAs");
   double worst_128k = 0;
-  for (const char* name : {"llama3-8b-decode-4k", "llama3-8b-decode-32k", "llama3-8b-decode-128k"}) {
+  for (const char* name : args.smoke ? smoke : full) {
     const Scenario sc = load_scenario(name);
     for (Algo algo : sc.algorithms) {
       SimulateRequest request;
@@ -43,9 +49,9 @@ int main() {
       request.algo = algo;
       request.numerics = NumericsMode::off;
       SimulationResult r = simulate(request);  // the blocks and splits it chose, for the parts below
-      const double counts_s = best_seconds(5, [&] { (void)count_problem(algo, r.problem, r.blocks.blocks); });
-      const double engine_s = best_seconds(3, [&] { (void)run_engine(algo, r.problem, r.blocks.blocks, request.gpu, {}); });
-      const double simulate_s = best_seconds(3, [&] { r = simulate(request); });
+      const double counts_s = best_seconds(args.reps(5), [&] { (void)count_problem(algo, r.problem, r.blocks.blocks); });
+      const double engine_s = best_seconds(args.reps(3), [&] { (void)run_engine(algo, r.problem, r.blocks.blocks, request.gpu, {}); });
+      const double simulate_s = best_seconds(args.reps(3), [&] { r = simulate(request); });
       const AttentionProblem& p = r.problem;  // K and V of B·HKV heads, N × d each
       const double cache_bytes = 2.0 * double(p.batch * p.Hkv() * p.seq_len * p.head_dim * p.elem_bytes());
       std::int64_t ctas = 0;
@@ -56,8 +62,9 @@ int main() {
       if (std::string_view(name).ends_with("128k")) worst_128k = std::max(worst_128k, counts_s + engine_s);
     }
   }
-  std::printf("\n128K decode step, counts + engine: %.1f ms at worst over the rooms (target: well under 1 s)\n",
-              worst_128k * 1e3);
+  if (!args.smoke)
+    std::printf("\n128K decode step, counts + engine: %.1f ms at worst over the rooms (target: well under 1 s)\n",
+                worst_128k * 1e3);
   std::printf("(cache/BW: the K/V cache's bytes, K and V of every K/V head once, over the HBM bandwidth)\n");
   return 0;
 }

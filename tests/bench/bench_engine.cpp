@@ -1,14 +1,17 @@
 // Timing-engine speed: wall time of one engine run (L2 on), best of 3, with what it predicted.
-// Run: ./build/tests/bench/bench_engine   (the target: GPT-2 medium flash2 under one second)
+// Run: ./build/tests/bench/bench_engine   (the target: GPT-2 medium flash2 under one second;
+// --smoke: the same cases at B=2 H=2 and N = 2048 for the long ones, one repetition)
 #include <chrono>
 #include <cstdio>
 
 #include "sim/engine/timing.hpp"
 #include "sim/workload/problem.hpp"
+#include "tests/bench/bench_args.hpp"
 
 using namespace hbmlab;
 
-int main() {
+int main(int argc, char** argv) {
+  const bench::Args args = bench::parse_args(argc, argv);
   const GpuSpec a100 = load_gpu("a100-40gb"), h100 = load_gpu("h100-sxm");
   EngineOptions fa2;  // PyTorch's FlashAttention-2 launch as ncu recorded it (d = 64)
   fa2.launch.threads_per_cta = 128;
@@ -23,20 +26,23 @@ int main() {
     Blocks blocks;
     EngineOptions options;
   };
-  const AttentionProblem gpt2{64, 16, 1024, 64, Dtype::fp16, false};
+  const AttentionProblem gpt2 = args.smoke ? AttentionProblem{2, 2, 1024, 64, Dtype::fp16, false}
+                                           : AttentionProblem{64, 16, 1024, 64, Dtype::fp16, false};
+  const std::int64_t long_N = args.smoke ? 2048 : 65536;
   const Case cases[] = {
       {"GPT-2 medium flash2, A100, paper blocks", a100, algo_named("flash2"), gpt2, {328, 64}, {}},
       {"GPT-2 medium flash2, H100, FA2 launch", h100, algo_named("flash2"), gpt2, {128, 128}, fa2},
       {"GPT-2 medium standard, A100", a100, algo_named("standard"), gpt2, {64, 328}, {}},
       {"GPT-2 medium flash1, A100, paper blocks", a100, algo_named("flash1"), gpt2, {64, 328}, {}},
-      {"64K tokens flash2, H100, B=1 H=16 d=64", h100, algo_named("flash2"), {1, 16, 65536, 64, Dtype::fp16, false}, {128, 128}, fa2},
-      {"64K tokens flash2 causal, H100", h100, algo_named("flash2"), {1, 16, 65536, 64, Dtype::fp16, true}, {128, 128}, fa2},
+      {"64K tokens flash2, H100, B=1 H=16 d=64", h100, algo_named("flash2"), {1, 16, long_N, 64, Dtype::fp16, false}, {128, 128}, fa2},
+      {"64K tokens flash2 causal, H100", h100, algo_named("flash2"), {1, 16, long_N, 64, Dtype::fp16, true}, {128, 128}, fa2},
   };
+  if (args.smoke) std::printf("--smoke: the cases below at B=2 H=2 and N = 2048 for the 64K ones, one repetition\n");
   std::printf("%-42s %10s %12s %12s %12s %8s\n", "case", "wall", "predicted", "DRAM read", "SM-L2 read", "CTAs");
   for (const Case& c : cases) {
     double best = 1e9;
     EngineResult r;
-    for (int rep = 0; rep < 3; ++rep) {
+    for (int rep = 0; rep < args.reps(3); ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
       r = run_engine(c.algo, c.problem, c.blocks, c.gpu, c.options);
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
