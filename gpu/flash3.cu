@@ -3,24 +3,25 @@
 //      HBMLAB_FLASH3_VERSION=1|2|3 picks a rung of the ladder below (3 by default).
 //
 // The same HBM traffic as flash2 (Q_i read once, K_j and V_j once per row block, O_i and L_i written
-// once); what changes is how the SM is kept busy. A CTA owns Q_i of Br = 128 rows, split between two
-// consumer warpgroups of 64 rows each; K_j, V_j (Bc = 128 keys) stream through a ring of `stages`
-// shared-memory buffers. The ladder, each rung kept runnable and measured (gpu/README.md, "flash3"):
+// once); what changes is how the SM is kept busy. A CTA owns Q_i of Br rows, split between consumer
+// warpgroups of 64 rows each (two at d = 128, three at d = 64); K_j, V_j (Bc = 128 keys) stream
+// through a ring of `stages` shared-memory buffers. The ladder, each rung kept runnable and measured (gpu/README.md, "flash3"):
 //   v1 TMA + wgmma: tensor maps (cuTensorMapEncodeTiled) and cp.async.bulk.tensor bring Q_i and the
 //      K/V ring in 128-byte-swizzled tiles, completing on mbarriers; S = Q_i K_jᵀ is wgmma.mma_async
 //      m64n128k16 with both operands in shared memory, O_i += P̃ V_j is m64nDk16 with P̃ from
 //      registers (S's accumulators, converted) and V_j transposed by the instruction. One thread of
-//      the consumers issues the copies itself, `stages` blocks ahead; 256 threads.
+//      the consumers issues the copies itself, `stages` blocks ahead.
 //   v2 + warp specialisation: a producer warpgroup (one thread issues every copy) gives its
-//      registers away (setmaxnreg.dec to 40), the two consumer warpgroups take them (setmaxnreg.inc to
-//      232); the ring's full and empty mbarriers are the only hand-offs. 384 threads.
-//   v3 + pingpong and intra-warpgroup overlap: named barriers make the two consumer warpgroups take
-//      turns issuing their products, so one's softmax runs under the other's GEMMs; and within a
+//      registers away (setmaxnreg.dec to 40, or 24 beside three consumers), the consumer warpgroups
+//      take them (setmaxnreg.inc to 232, or 160); the ring's full and empty mbarriers are the only
+//      hand-offs.
+//   v3 + pingpong and intra-warpgroup overlap: named barriers make the consumer warpgroups take
+//      turns issuing their products, so one's softmax runs under another's GEMMs; and within a
 //      warpgroup, S_{j+1} = Q K_{j+1}ᵀ and O += P̃_j V_j are issued together, the softmax of S_{j+1}
 //      running while the P̃_j V_j product is still in flight (O is rescaled after it lands).
 // Every rung: O_i goes back through shared memory (Q_i's own rows) and one bulk tensor store per
 // warpgroup, which also clips the rows past N; L_i = m_i + log ℓ_i from registers.
-// Shapes: d = 64 (3 stages) and 128 (2 stages), Br × Bc = 128 × 128; fp16 and bf16; causal or not;
+// Shapes: d = 64 (Br × Bc = 192 × 128 or 128 × 128, 3 stages) and 128 (128 × 128, 2 stages); fp16 and bf16; causal or not;
 // ragged N (the copy engine fills rows past N with zeros, the keys past N are masked). No block mask
 // and no K/V order option (flash2 has both). Needs sm_90a: built only for that target (gpu/CMakeLists.txt)
 // and listed only where the GPU is a Hopper (flash3_available()).
@@ -40,16 +41,18 @@
 namespace hbmlab::gpu {
 namespace {
 
-constexpr int kBr = 128;          // rows of Q_i per CTA: two consumer warpgroups × 64
-constexpr int kConsumerWarps = 8;  // arrivals that empty a ring stage (lane 0 of each consumer warp)
-
-template <int kVersion>
-constexpr int kFlash3Threads = kVersion == 1 ? 256 : 384;
+// kCW consumer warpgroups of 64 rows each (Br = 64·kCW), plus the producer warpgroup from v2 on.
+template <int kCW, int kVersion>
+constexpr int kFlash3Threads = 128 * (kCW + (kVersion == 1 ? 0 : 1));
+// Registers per thread after setmaxnreg (v2, v3): the producer gives its share to the consumers
+// (multiples of 8; 128·producer + 128·kCW·consumer ≤ 65,536).
+template <int kCW> constexpr int kProducerRegisters = kCW == 2 ? 40 : 24;
+template <int kCW> constexpr int kConsumerRegisters = kCW == 2 ? 232 : 160;
 
 // Shared memory of one CTA: Q_i, then the K ring and the V ring (each stage Bc × d), then the
 // mbarriers. Every tile is d/64 chunks of (rows × 64 elements), 128-byte rows in the 128-byte swizzle,
 // so each chunk is one TMA box and one run of wgmma descriptors.
-template <int kD, int kBc, int kStages>
+template <int kD, int kBr, int kBc, int kStages>
 struct Flash3Smem {
   static constexpr int kChunks = kD / 64;
   static constexpr int kQBytes = kBr * kD * 2;
@@ -60,13 +63,15 @@ struct Flash3Smem {
   static constexpr int kBytes = kBarriers + 8 * (1 + 4 * kStages) + 1024;  // + room to align the base to 1024
 };
 
-template <typename T, int kD, int kBc, int kStages, int kVersion, bool kCausal>
-__global__ void __launch_bounds__(kFlash3Threads<kVersion>, 1)
+template <typename T, int kD, int kCW, int kBc, int kStages, int kVersion, bool kCausal>
+__global__ void __launch_bounds__(kFlash3Threads<kCW, kVersion>, 1)
 flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__ CUtensorMap map_K,
               const __grid_constant__ CUtensorMap map_V, const __grid_constant__ CUtensorMap map_O,
               float* __restrict__ hbm_L, int N, int kv_group, float scale_log2) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Smem = Flash3Smem<kD, kBc, kStages>;
+  constexpr int kBr = 64 * kCW;
+  constexpr int kConsumerWarps = 4 * kCW;  // arrivals that empty a ring stage (lane 0 of each consumer warp)
+  using Smem = Flash3Smem<kD, kBr, kBc, kStages>;
   static_assert(kBc == 128, "S = Q Kᵀ is one m64n128 product per k16 step");
   static_assert(kD == 64 || kD == 128, "d = 64 or 128");
   constexpr bool kProducerWarpgroup = kVersion >= 2;
@@ -131,14 +136,14 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   int consumer_tid = tid;
   if constexpr (kProducerWarpgroup) {
     if (tid < 128) {  // the producer warpgroup: one thread issues every copy; the rest leave
-      setmaxnreg_dec<40>();
+      setmaxnreg_dec<kProducerRegisters<kCW>>();
       if (tid == 0) {
         load_Q();
         for (int j = 0; j < j_end; ++j) load_KV(j);
       }
       return;
     }
-    setmaxnreg_inc<232>();
+    setmaxnreg_inc<kConsumerRegisters<kCW>>();
     consumer_tid = tid - 128;
   } else {
     if (tid == 0) {  // v1: a consumer thread fills the ring ahead of the loop, then refills as stages empty
@@ -245,12 +250,12 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   };
   auto partners_turn = [&] {
     if constexpr (kOverlap) {
-      if (cw == 0 || round + 1 < rounds) named_arrive(1 + (cw ^ 1), 256);
+      if (cw != kCW - 1 || round + 1 < rounds) named_arrive(1 + (cw + 1) % kCW, 256);
       ++round;
     }
   };
   if constexpr (kOverlap) {
-    if (cw == 1) named_arrive(1, 256);
+    if (cw == kCW - 1) named_arrive(1, 256);
   }
 
   mbar_wait(q_full, 0);
@@ -344,7 +349,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
     }
   }
   fence_proxy_async();
-  named_sync(3 + cw, 128);
+  named_sync(1 + kCW + cw, 128);
   if (consumer_tid % 128 == 0) {
 #pragma unroll
     for (int c = 0; c < Smem::kChunks; ++c)
@@ -400,11 +405,12 @@ int flash3_version() {
   return s[0] - '0';
 }
 
-template <typename T, int kD, int kBc, int kStages, int kVersion, bool kCausal>
+template <typename T, int kD, int kCW, int kBc, int kStages, int kVersion, bool kCausal>
 void launch_version(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
-  using Smem = Flash3Smem<kD, kBc, kStages>;
-  constexpr int kThreads = kFlash3Threads<kVersion>;
-  auto kernel = flash3_kernel<T, kD, kBc, kStages, kVersion, kCausal>;
+  constexpr int kBr = 64 * kCW;
+  using Smem = Flash3Smem<kD, kBr, kBc, kStages>;
+  constexpr int kThreads = kFlash3Threads<kCW, kVersion>;
+  auto kernel = flash3_kernel<T, kD, kCW, kBc, kStages, kVersion, kCausal>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem::kBytes));
   const std::int64_t N = p.seq_len;
   const dim3 grid(static_cast<unsigned>((N + kBr - 1) / kBr), static_cast<unsigned>(p.instances()));
@@ -429,26 +435,30 @@ void launch_version(const AttentionProblem& p, const DeviceTensors& t, cudaStrea
   CUDA_CHECK_LAUNCH();
 }
 
-template <typename T, int kD, int kStages>
+template <typename T, int kD, int kCW, int kStages>
 void launch_flash3(const AttentionProblem& p, bool, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
   if (p.Nq() != p.seq_len) throw std::invalid_argument("flash3: self-attention only (NQ = N)");
   const int version = flash3_version();
   auto go = [&]<int kVersion>() {
-    if (p.causal) launch_version<T, kD, 128, kStages, kVersion, true>(p, t, s, info);
-    else launch_version<T, kD, 128, kStages, kVersion, false>(p, t, s, info);
+    if (p.causal) launch_version<T, kD, kCW, 128, kStages, kVersion, true>(p, t, s, info);
+    else launch_version<T, kD, kCW, 128, kStages, kVersion, false>(p, t, s, info);
   };
   if (version == 1) go.template operator()<1>();
   else if (version == 2) go.template operator()<2>();
   else go.template operator()<3>();
 }
 
-template <int D, int STAGES>
+// Br = 64 × consumer warpgroups, Bc = 128.
+template <int D, int CW, int STAGES>
 constexpr CompiledShape shape() {
-  return {D, kBr, 128, &launch_flash3<__half, D, STAGES>, &launch_flash3<__nv_bfloat16, D, STAGES>};
+  return {D, 64 * CW, 128, &launch_flash3<__half, D, CW, STAGES>, &launch_flash3<__nv_bfloat16, D, CW, STAGES>};
 }
 
-// K/V ring depth: 2 stages at d = 128 (Q_i 32 KiB + 4 × 32 KiB), 3 at d = 64 (16 + 6 × 16 KiB).
-constexpr CompiledShape kShapes[] = {shape<64, 3>(), shape<128, 2>()};
+// The first per d is the default. d = 64: three consumer warpgroups (Br = 192), so that the tensor
+// cores have a warpgroup's GEMMs to run while the other two do their softmax (at d = 64 the softmax
+// of a block takes about as long as its two GEMMs), 3 stages (24 + 6 × 16 KiB); 128 × 128 kept
+// beside it. d = 128: two consumer warpgroups, 2 stages (Q_i 32 KiB + 4 × 32 KiB).
+constexpr CompiledShape kShapes[] = {shape<64, 3, 3>(), shape<128, 2, 2>(), shape<64, 2, 3>()};
 
 class Flash3Kernels final : public KernelFamily {
 public:
@@ -460,7 +470,7 @@ public:
   const char* profiler_names() const override { return "flash3_kernel"; }
   std::int64_t default_max_n() const override { return 65536; }
   const char* launch_note() const override {
-    return "v3 unless HBMLAB_FLASH3_VERSION says otherwise: 1 producer + 2 consumer warpgroups, 128 x 128 tiles";
+    return "v3 unless HBMLAB_FLASH3_VERSION says otherwise: 1 producer + Br/64 consumer warpgroups";
   }
 };
 

@@ -58,3 +58,9 @@ if has speed; then
     > "$out/speed-torch.log" 2>&1 || tail -3 "$out/speed-torch.log"
   python3 "$here/flash3_table.py" "$out" | tee "$out/speed-table.md"
 fi
+if has record; then
+  echo "== record: flash3 (v3) with CUPTI counters, for hbmlab validate"
+  timeout 300 "$BIN/hbmlab" measure --algo flash3 --seq-len 1024,2048,4096,8192,16384 --head-dim 64,128 --causal both \
+    --reps 20 --out "$out/h100-flash3.json" > "$out/h100-flash3.log" 2>&1
+  echo "rc=$? $(grep -c ' ok ' "$out/h100-flash3.log") ok"; grep -E "FAIL|rror" "$out/h100-flash3.log" | head -5
+fi

@@ -20,6 +20,7 @@ const Algorithm& flashdecoding_pp_room();  // sim/algo/flashdecoding_pp: FlashDe
 const Algorithm& standard_backward_room();  // sim/algo/standard_backward: Algorithm 3
 const Algorithm& flash1_backward_room();    // sim/algo/flash1_backward: FlashAttention, Algorithm 4
 const Algorithm& flash2_backward_room();    // sim/algo/flash2_backward: FlashAttention-2, Algorithm 2
+const Algorithm& flash3_backward_room();    // sim/algo/flash3: flash2's backward under FlashAttention-3's name
 
 namespace {
 
@@ -27,7 +28,8 @@ namespace {
 const std::vector<Algo>& rooms() {
   static const std::vector<Algo> all = {standard_room(),          flash1_room(),          flash2_room(),
                                         flash3_room(),            flash_decoding_room(),    flashdecoding_pp_room(),
-                                        standard_backward_room(), flash1_backward_room(), flash2_backward_room()};
+                                        standard_backward_room(), flash1_backward_room(), flash2_backward_room(),
+                                        flash3_backward_room()};
   return all;
 }
 

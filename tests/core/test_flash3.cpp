@@ -35,7 +35,7 @@ TEST_CASE("flash3's working set counts its K/V ring; its plan names the warpgrou
   CHECK(f3->working_set_bytes(p64, {128, 128}) == 2 * (2 * 128 * 64 + 2 * 3 * 128 * 64) + 4 * 2 * 128);
   CHECK(f3->working_set_bytes(p128, {128, 128}) > algo_named("flash2")->working_set_bytes(p128, {128, 128}));
 
-  const std::vector<KernelPlan> plans = f3->plan_kernels(p128, {128, 128}, load_gpu("h100"), EngineOptions{});
+  const std::vector<KernelPlan> plans = f3->plan_kernels(p128, {128, 128}, load_gpu("h100-sxm"), EngineOptions{});
   REQUIRE(plans.size() == 1);
   CHECK(plans[0].name == "flash3 forward");
   CHECK(plans[0].threads_per_cta == 384);  // one producer and two consumer warpgroups

@@ -16,13 +16,16 @@
 // [SECTION] Steps, counts and numerics: flash2's
 // [SECTION] Launch plan: one producer and two consumer warpgroups per Q_i
 // [SECTION] The window
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "sim/algo/tiled_room.hpp"
 
 namespace hbmlab {
 
-const Algorithm& flash2_room();  // sim/algo/flash2
+const Algorithm& flash2_room();           // sim/algo/flash2
+const Algorithm& flash2_backward_room();  // sim/algo/flash2_backward
 
 namespace {
 
@@ -32,12 +35,14 @@ public:
 
   std::string_view name() const override { return "flash3"; }
   std::string_view paper_name() const override { return "FlashAttention-3 (FlashAttention-3 paper, Algorithm 1)"; }
-  ShapeSupport supports() const override { return {.kv_heads = true}; }
+  ShapeSupport supports() const override { return flash2().supports(); }  // NQ < N, HKV < H, block masks
 
   // K/V ring depth of hbmlab's kernel (gpu/flash3.cu): 3 stages at d ≤ 64, 2 above (d = 128 needs
   // 32 KiB per K_j or V_j, and Q_i plus two of each fill 160 KiB of the H100's 227).
   static std::int64_t stages(std::int64_t d) { return d <= 64 ? 3 : 2; }
-  static constexpr std::int64_t kConsumerWarpgroups = 2;
+  // Consumer warpgroups of 64 rows of Q_i: Br/64 (the kernel's 192 rows at d = 64 are three, so the
+  // tensor cores run one's GEMMs while two compute their softmax), at least one.
+  static std::int64_t consumer_warpgroups(Blocks b) { return std::max<std::int64_t>(1, b.Br / 64); }
 
   // Q_i and O_i (Br × d; O_i in the consumers' registers, written back through Q_i's buffer), the
   // ring of `stages` K_j, V_j pairs (Bc × d each), ℓ_i and m_i.
@@ -65,7 +70,7 @@ public:
   // [SECTION] Launch plan: one producer and two consumer warpgroups per Q_i
   //
   // flash2's CTA programs (the same accesses in the same order), launched as FlashAttention-3's
-  // kernel is: 384 threads (warpgroup 0 the producer, 1 and 2 the consumers), the working set above
+  // kernel is: warpgroup 0 the producer, one consumer warpgroup per 64 rows of Q_i, the working set above
   // in shared memory, the K/V loads of the ring in flight while both consumers compute.
   std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks b, const GpuSpec& gpu,
                                        const EngineOptions& options) const override {
@@ -75,8 +80,8 @@ public:
       plan.overlap = fmt::format(
           "producer warpgroup (TMA) keeps {} K/V stages in flight; {} consumer warpgroups alternate their "
           "wgmma GEMMs (pingpong) and overlap each softmax with the previous P̃V product",
-          stages(p.head_dim), kConsumerWarpgroups);
-      if (!options.launch.threads_per_cta) plan.threads_per_cta = 128 * (1 + kConsumerWarpgroups);
+          stages(p.head_dim), consumer_warpgroups(b));
+      if (!options.launch.threads_per_cta) plan.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
       if (!options.launch.smem_bytes_per_cta) plan.smem_bytes_per_cta = working_set_bytes(p, b);
     }
     return plans;
@@ -124,10 +129,67 @@ private:
   static const Algorithm& flash2() { return flash2_room(); }
 };
 
+// [SECTION] The backward pass: flash2's
+//
+// FlashAttention-3's backward (its paper's Algorithm 3) reads and writes what FlashAttention-2's does
+// for the same blocks: K_j, V_j stay on chip with dK_j, dV_j while the Q_i, dO_i stream past, dQ is
+// accumulated in HBM. This room is flash2's backward under flash3's name (steps, counts, numerics,
+// plan and narration alike); hbmlab has no Hopper backward kernel.
+class Flash3Backward final : public TiledBackward {
+public:
+  std::string_view name() const override { return "flash3"; }
+  std::string_view display_name() const override { return "flash3 backward"; }
+  std::string_view paper_name() const override {
+    return "FlashAttention-3 backward (FlashAttention-3 paper, Algorithm 3; FlashAttention-2's accesses)";
+  }
+  ShapeSupport supports() const override { return base().supports(); }
+  std::int64_t working_set_bytes(const AttentionProblem& p, Blocks b) const override { return base().working_set_bytes(p, b); }
+  Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override { return base().paper_blocks(M, d, N); }
+  void emit(const AttentionProblem& p, Blocks b, StepSink& sink) const override { base().emit(p, b, sink); }
+  std::string narrate(const Step& s) const override { return base().narrate(s); }
+  Counts closed_form(const AttentionProblem& p, Blocks b) const override { return base().closed_form(p, b); }
+  TiledResult run_tiled(Precision precision, const Inputs& in, const BlockGrid& g,
+                        const TiledOptions& options) const override {
+    return base().run_tiled(precision, in, g, options);
+  }
+  std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks b, const GpuSpec& gpu,
+                                       const EngineOptions& options) const override {
+    std::vector<KernelPlan> plans = base().plan_kernels(p, b, gpu, options);
+    for (KernelPlan& plan : plans) plan.name = "flash3 backward (FlashAttention-2's accesses)";
+    return plans;
+  }
+  std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return base().roofline_ctas_per_instance(g); }
+  std::optional<ForwardState> forward_state(const AttentionProblem& p) const override { return base().forward_state(p); }
+  const WindowTraits& window() const override {
+    static const WindowTraits traits = [&] {
+      WindowTraits t = base().window();
+      t.label = "flash3 backward";
+      t.colour = {90, 200, 230};
+      t.partner = "flash2";
+      return t;
+    }();
+    return traits;
+  }
+  void on_chip(const Step& s, const Step* previous, const AttentionProblem& p, Sram& sram) const override {
+    base().on_chip(s, previous, p, sram);
+  }
+
+protected:
+  std::string compute_text(const Step&) const override { return {}; }  // narrate() is flash2 backward's
+
+private:
+  static const Algorithm& base() { return flash2_backward_room(); }
+};
+
 }  // namespace
 
 const Algorithm& flash3_room() {
   static const Flash3 room;
+  return room;
+}
+
+const Algorithm& flash3_backward_room() {
+  static const Flash3Backward room;
   return room;
 }
 
