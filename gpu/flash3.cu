@@ -30,6 +30,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -44,6 +46,7 @@ namespace {
 // kCW consumer warpgroups of 64 rows each (Br = 64·kCW), plus the producer warpgroup from v2 on.
 template <int kCW, int kVersion>
 constexpr int kFlash3Threads = 128 * (kCW + (kVersion == 1 ? 0 : 1));
+constexpr int kPersistentVersion = 4;  // v4: one CTA per SM walks the tiles (Flash3Smem::kPersistent)
 // Registers per thread after setmaxnreg (v2, v3): the producer gives its share to the consumers
 // (multiples of 8; 128·producer + 128·kCW·consumer ≤ 65,536).
 template <int kCW> constexpr int kProducerRegisters = kCW == 2 ? 40 : 24;
@@ -52,26 +55,30 @@ template <int kCW> constexpr int kConsumerRegisters = kCW == 2 ? 232 : 160;
 // Shared memory of one CTA: Q_i, then the K ring and the V ring (each stage Bc × d), then the
 // mbarriers. Every tile is d/64 chunks of (rows × 64 elements), 128-byte rows in the 128-byte swizzle,
 // so each chunk is one TMA box and one run of wgmma descriptors.
-template <int kD, int kBr, int kBc, int kStages>
+// A persistent CTA (v4) stages O_i in a buffer of its own, so that the next tile's Q_i can land while
+// O_i is still being written out; the others write O_i over Q_i.
+template <int kD, int kBr, int kBc, int kStages, bool kPersistent = false>
 struct Flash3Smem {
   static constexpr int kChunks = kD / 64;
   static constexpr int kQBytes = kBr * kD * 2;
   static constexpr int kKVBytes = kBc * kD * 2;  // one K_j or V_j
-  static constexpr int kK = kQBytes;
+  static constexpr int kO = kQBytes;
+  static constexpr int kK = kO + (kPersistent ? kQBytes : 0);
   static constexpr int kV = kK + kStages * kKVBytes;
-  static constexpr int kBarriers = kV + kStages * kKVBytes;  // q_full, then k_full, k_empty, v_full, v_empty [stages]
-  static constexpr int kBytes = kBarriers + 8 * (1 + 4 * kStages) + 1024;  // + room to align the base to 1024
+  static constexpr int kBarriers = kV + kStages * kKVBytes;  // q_full, k_full, k_empty, v_full, v_empty [stages], q_empty
+  static constexpr int kBytes = kBarriers + 8 * (2 + 4 * kStages) + 1024;  // + room to align the base to 1024
 };
 
 template <typename T, int kD, int kCW, int kBc, int kStages, int kVersion, bool kCausal>
 __global__ void __launch_bounds__(kFlash3Threads<kCW, kVersion>, 1)
 flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__ CUtensorMap map_K,
               const __grid_constant__ CUtensorMap map_V, const __grid_constant__ CUtensorMap map_O,
-              float* __restrict__ hbm_L, int N, int kv_group, float scale_log2) {
+              float* __restrict__ hbm_L, int N, int kv_group, float scale_log2, int n_row_blocks, int n_tiles) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kBr = 64 * kCW;
   constexpr int kConsumerWarps = 4 * kCW;  // arrivals that empty a ring stage (lane 0 of each consumer warp)
-  using Smem = Flash3Smem<kD, kBr, kBc, kStages>;
+  constexpr bool kPersistent = kVersion >= kPersistentVersion;
+  using Smem = Flash3Smem<kD, kBr, kBc, kStages, kPersistent>;
   static_assert(kBc == 128, "S = Q Kᵀ is one m64n128 product per k16 step");
   static_assert(kD == 64 || kD == 128, "d = 64 or 128");
   constexpr bool kProducerWarpgroup = kVersion >= 2;
@@ -80,20 +87,31 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
   const std::uint32_t sram_Q = base, sram_K = base + Smem::kK, sram_V = base + Smem::kV;
+  const std::uint32_t sram_O = kPersistent ? base + Smem::kO : sram_Q;
   const std::uint32_t bars = base + Smem::kBarriers;
-  const std::uint32_t q_full = bars;
+  const std::uint32_t q_full = bars, q_empty = bars + 8 * (1 + 4 * kStages);
   auto k_full = [&](int s) { return bars + 8 * (1 + s); };
   auto k_empty = [&](int s) { return bars + 8 * (1 + kStages + s); };
   auto v_full = [&](int s) { return bars + 8 * (1 + 2 * kStages + s); };
   auto v_empty = [&](int s) { return bars + 8 * (1 + 3 * kStages + s); };
 
   const int tid = threadIdx.x;
-  const int i = gridDim.x - 1 - blockIdx.x;  // row block Q_i; the longest causal rows start first
-  const int bh = blockIdx.y, kv_head = bh / kv_group;
-  const int row_begin = i * kBr;
   const int Tc = (N + kBc - 1) / kBc;
-  // Causal: K_j is skipped when its first key lies after the block's last query.
-  const int j_end = kCausal ? min(Tc, (min(row_begin + kBr, N) - 1) / kBc + 1) : Tc;
+  // Tile t is row block Q_i of instance bh: the row blocks of one (batch, head) follow one another,
+  // the longest causal rows first. v1–v3: one tile per CTA (the grid is every tile); v4: CTA c takes
+  // tiles c, c + grid, c + 2·grid, … through one ring whose block count `ring0` runs on across tiles.
+  struct Tile {
+    int i, bh, row_begin, j_end;
+  };
+  auto tile_at = [&](int t) {
+    Tile x;
+    x.i = n_row_blocks - 1 - t % n_row_blocks;
+    x.bh = t / n_row_blocks;
+    x.row_begin = x.i * kBr;
+    // Causal: K_j is skipped when its first key lies after the block's last query.
+    x.j_end = kCausal ? min(Tc, (min(x.row_begin + kBr, N) - 1) / kBc + 1) : Tc;
+    return x;
+  };
 
   if (tid == 0) {
     prefetch_tensor_map(&map_Q);
@@ -101,6 +119,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
     prefetch_tensor_map(&map_V);
     prefetch_tensor_map(&map_O);
     mbar_init(q_full, 1);
+    mbar_init(q_empty, kConsumerWarps);
     for (int s = 0; s < kStages; ++s) {
       mbar_init(k_full(s), 1);
       mbar_init(v_full(s), 1);
@@ -113,14 +132,15 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
 
   // [producer] line 4 and line 7 of the paper's Algorithm 1: Q_i once, then K_j and V_j into stage
   // j mod stages once the consumers have emptied it (its previous use); each box is 64 columns.
-  auto load_Q = [&] {
+  auto load_Q = [&](const Tile& x) {
     mbar_arrive_expect_tx(q_full, Smem::kQBytes);
 #pragma unroll
-    for (int c = 0; c < Smem::kChunks; ++c) tma_load_3d(sram_Q + c * kBr * 128, &map_Q, q_full, c * 64, row_begin, bh);
+    for (int c = 0; c < Smem::kChunks; ++c) tma_load_3d(sram_Q + c * kBr * 128, &map_Q, q_full, c * 64, x.row_begin, x.bh);
   };
-  auto load_KV = [&](int j) {
-    const int s = j % kStages;
-    const std::uint32_t free_parity = ((j / kStages) & 1) ^ 1;
+  // K_j, V_j as the ring's n-th block (n counts across this CTA's tiles).
+  auto load_KV = [&](int n, int j, int kv_head) {
+    const int s = n % kStages;
+    const std::uint32_t free_parity = ((n / kStages) & 1) ^ 1;
     mbar_wait(k_empty(s), free_parity);
     mbar_arrive_expect_tx(k_full(s), Smem::kKVBytes);
 #pragma unroll
@@ -138,33 +158,31 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
     if (tid < 128) {  // the producer warpgroup: one thread issues every copy; the rest leave
       setmaxnreg_dec<kProducerRegisters<kCW>>();
       if (tid == 0) {
-        load_Q();
-        for (int j = 0; j < j_end; ++j) load_KV(j);
+        int ring0 = 0, count = 0;
+        for (int t = blockIdx.x; t < n_tiles; t += gridDim.x, ++count) {
+          const Tile x = tile_at(t);
+          if (count > 0) mbar_wait(q_empty, (count - 1) & 1);  // the consumers' last S of the previous tile
+          load_Q(x);
+          for (int j = 0; j < x.j_end; ++j) load_KV(ring0 + j, j, x.bh / kv_group);
+          ring0 += x.j_end;
+        }
       }
       return;
     }
     setmaxnreg_inc<kConsumerRegisters<kCW>>();
     consumer_tid = tid - 128;
-  } else {
-    if (tid == 0) {  // v1: a consumer thread fills the ring ahead of the loop, then refills as stages empty
-      load_Q();
-      for (int j = 0; j < min(kStages, j_end); ++j) load_KV(j);
-    }
-    __syncwarp();
   }
 
   // [consumers] warpgroup cw owns rows cw·64 … cw·64 + 63 of Q_i; warp w of it rows 16w … 16w + 15,
   // this thread rows lane/4 and lane/4 + 8 of those (the wgmma accumulator layout).
   const int cw = consumer_tid / 128, warp = (consumer_tid % 128) / 32, lane = consumer_tid % 32;
   const int wg_row0 = cw * 64;
-  const int q_row0 = row_begin + wg_row0 + warp * 16 + lane / 4;
+  int row_begin = 0, q_row0 = 0, j_end = 0, ring0 = 0;  // of the tile at hand (below)
 
   float reg_S[kBc / 2];          // S_ij, then P̃_ij in fp32 (m64n128 accumulators)
   std::uint32_t reg_P[kBc / 16][4];  // P̃_ij in the dtype: the A operand of each k16 step of P̃ V_j
   float reg_O[kD / 2];           // O_i (m64nD accumulators)
-  float reg_m[2] = {-INFINITY, -INFINITY}, reg_l[2] = {0.f, 0.f};  // m in log2 units; ℓ this thread's columns
-#pragma unroll
-  for (int k = 0; k < kD / 2; ++k) reg_O[k] = 0.f;
+  float reg_m[2], reg_l[2];       // m in log2 units; ℓ over this thread's columns
 
   const std::uint32_t q_rows = sram_Q + wg_row0 * 128;
   // line 8: S_ij = Q_i K_jᵀ, d/16 products of k16 (the swizzle lets a k step be a 32-byte offset).
@@ -197,7 +215,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
     if (lane == 0) mbar_arrive(bar);
   };
   // line 9: mask, m_new = max(m_old, rowmax(S)), P̃ = exp2(S·scale·log2e − m_new), ℓ ← e^(m_old − m_new)ℓ + rowsum(P̃).
-  auto softmax = [&](int j, float (&rescale)[2]) {
+  auto softmax = [&](int j, float(&rescale)[2]) {
     const int col0 = j * kBc;
     if (col0 + kBc > N || (kCausal && col0 + kBc - 1 > row_begin + wg_row0 + warp * 16)) {
 #pragma unroll
@@ -241,10 +259,10 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
 #pragma unroll
       for (int e = 0; e < 4; ++e) reg_P[kt][e] = pack2<T>(reg_S[8 * kt + 2 * e], reg_S[8 * kt + 2 * e + 1]);
   };
-  // Pingpong (v3): warpgroup cw issues its products between named barrier 1 + cw and its partner's;
-  // the partner's first turn comes from warpgroup 1's arrival before its loop.
-  const int rounds = j_end + 1;  // v3: S_0; (S_j with P̃_{j−1}V_{j−1}) for j ≥ 1; P̃V of the last block
-  int round = 0;
+  // Pingpong (v3): warpgroup cw issues its products between named barrier 1 + cw and the next
+  // warpgroup's; warpgroup 0's first turn of a tile comes from the last warpgroup's arrival, which
+  // that one leaves out after its last turn.
+  int rounds = 0, round = 0;  // per tile, v3: S_0; (S_j with P̃_{j−1}V_{j−1}) for j ≥ 1; P̃V of the last block
   auto my_turn = [&] {
     if constexpr (kOverlap) named_sync(1 + cw, 256);
   };
@@ -254,17 +272,40 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       ++round;
     }
   };
+  // The ring's n-th block sits in stage n mod stages, filled for the (n / stages)-th time.
+  auto stage = [&](int j) { return (ring0 + j) % kStages; };
+  auto parity = [&](int j) { return static_cast<std::uint32_t>(((ring0 + j) / kStages) & 1); };
+
+  int count = 0;
+  for (int t = blockIdx.x; t < n_tiles; t += gridDim.x, ++count) {
+  const Tile x = tile_at(t);
+  row_begin = x.row_begin;
+  j_end = x.j_end;
+  q_row0 = row_begin + wg_row0 + warp * 16 + lane / 4;
+  rounds = j_end + 1;
+  round = 0;
+  reg_m[0] = reg_m[1] = -INFINITY;
+  reg_l[0] = reg_l[1] = 0.f;
+#pragma unroll
+  for (int k = 0; k < kD / 2; ++k) reg_O[k] = 0.f;
+  if constexpr (!kProducerWarpgroup) {
+    if (consumer_tid == 0) {  // v1: a consumer thread fills the ring ahead of the loop, then refills as stages empty
+      load_Q(x);
+      for (int j = 0; j < min(kStages, j_end); ++j) load_KV(ring0 + j, j, x.bh / kv_group);
+    }
+    __syncwarp();
+  }
   if constexpr (kOverlap) {
     if (cw == kCW - 1) named_arrive(1, 256);
   }
 
-  mbar_wait(q_full, 0);
+  mbar_wait(q_full, count & 1);
   float rescale[2];
   if constexpr (!kOverlap) {
     for (int j = 0; j < j_end; ++j) {
-      const int s = j % kStages;
-      const std::uint32_t parity = (j / kStages) & 1;
-      mbar_wait(k_full(s), parity);
+      const int s = stage(j);
+      const std::uint32_t parity_j = parity(j);
+      mbar_wait(k_full(s), parity_j);
       issue_S(s);
       wgmma_wait<0>();
       fence_operands(reg_S);
@@ -272,31 +313,32 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       softmax(j, rescale);
       rescale_O(rescale);
       pack_P();
-      mbar_wait(v_full(s), parity);
+      mbar_wait(v_full(s), parity_j);
       issue_PV(s);
       wgmma_wait<0>();
       fence_operands(reg_O);
       release(v_empty(s));
       if constexpr (!kProducerWarpgroup) {
-        if (consumer_tid == 0 && j + kStages < j_end) load_KV(j + kStages);
+        if (consumer_tid == 0 && j + kStages < j_end) load_KV(ring0 + j + kStages, j + kStages, x.bh / kv_group);
         __syncwarp();
       }
     }
+    release(q_empty);  // every S of this tile has landed: Q_i's buffer may take the next tile's
   } else {
     // S_0 alone, its softmax; then each turn issues S_j and P̃_{j−1}V_{j−1} together.
-    mbar_wait(k_full(0), 0);
+    mbar_wait(k_full(stage(0)), parity(0));
     my_turn();
-    issue_S(0);
+    issue_S(stage(0));
     partners_turn();
     wgmma_wait<0>();
     fence_operands(reg_S);
-    release(k_empty(0));
+    release(k_empty(stage(0)));
     softmax(0, rescale);
     pack_P();
     for (int j = 1; j < j_end; ++j) {
-      const int s = j % kStages, sp = (j - 1) % kStages;
-      mbar_wait(k_full(s), (j / kStages) & 1);
-      mbar_wait(v_full(sp), ((j - 1) / kStages) & 1);
+      const int s = stage(j), sp = stage(j - 1);
+      mbar_wait(k_full(s), parity(j));
+      mbar_wait(v_full(sp), parity(j - 1));
       my_turn();
       issue_S(s);
       issue_PV(sp);
@@ -313,8 +355,9 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       rescale_O(rescale);
       pack_P();
     }
-    const int s_last = (j_end - 1) % kStages;
-    mbar_wait(v_full(s_last), ((j_end - 1) / kStages) & 1);
+    release(q_empty);  // every S of this tile has landed: Q_i's buffer may take the next tile's
+    const int s_last = stage(j_end - 1);
+    mbar_wait(v_full(s_last), parity(j_end - 1));
     my_turn();
     issue_PV(s_last);
     partners_turn();
@@ -324,8 +367,10 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   }
 
   // lines 12–15: O_i = diag(ℓ)⁻¹ O_i and L_i = m_i + log ℓ_i, written once. O_i goes to this
-  // warpgroup's own rows of Q_i in shared memory (its last S product has landed), swizzled as the
-  // tensor map expects, then out in one bulk tensor store per 64 columns.
+  // warpgroup's own rows of Q_i in shared memory (its last S product has landed; v4: to its own
+  // buffer, once the previous tile's store has read it), swizzled as the tensor map expects, then
+  // out in one bulk tensor store per 64 columns.
+  if constexpr (kPersistent) named_sync(1 + kCW + cw, 128);
   float inv[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -335,7 +380,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
     inv[h] = l > 0.f ? 1.f / l : 0.f;
     const int row = q_row0 + 8 * h;
     if (hbm_L != nullptr && lane % 4 == 0 && row < N)
-      hbm_L[static_cast<std::int64_t>(bh) * N + row] = (reg_m[h] + log2f(l)) * 0.69314718055994531f;
+      hbm_L[static_cast<std::int64_t>(x.bh) * N + row] = (reg_m[h] + log2f(l)) * 0.69314718055994531f;
   }
 #pragma unroll
   for (int t = 0; t < kD / 8; ++t) {
@@ -343,7 +388,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = wg_row0 + warp * 16 + lane / 4 + 8 * h;  // row within Q_i
-      const std::uint32_t at = sram_Q + chunk * kBr * 128 + r * 128 + (((col % 64) * 2) ^ ((r % 8) * 16));
+      const std::uint32_t at = sram_O + chunk * kBr * 128 + r * 128 + (((col % 64) * 2) ^ ((r % 8) * 16));
       const std::uint32_t v = pack2<T>(reg_O[4 * t + 2 * h] * inv[h], reg_O[4 * t + 2 * h + 1] * inv[h]);
       asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at), "r"(v) : "memory");
     }
@@ -353,8 +398,11 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   if (consumer_tid % 128 == 0) {
 #pragma unroll
     for (int c = 0; c < Smem::kChunks; ++c)
-      tma_store_3d(&map_O, sram_Q + c * kBr * 128 + wg_row0 * 128, c * 64, row_begin + wg_row0, bh);
+      tma_store_3d(&map_O, sram_O + c * kBr * 128 + wg_row0 * 128, c * 64, row_begin + wg_row0, x.bh);
     tma_store_commit_and_wait();
+  }
+  ring0 += j_end;
+  if constexpr (!kPersistent) break;  // one tile per CTA: nothing lives across tiles
   }
 #endif
 }
@@ -395,32 +443,42 @@ CUtensorMap tensor_map(const void* hbm, int d, std::int64_t rows, std::int64_t i
   return map;
 }
 
-// The rung of the ladder: HBMLAB_FLASH3_VERSION = 1, 2 or 3 (default 3).
+// The rung of the ladder: HBMLAB_FLASH3_VERSION = 1, 2, 3 or 4 (default 3).
 int flash3_version() {
   const char* v = std::getenv("HBMLAB_FLASH3_VERSION");
   if (v == nullptr || *v == '\0') return 3;
   const std::string s(v);
-  if (s != "1" && s != "2" && s != "3")
-    throw std::invalid_argument("HBMLAB_FLASH3_VERSION: '" + s + "' (1 TMA + wgmma, 2 + warp specialisation, 3 + pingpong and overlap)");
+  if (s != "1" && s != "2" && s != "3" && s != "4")
+    throw std::invalid_argument("HBMLAB_FLASH3_VERSION: '" + s +
+                                "' (1 TMA + wgmma, 2 + warp specialisation, 3 + pingpong and overlap, 4 + persistent CTAs)");
   return s[0] - '0';
 }
 
 template <typename T, int kD, int kCW, int kBc, int kStages, int kVersion, bool kCausal>
 void launch_version(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
   constexpr int kBr = 64 * kCW;
-  using Smem = Flash3Smem<kD, kBr, kBc, kStages>;
+  using Smem = Flash3Smem<kD, kBr, kBc, kStages, kVersion >= kPersistentVersion>;
   constexpr int kThreads = kFlash3Threads<kCW, kVersion>;
   auto kernel = flash3_kernel<T, kD, kCW, kBc, kStages, kVersion, kCausal>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem::kBytes));
   const std::int64_t N = p.seq_len;
-  const dim3 grid(static_cast<unsigned>((N + kBr - 1) / kBr), static_cast<unsigned>(p.instances()));
+  const std::int64_t row_blocks = (N + kBr - 1) / kBr, tiles = row_blocks * p.instances();
+  if (tiles > std::numeric_limits<int>::max()) throw std::invalid_argument("flash3: more than 2^31 tiles");
+  static const int sm_count = [] {
+    int device = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return sms;
+  }();
+  // v4: one CTA per SM, each walking its tiles; v1–v3: one CTA per tile.
+  const dim3 grid(static_cast<unsigned>(kVersion >= kPersistentVersion ? std::min<std::int64_t>(tiles, sm_count) : tiles));
   if (info != nullptr) {
     cudaFuncAttributes attr{};
     CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
     info->threads_per_cta = kThreads;
     info->registers_per_thread = attr.numRegs;
     info->smem_bytes_per_cta = static_cast<int>(Smem::kBytes + attr.sharedSizeBytes);
-    info->ctas = static_cast<long long>(grid.x) * grid.y;
+    info->ctas = grid.x;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&info->ctas_per_sm, kernel, kThreads, Smem::kBytes));
     return;
   }
@@ -431,7 +489,8 @@ void launch_version(const AttentionProblem& p, const DeviceTensors& t, cudaStrea
   const CUtensorMap map_O = tensor_map<T>(t.at(Tensor::O), kD, N, p.instances(), 64);
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)) * 1.4426950408889634);
   kernel<<<grid, kThreads, Smem::kBytes, stream>>>(map_Q, map_K, map_V, map_O, t.at<float>(Tensor::lse),
-                                                   static_cast<int>(N), static_cast<int>(p.heads / p.Hkv()), scale_log2);
+                                                   static_cast<int>(N), static_cast<int>(p.heads / p.Hkv()), scale_log2,
+                                                   static_cast<int>(row_blocks), static_cast<int>(tiles));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -445,7 +504,8 @@ void launch_flash3(const AttentionProblem& p, bool, const DeviceTensors& t, cuda
   };
   if (version == 1) go.template operator()<1>();
   else if (version == 2) go.template operator()<2>();
-  else go.template operator()<3>();
+  else if (version == 3) go.template operator()<3>();
+  else go.template operator()<4>();
 }
 
 // Br = 64 × consumer warpgroups, Bc = 128.

@@ -30,7 +30,7 @@ if has test; then
 fi
 if has san; then
   small=(--algo flash3 --seq-len 200 --tokens 400 --heads 2 --check-only --dtype fp16,bf16 --causal both)
-  for v in ${SAN_VERSIONS:-1 2 3}; do
+  for v in ${SAN_VERSIONS:-1 2 3 4}; do
     for tool in memcheck racecheck synccheck; do
       printf "== compute-sanitizer %s, v%s: " $tool $v
       HBMLAB_FLASH3_VERSION=$v timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/hbmlab" measure "${small[@]}" \
@@ -48,7 +48,7 @@ if has speed; then
     tokens=$((16384 * heads))
     timeout 200 "$BIN/hbmlab" measure --algo flash2 --head-dim $d --tokens $tokens --heads $heads "${common[@]}" \
       --out "$out/speed-flash2-d$d.json" > "$out/speed-flash2-d$d.log" 2>&1
-    for v in ${VERSIONS:-1 2 3}; do
+    for v in ${VERSIONS:-1 2 3 4}; do
       HBMLAB_FLASH3_VERSION=$v timeout 200 "$BIN/hbmlab" measure --algo flash3 --head-dim $d --tokens $tokens --heads $heads \
         "${common[@]}" --out "$out/speed-flash3-v$v-d$d.json" > "$out/speed-flash3-v$v-d$d.log" 2>&1
     done
@@ -59,8 +59,8 @@ if has speed; then
   python3 "$here/flash3_table.py" "$out" | tee "$out/speed-table.md"
 fi
 if has record; then
-  echo "== record: flash3 (v3) with CUPTI counters, for hbmlab validate"
-  timeout 300 "$BIN/hbmlab" measure --algo flash3 --seq-len 1024,2048,4096,8192,16384 --head-dim 64,128 --causal both \
+  echo "== record: flash3 (v${REC_VERSION:-3}) with CUPTI counters, for hbmlab validate"
+  HBMLAB_FLASH3_VERSION=${REC_VERSION:-3} timeout 300 "$BIN/hbmlab" measure --algo flash3 --seq-len 1024,2048,4096,8192,16384 --head-dim 64,128 --causal both \
     --reps 20 --out "$out/h100-flash3.json" > "$out/h100-flash3.log" 2>&1
   echo "rc=$? $(grep -c ' ok ' "$out/h100-flash3.log") ok"; grep -E "FAIL|rror" "$out/h100-flash3.log" | head -5
 fi

@@ -120,7 +120,7 @@ TEST_CASE("flash2 backward on the stress inputs: finite everywhere, dominant_key
 }
 
 TEST_CASE("flash3 at every rung of its ladder matches the fp64 reference", "[gpu][flash3]") {
-  // v1 TMA + wgmma, v2 + producer warpgroup and setmaxnreg, v3 + pingpong and overlap
+  // v1 TMA + wgmma, v2 + producer warpgroup and setmaxnreg, v3 + pingpong and overlap, v4 + persistent CTAs
   // (HBMLAB_FLASH3_VERSION): ragged N below, at and across the 128-row tiles and the K/V ring's
   // wrap (N = 1000: 8 blocks through 2 or 3 stages), causal and not, fp16 and bf16, d = 64 and 128.
   if (!has_kernel(algo_named("flash3"))) {
@@ -128,7 +128,7 @@ TEST_CASE("flash3 at every rung of its ladder matches the fp64 reference", "[gpu
     return;
   }
   std::uint64_t seed = 1001;
-  for (const char* version : {"1", "2", "3"}) {
+  for (const char* version : {"1", "2", "3", "4"}) {
     setenv("HBMLAB_FLASH3_VERSION", version, 1);
     for (const KernelShape& s : compiled_shapes())
       if (s.algo == algo_named("flash3"))
