@@ -1,6 +1,7 @@
 // flash3: FlashAttention-3 forward on Hopper (sm_90a), the FlashAttention-3 paper's Algorithm 1.
 // Run: hbmlab measure --algo flash3 --seq-len 4096 --head-dim 128 [--causal both]
-//      HBMLAB_FLASH3_VERSION=1|2|3 picks a rung of the ladder below (3 by default).
+//      HBMLAB_FLASH3_VERSION=1|2|3|4 picks a rung of the ladder below (by default 4 without a causal
+//      mask and 3 with one).
 //
 // The same HBM traffic as flash2 (Q_i read once, K_j and V_j once per row block, O_i and L_i written
 // once); what changes is how the SM is kept busy. A CTA owns Q_i of Br rows, split between consumer
@@ -19,6 +20,10 @@
 //      turns issuing their products, so one's softmax runs under another's GEMMs; and within a
 //      warpgroup, S_{j+1} = Q K_{j+1}ᵀ and O += P̃_j V_j are issued together, the softmax of S_{j+1}
 //      running while the P̃_j V_j product is still in flight (O is rescaled after it lands).
+//   v4 + persistent CTAs: one CTA per SM walks tiles c, c + grid, … through one K/V ring that runs on
+//      across tiles; O_i is staged in a buffer of its own, so the next tile's Q_i (and its first K/V
+//      blocks) load while the current tile's last GEMMs and store finish. Faster without a causal
+//      mask; with one, its fixed tile order loses to v3 (flash3_version).
 // Every rung: O_i goes back through shared memory (Q_i's own rows) and one bulk tensor store per
 // warpgroup, which also clips the rows past N; L_i = m_i + log ℓ_i from registers.
 // Shapes: d = 64 (Br × Bc = 192 × 128 or 128 × 128, 3 stages) and 128 (128 × 128, 2 stages); fp16 and bf16; causal or not;
@@ -443,10 +448,13 @@ CUtensorMap tensor_map(const void* hbm, int d, std::int64_t rows, std::int64_t i
   return map;
 }
 
-// The rung of the ladder: HBMLAB_FLASH3_VERSION = 1, 2, 3 or 4 (default 3).
-int flash3_version() {
+// The rung of the ladder: HBMLAB_FLASH3_VERSION = 1, 2, 3 or 4. Unset: v4 without a causal mask, v3
+// with one (v4's fixed round-robin of tiles puts unequal causal rows side by side on the SMs and
+// spreads the tiles running at once over many heads, so the L2 stops catching K/V: 15x the DRAM
+// reads at d = 128, N = 16K; gpu/README.md, "flash3").
+int flash3_version(bool causal) {
   const char* v = std::getenv("HBMLAB_FLASH3_VERSION");
-  if (v == nullptr || *v == '\0') return 3;
+  if (v == nullptr || *v == '\0') return causal ? 3 : 4;
   const std::string s(v);
   if (s != "1" && s != "2" && s != "3" && s != "4")
     throw std::invalid_argument("HBMLAB_FLASH3_VERSION: '" + s +
@@ -497,7 +505,7 @@ void launch_version(const AttentionProblem& p, const DeviceTensors& t, cudaStrea
 template <typename T, int kD, int kCW, int kStages>
 void launch_flash3(const AttentionProblem& p, bool, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
   if (p.Nq() != p.seq_len) throw std::invalid_argument("flash3: self-attention only (NQ = N)");
-  const int version = flash3_version();
+  const int version = flash3_version(p.causal);
   auto go = [&]<int kVersion>() {
     if (p.causal) launch_version<T, kD, kCW, 128, kStages, kVersion, true>(p, t, s, info);
     else launch_version<T, kD, kCW, 128, kStages, kVersion, false>(p, t, s, info);
@@ -530,7 +538,8 @@ public:
   const char* profiler_names() const override { return "flash3_kernel"; }
   std::int64_t default_max_n() const override { return 65536; }
   const char* launch_note() const override {
-    return "v3 unless HBMLAB_FLASH3_VERSION says otherwise: 1 producer + Br/64 consumer warpgroups";
+    return "v4 (not causal) or v3 (causal) unless HBMLAB_FLASH3_VERSION says otherwise: 1 producer + Br/64 consumer "
+           "warpgroups";
   }
 };
 
