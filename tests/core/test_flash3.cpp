@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include "sim/engine/replay.hpp"
+#include "sim/engine/simulate.hpp"
+#include "sim/report/report.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
 using namespace hbmlab;
@@ -55,4 +57,19 @@ TEST_CASE("flash3 narrates its steps in FlashAttention-3's words", "[flash3][nar
   }
   CHECK(wgmma);
   CHECK(tma_store);
+}
+
+TEST_CASE("simulate --json: flash3's blocks add the ring's stages and the consumer warpgroups", "[flash3][cli]") {
+  SimulateRequest r;
+  r.gpu = load_gpu("h100-sxm");
+  r.problem = AttentionProblem{1, 16, 2048, 128, Dtype::fp16, true};
+  r.algo = algo_named("flash3");
+  r.block_rows = 128;
+  r.block_cols = 128;
+  r.counts_only = true;
+  const Json j = simulation_json(simulate(r));
+  CHECK(j["blocks"]["stages"] == 2);
+  CHECK(j["blocks"]["consumer_warpgroups"] == 2);
+  r.algo = algo_named("flash2");
+  CHECK_FALSE(simulation_json(simulate(r))["blocks"].contains("stages"));
 }

@@ -52,6 +52,9 @@ public:
   Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override {
     return flash2().paper_blocks(M, d, N);
   }
+  std::optional<Pipeline> pipeline(const AttentionProblem& p, Blocks b) const override {
+    return Pipeline{stages(p.head_dim), consumer_warpgroups(b)};
+  }
 
   // [SECTION] Steps, counts and numerics: flash2's
 
