@@ -9,25 +9,11 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from torch_timing import events_median_ms
+
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 TOKENS = 16384
 HEADS = {64: 32, 128: 16}
-
-
-def median_ms(fn, flush, reps, warmup=3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        flush()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def main():
@@ -48,8 +34,8 @@ def main():
                     row = {"backend": name, "B": B, "H": H, "N": N, "d": d, "causal": causal, "dtype": "fp16"}
                     try:
                         with sdpa_kernel([backend]):
-                            ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                                           flush_buf.zero_, args.reps)
+                            ms = events_median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                                                  flush_buf.zero_, reps=args.reps, warmup=3)
                         flops = 4.0 * N * N * d * B * H / (2 if causal else 1)
                         row.update({"median_ms": ms, "tflops": flops / (ms * 1e-3) / 1e12})
                     except Exception as e:  # noqa: BLE001 - a backend that refuses a shape is recorded as such
