@@ -2,6 +2,7 @@
 // (algorithm, dtype, d, Br, Bc) → the row of the family's shape table that launches it.
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "gpu/kernels.hpp"
 
@@ -13,11 +14,21 @@ const KernelFamily& flash2_kernels();    // gpu/flash2.cu
 const KernelFamily& flash_decoding_kernels();    // gpu/flash_decoding.cu
 const KernelFamily& flashdecoding_pp_kernels();  // gpu/flash_decoding.cu
 const KernelFamily& flash2_backward_kernels();   // gpu/flash2_backward.cu
+#if HBMLAB_WITH_FLASH3
+const KernelFamily& flash3_kernels();  // gpu/flash3.cu (sm_90a)
+bool flash3_available();               // gpu/flash3.cu: false on a GPU that is not a Hopper
+#endif
 
 std::span<const KernelFamily* const> kernel_families() {
-  static const KernelFamily* const families[] = {&standard_kernels(), &flash1_kernels(), &flash2_kernels(),
-                                                  &flash_decoding_kernels(), &flashdecoding_pp_kernels(),
-                                                  &flash2_backward_kernels()};
+  static const std::vector<const KernelFamily*> families = [] {
+    std::vector<const KernelFamily*> f = {&standard_kernels(),         &flash1_kernels(),
+                                          &flash2_kernels(),           &flash_decoding_kernels(),
+                                          &flashdecoding_pp_kernels(), &flash2_backward_kernels()};
+#if HBMLAB_WITH_FLASH3
+    if (flash3_available()) f.insert(f.begin() + 3, &flash3_kernels());
+#endif
+    return f;
+  }();
   return families;
 }
 

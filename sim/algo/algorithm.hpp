@@ -57,6 +57,13 @@ struct ForwardState {
   std::int64_t extra_bytes_per_head = 0;   // beyond the output O, which the forward writes anyway
 };
 
+// A Hopper room's CTA (flash3): the K/V ring's depth and the warpgroups that consume it (one
+// producer warpgroup besides). `simulate --json` adds both to "blocks".
+struct Pipeline {
+  std::int64_t stages = 0;
+  std::int64_t consumer_warpgroups = 0;
+};
+
 // Problem shapes beyond self-attention that a room models; the others are refused by name.
 struct ShapeSupport {
   bool query_len = false;   // NQ < N (decoding)
@@ -135,6 +142,9 @@ public:
   // The window: what it draws, and what one SM's SRAM holds after each step.
   virtual const WindowTraits& window() const = 0;
   virtual void on_chip(const Step& step, const Step* previous, const AttentionProblem& problem, Sram& sram) const = 0;
+
+  // Rooms whose CTA is a producer and consumer warpgroups around a ring of K/V stages (none elsewhere).
+  virtual std::optional<Pipeline> pipeline(const AttentionProblem&, Blocks) const { return std::nullopt; }
 
   // Backward rooms: what the forward keeps in HBM for them (none for a forward room).
   virtual std::optional<ForwardState> forward_state(const AttentionProblem&) const { return std::nullopt; }

@@ -14,19 +14,22 @@ namespace hbmlab {
 const Algorithm& standard_room();  // sim/algo/standard: standard attention, Algorithm 0
 const Algorithm& flash1_room();    // sim/algo/flash1: FlashAttention, Algorithm 1
 const Algorithm& flash2_room();    // sim/algo/flash2: FlashAttention-2, Algorithm 1
+const Algorithm& flash3_room();    // sim/algo/flash3: FlashAttention-3, Algorithm 1 (Hopper)
 const Algorithm& flash_decoding_room();    // sim/algo/flash_decoding: Flash-Decoding, split-KV
 const Algorithm& flashdecoding_pp_room();  // sim/algo/flashdecoding_pp: FlashDecoding++, unified max
 const Algorithm& standard_backward_room();  // sim/algo/standard_backward: Algorithm 3
 const Algorithm& flash1_backward_room();    // sim/algo/flash1_backward: FlashAttention, Algorithm 4
 const Algorithm& flash2_backward_room();    // sim/algo/flash2_backward: FlashAttention-2, Algorithm 2
+const Algorithm& flash3_backward_room();    // sim/algo/flash3: flash2's backward under FlashAttention-3's name
 
 namespace {
 
 // Every room, in the order `--algo all` lists them (each pass keeps this order).
 const std::vector<Algo>& rooms() {
   static const std::vector<Algo> all = {standard_room(),          flash1_room(),          flash2_room(),
-                                        flash_decoding_room(),    flashdecoding_pp_room(),
-                                        standard_backward_room(), flash1_backward_room(), flash2_backward_room()};
+                                        flash3_room(),            flash_decoding_room(),    flashdecoding_pp_room(),
+                                        standard_backward_room(), flash1_backward_room(), flash2_backward_room(),
+                                        flash3_backward_room()};
   return all;
 }
 

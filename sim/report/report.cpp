@@ -134,6 +134,9 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
              r.blocks.blocks.Bc, r.blocks.origin, r.Tr, r.Tc, format_bytes(double(r.blocks.working_set_bytes)),
              format_bytes(double(r.sram_bytes_per_block)));
   if (!r.blocks.note.empty()) fmt::print(out, "  note      {}\n", r.blocks.note);
+  if (const std::optional<Pipeline> pipe = r.algo->pipeline(p, r.blocks.blocks))
+    fmt::print(out, "  pipeline  a ring of {} K/V stages; 1 producer and {} consumer warpgroups per CTA\n", pipe->stages,
+               pipe->consumer_warpgroups);
   if (const auto kept = r.algo->forward_state(p)) {
     fmt::print(out, "  forward   keeps {} in HBM for this pass: {} per head, {} in all ({} beyond the output O:\n"
                     "            the paper's memory claim, O(N²) for P against O(N) for the row statistics)\n",
@@ -368,6 +371,10 @@ Json simulation_json(const SimulationResult& r) {
     out["block_mask"] = {{"spec", r.mask->spec}, {"kept_pairs", r.mask->kept_pairs}, {"pairs", r.mask->pairs},
                          {"density", r.mask->density},
                          {"dense_hbm_bytes", r.mask->dense_total.hbm_bytes()}};
+  if (const std::optional<Pipeline> pipe = r.algo->pipeline(p, r.blocks.blocks)) {
+    out["blocks"]["stages"] = pipe->stages;
+    out["blocks"]["consumer_warpgroups"] = pipe->consumer_warpgroups;
+  }
   return out;
 }
 

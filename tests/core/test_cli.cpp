@@ -100,7 +100,7 @@ TEST_CASE("bad input: exit 2 and one line naming the option", "[cli][errors]") {
       {{"simulate", "--seq-len", "0"}, "--seq-len"},
       {{"simulate", "--head-dim", "-5"}, "--head-dim"},
       {{"simulate", "--seq-len", "abc"}, "--seq-len"},
-      {{"simulate", "--algo", "flash3"}, "--algo"},
+      {{"simulate", "--algo", "flash4"}, "--algo"},
       {{"simulate", "--gpu", "v100"}, "--gpu"},
       {{"simulate", "--dtype", "fp8"}, "--dtype"},
       {{"simulate", "--gpu", "toy", "--seq-len", "64", "--head-dim", "64", "--block-rows", "64", "--block-cols", "64"}, "--block-cols"},

@@ -691,14 +691,14 @@ TEST_CASE("which rooms `--algo all` runs on which problem", "[cli][decode]") {
     return out;
   };
   AttentionProblem p(1, 8, 4096, 64);
-  CHECK(names(p) == "standard flash1 flash2 ");
+  CHECK(names(p) == "standard flash1 flash2 flash3 ");
   p.query_len = 4096;  // NQ = N is self-attention
-  CHECK(names(p) == "standard flash1 flash2 ");
+  CHECK(names(p) == "standard flash1 flash2 flash3 ");
   p.query_len = 1;
-  CHECK(names(p) == "standard flash1 flash2 flash-decoding flashdecoding++ ");
+  CHECK(names(p) == "standard flash1 flash2 flash3 flash-decoding flashdecoding++ ");
   p.query_len = 0;
   p.kv_heads = 2;  // GQA prefill: the packed rooms read each K/V head once
-  CHECK(names(p) == "standard flash1 flash2 flash-decoding flashdecoding++ ");
+  CHECK(names(p) == "standard flash1 flash2 flash3 flash-decoding flashdecoding++ ");
   p.kv_splits = 4;
   CHECK(names(p) == "flash-decoding flashdecoding++ ");
   p.unified_max = 3;

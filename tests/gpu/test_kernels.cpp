@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <vector>
 #include <string>
@@ -40,6 +41,12 @@ CheckResult check_shape(const KernelShape& s, std::int64_t N, std::int64_t bh, b
   return r;
 }
 
+bool has_kernel(Algo algo) {
+  for (const KernelShape& s : compiled_shapes())
+    if (s.algo == algo) return true;
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("every compiled kernel shape matches the fp64 reference on ragged N", "[gpu]") {
@@ -53,6 +60,7 @@ TEST_CASE("default shapes survive the stress inputs", "[gpu]") {
   std::uint64_t seed = 101;
   for (Algo algo : algorithms())
     for (Dtype dtype : {Dtype::fp16, Dtype::bf16})
+      if (has_kernel(algo))  // flash3 is left out on a GPU that is not a Hopper
       for (int d : {64, 128}) {
         const KernelShape s{algo, dtype, d, default_blocks(algo, dtype, d)};
         for (InputKind kind : {InputKind::large_logits, InputKind::dominant_key})
@@ -109,6 +117,32 @@ TEST_CASE("flash2 backward on the stress inputs: finite everywhere, dominant_key
                                   << ": max |error| " << r.max_abs_error << ", error/tolerance " << r.worst_ratio);
         }
     }
+}
+
+TEST_CASE("flash3 at every rung of its ladder matches the fp64 reference", "[gpu][flash3]") {
+  // v1 TMA + wgmma, v2 + producer warpgroup and setmaxnreg, v3 + pingpong and overlap, v4 + persistent CTAs
+  // (HBMLAB_FLASH3_VERSION): ragged N below, at and across the 128-row tiles and the K/V ring's
+  // wrap (N = 1000: 8 blocks through 2 or 3 stages), causal and not, fp16 and bf16, d = 64 and 128.
+  if (!has_kernel(algo_named("flash3"))) {
+    WARN("flash3 skipped: it needs a Hopper GPU");
+    return;
+  }
+  std::uint64_t seed = 1001;
+  for (const char* version : {"1", "2", "3", "4"}) {
+    setenv("HBMLAB_FLASH3_VERSION", version, 1);
+    for (const KernelShape& s : compiled_shapes())
+      if (s.algo == algo_named("flash3"))
+        for (std::int64_t N : {1, 97, 128, 320, 1000})
+          for (bool causal : {false, true}) {
+            INFO("HBMLAB_FLASH3_VERSION=" << version);
+            check_shape(s, N, 3, causal, InputKind::unit, ++seed);
+          }
+  }
+  unsetenv("HBMLAB_FLASH3_VERSION");
+  // Several row blocks per (batch, head) and many K/V blocks, checked on sampled rows.
+  for (const KernelShape& s : compiled_shapes())
+    if (s.algo == algo_named("flash3"))
+      for (bool causal : {false, true}) check_shape(s, 4000, 2, causal, InputKind::unit, ++seed);
 }
 
 TEST_CASE("only flash2 takes the descending K/V order", "[gpu]") {

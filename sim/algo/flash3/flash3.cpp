@@ -1,0 +1,202 @@
+// flash3: FlashAttention-3 forward, the FlashAttention-3 paper's Algorithm 1 (Hopper). Its HBM
+// traffic is FlashAttention-2's for the same blocks: one CTA per Q_i, K_j and V_j read once per row
+// block, O_i and L_i written once. What changes is inside the SM, and this room says so in its own
+// words, working set and launch plan: a producer warpgroup moves Q_i and the K_j, V_j blocks with the
+// tensor copy engine (TMA) into a ring of `stages` shared-memory buffers; two consumer warpgroups
+// take turns issuing their GEMMs (pingpong), and within each the softmax of S_ij runs while the
+// previous P̃ V product is still in flight (intra-warpgroup overlap).
+// Run: hbmlab simulate --algo flash3
+//
+// A thin room: the steps, closed form, numerics and the per-CTA programs are flash2's (the same
+// lines of the same loop, so the counts agree by construction; a test holds them equal), narrated
+// here in FlashAttention-3's terms; the working set counts the K/V ring and the launch plan names
+// the warpgroups.
+//
+// [SECTION] Identity, blocks and the K/V ring
+// [SECTION] Steps, counts and numerics: flash2's
+// [SECTION] Launch plan: one producer and two consumer warpgroups per Q_i
+// [SECTION] The window
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sim/algo/tiled_room.hpp"
+
+namespace hbmlab {
+
+const Algorithm& flash2_room();           // sim/algo/flash2
+const Algorithm& flash2_backward_room();  // sim/algo/flash2_backward
+
+namespace {
+
+class Flash3 final : public TiledAttention {
+public:
+  // [SECTION] Identity, blocks and the K/V ring
+
+  std::string_view name() const override { return "flash3"; }
+  std::string_view paper_name() const override { return "FlashAttention-3 (FlashAttention-3 paper, Algorithm 1)"; }
+  ShapeSupport supports() const override { return flash2().supports(); }  // NQ < N, HKV < H, block masks
+
+  // K/V ring depth of hbmlab's kernel (gpu/flash3.cu): 3 stages at d ≤ 64, 2 above (d = 128 needs
+  // 32 KiB per K_j or V_j, and Q_i plus two of each fill 160 KiB of the H100's 227).
+  static std::int64_t stages(std::int64_t d) { return d <= 64 ? 3 : 2; }
+  // Consumer warpgroups of 64 rows of Q_i: Br/64 (the kernel's 192 rows at d = 64 are three, so the
+  // tensor cores run one's GEMMs while two compute their softmax), at least one.
+  static std::int64_t consumer_warpgroups(Blocks b) { return std::max<std::int64_t>(1, b.Br / 64); }
+
+  // Q_i and O_i (Br × d; O_i in the consumers' registers, written back through Q_i's buffer), the
+  // ring of `stages` K_j, V_j pairs (Bc × d each), ℓ_i and m_i.
+  std::int64_t working_set_bytes(const AttentionProblem& p, Blocks b) const override {
+    return p.elem_bytes() * (2 * b.Br * p.head_dim + 2 * stages(p.head_dim) * b.Bc * p.head_dim) + kStatBytes * 2 * b.Br;
+  }
+  Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override {
+    return flash2().paper_blocks(M, d, N);
+  }
+  std::optional<Pipeline> pipeline(const AttentionProblem& p, Blocks b) const override {
+    return Pipeline{stages(p.head_dim), consumer_warpgroups(b)};
+  }
+
+  // [SECTION] Steps, counts and numerics: flash2's
+
+  void emit(const AttentionProblem& p, Blocks b, StepSink& sink) const override { flash2().emit(p, b, sink); }
+  Counts closed_form(const AttentionProblem& p, Blocks b) const override { return flash2().closed_form(p, b); }
+  NonMatmulOps non_matmul_ops(const AttentionProblem& p, Blocks b) const override {
+    NonMatmulOps ops = flash2().non_matmul_ops(p, b);
+    ops.note = "one CTA per Q_i: the softmax of one consumer warpgroup hides under the other's GEMMs";
+    return ops;
+  }
+  TiledResult run_tiled(Precision precision, const Inputs& in, const BlockGrid& g,
+                        const TiledOptions& options) const override {
+    return flash2().run_tiled(precision, in, g, options);
+  }
+
+  // [SECTION] Launch plan: one producer and two consumer warpgroups per Q_i
+  //
+  // flash2's CTA programs (the same accesses in the same order), launched as FlashAttention-3's
+  // kernel is: warpgroup 0 the producer, one consumer warpgroup per 64 rows of Q_i, the working set above
+  // in shared memory, the K/V loads of the ring in flight while both consumers compute.
+  std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks b, const GpuSpec& gpu,
+                                       const EngineOptions& options) const override {
+    std::vector<KernelPlan> plans = flash2().plan_kernels(p, b, gpu, options);
+    for (KernelPlan& plan : plans) {
+      plan.name = "flash3 forward";
+      plan.overlap = fmt::format(
+          "producer warpgroup (TMA) keeps {} K/V stages in flight; {} consumer warpgroups alternate their "
+          "wgmma GEMMs (pingpong) and overlap each softmax with the previous P̃V product",
+          stages(p.head_dim), consumer_warpgroups(b));
+      // wgmma sustains what a library GEMM does on Hopper (the preset's gemm_efficiency), where
+      // flash2's mma.sync reaches matmul_efficiency.
+      plan.library_gemm = true;
+      if (!options.launch.threads_per_cta) plan.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
+      if (!options.launch.smem_bytes_per_cta) plan.smem_bytes_per_cta = working_set_bytes(p, b);
+    }
+    return plans;
+  }
+  std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr; }
+
+  // [SECTION] The window
+
+  const WindowTraits& window() const override {
+    static const WindowTraits traits{
+        .label = "flash3 (FA-3)",
+        .colour = {90, 200, 230},
+        .partner = "flash2",
+        .visit_order = "visit order: along each row (Q_i outer; K_j, V_j through the TMA ring)",
+        .sram_note = kRegistersNote,
+        .cta_per_row_block = true,
+    };
+    return traits;
+  }
+  void on_chip(const Step& s, const Step* previous, const AttentionProblem& p, Sram& sram) const override {
+    flash2().on_chip(s, previous, p, sram);
+  }
+
+protected:
+  // The paper's Algorithm 1 (consumer warpgroup) in the words of its lines; the step's line
+  // numbers are flash2's, which the two algorithms share.
+  std::string compute_text(const Step& s) const override {
+    const int i = s.i + 1, j = s.j + 1;
+    switch (s.line) {
+      case 8: return fmt::format("wait for K_{} in the ring; S_{},{} = Q_{} K_{}ᵀ (wgmma, SS)", j, i, j, i, j);
+      case 9:
+        return "m_i' = max(m_i, rowmax(S_ij)), P̃ = exp(S_ij − m_i'), ℓ_i ← e^(m_i − m_i')ℓ_i + rowsum(P̃) "
+               "(under the other warpgroup's GEMMs)";
+      case 10:
+        return s.flop_kind == FlopKind::matmul
+                   ? fmt::format("wait for V_{}; O_{} += P̃_{},{} V_{} (wgmma, P̃ from registers); release the stage", j, i,
+                                 i, j, j)
+                   : fmt::format("O_{} ← diag(e^(m_i − m_i'))·O_{} (after the previous P̃V lands)", i, i);
+      case 12: return fmt::format("O_{} ← diag(ℓ_{})⁻¹·O_{} (epilogue, once)", i, i, i);
+      default: return fmt::format("L_{} = m_{} + log(ℓ_{}); O_{} leaves through shared memory (TMA store)", i, i, i, i);
+    }
+  }
+
+private:
+  static const Algorithm& flash2() { return flash2_room(); }
+};
+
+// [SECTION] The backward pass: flash2's
+//
+// FlashAttention-3's backward (its paper's Algorithm 3) reads and writes what FlashAttention-2's does
+// for the same blocks: K_j, V_j stay on chip with dK_j, dV_j while the Q_i, dO_i stream past, dQ is
+// accumulated in HBM. This room is flash2's backward under flash3's name (steps, counts, numerics,
+// plan and narration alike); hbmlab has no Hopper backward kernel.
+class Flash3Backward final : public TiledBackward {
+public:
+  std::string_view name() const override { return "flash3"; }
+  std::string_view display_name() const override { return "flash3 backward"; }
+  std::string_view paper_name() const override {
+    return "FlashAttention-3 backward (FlashAttention-3 paper, Algorithm 3; FlashAttention-2's accesses)";
+  }
+  ShapeSupport supports() const override { return base().supports(); }
+  std::int64_t working_set_bytes(const AttentionProblem& p, Blocks b) const override { return base().working_set_bytes(p, b); }
+  Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override { return base().paper_blocks(M, d, N); }
+  void emit(const AttentionProblem& p, Blocks b, StepSink& sink) const override { base().emit(p, b, sink); }
+  std::string narrate(const Step& s) const override { return base().narrate(s); }
+  Counts closed_form(const AttentionProblem& p, Blocks b) const override { return base().closed_form(p, b); }
+  TiledResult run_tiled(Precision precision, const Inputs& in, const BlockGrid& g,
+                        const TiledOptions& options) const override {
+    return base().run_tiled(precision, in, g, options);
+  }
+  std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks b, const GpuSpec& gpu,
+                                       const EngineOptions& options) const override {
+    std::vector<KernelPlan> plans = base().plan_kernels(p, b, gpu, options);
+    for (KernelPlan& plan : plans) plan.name = "flash3 backward (FlashAttention-2's accesses)";
+    return plans;
+  }
+  std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return base().roofline_ctas_per_instance(g); }
+  std::optional<ForwardState> forward_state(const AttentionProblem& p) const override { return base().forward_state(p); }
+  const WindowTraits& window() const override {
+    static const WindowTraits traits = [&] {
+      WindowTraits t = base().window();
+      t.label = "flash3 backward";
+      t.colour = {90, 200, 230};
+      t.partner = "flash2";
+      return t;
+    }();
+    return traits;
+  }
+  void on_chip(const Step& s, const Step* previous, const AttentionProblem& p, Sram& sram) const override {
+    base().on_chip(s, previous, p, sram);
+  }
+
+protected:
+  std::string compute_text(const Step&) const override { return {}; }  // narrate() is flash2 backward's
+
+private:
+  static const Algorithm& base() { return flash2_backward_room(); }
+};
+
+}  // namespace
+
+const Algorithm& flash3_room() {
+  static const Flash3 room;
+  return room;
+}
+
+const Algorithm& flash3_backward_room() {
+  static const Flash3Backward room;
+  return room;
+}
+
+}  // namespace hbmlab

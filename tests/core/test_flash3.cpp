@@ -1,0 +1,75 @@
+// The flash3 room (FlashAttention-3's Algorithm 1): the same HBM accesses as flash2 for the same
+// blocks (its steps are flash2's), its own narration, a working set that counts the K/V ring, and a
+// launch plan with one producer and two consumer warpgroups.
+#include <catch2/catch.hpp>
+
+#include "sim/engine/replay.hpp"
+#include "sim/engine/simulate.hpp"
+#include "sim/report/report.hpp"
+#include "sim/spec/gpu_spec.hpp"
+
+using namespace hbmlab;
+
+TEST_CASE("flash3 moves exactly flash2's HBM bytes for the same blocks", "[io][flash3]") {
+  const Algo f2 = algo_named("flash2"), f3 = algo_named("flash3");
+  for (std::int64_t N : {16, 97, 1000, 6000})
+    for (std::int64_t d : {64, 128})
+      for (bool causal : {false, true})
+        for (Blocks b : {Blocks{128, 128}, Blocks{64, 32}}) {
+          AttentionProblem p{2, 4, N, d, Dtype::fp16, causal};
+          p.kv_heads = 2;  // grouped-query attention, as flash2 counts it
+          INFO("N=" << N << " d=" << d << " causal=" << causal << " Br=" << b.Br << " Bc=" << b.Bc);
+          const Counts c2 = count_problem(f2, p, b), c3 = count_problem(f3, p, b);
+          CHECK(c3.hbm == c2.hbm);
+          CHECK(c3.matmul_flops == c2.matmul_flops);
+          CHECK(c3.hbm_bytes() == c2.hbm_bytes());
+          CHECK(f3->closed_form(p, b).hbm == count_instance(f3, p, b).hbm);  // per (batch, head)
+        }
+}
+
+TEST_CASE("flash3's working set counts its K/V ring; its plan names the warpgroups", "[flash3]") {
+  const Algo f3 = algo_named("flash3");
+  // d = 128: Q_i and O_i (128 × 128) + 2 stages × (K_j + V_j) (128 × 128) in fp16, ℓ_i and m_i in fp32.
+  const AttentionProblem p128{1, 16, 4096, 128, Dtype::fp16, false};
+  CHECK(f3->working_set_bytes(p128, {128, 128}) == 2 * (2 * 128 * 128 + 2 * 2 * 128 * 128) + 4 * 2 * 128);
+  // d = 64: 3 stages.
+  const AttentionProblem p64{1, 32, 4096, 64, Dtype::fp16, false};
+  CHECK(f3->working_set_bytes(p64, {128, 128}) == 2 * (2 * 128 * 64 + 2 * 3 * 128 * 64) + 4 * 2 * 128);
+  CHECK(f3->working_set_bytes(p128, {128, 128}) > algo_named("flash2")->working_set_bytes(p128, {128, 128}));
+
+  const std::vector<KernelPlan> plans = f3->plan_kernels(p128, {128, 128}, load_gpu("h100-sxm"), EngineOptions{});
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].name == "flash3 forward");
+  CHECK(plans[0].threads_per_cta == 384);  // one producer and two consumer warpgroups
+  CHECK(plans[0].smem_bytes_per_cta == f3->working_set_bytes(p128, {128, 128}));
+  CHECK(plans[0].overlap.find("producer warpgroup") != std::string::npos);
+  CHECK(plans[0].overlap.find("2 K/V stages") != std::string::npos);
+}
+
+TEST_CASE("flash3 narrates its steps in FlashAttention-3's words", "[flash3][narration]") {
+  const Algo f3 = algo_named("flash3");
+  const std::vector<Step> steps = record_steps(f3, AttentionProblem{1, 1, 256, 64, Dtype::fp16, false}, {128, 128});
+  bool wgmma = false, tma_store = false;
+  for (const Step& s : steps) {
+    const std::string text = f3->narrate(s);
+    wgmma = wgmma || text.find("S_1,2 = Q_1 K_2ᵀ (wgmma") != std::string::npos;
+    tma_store = tma_store || text.find("TMA store") != std::string::npos;
+  }
+  CHECK(wgmma);
+  CHECK(tma_store);
+}
+
+TEST_CASE("simulate --json: flash3's blocks add the ring's stages and the consumer warpgroups", "[flash3][cli]") {
+  SimulateRequest r;
+  r.gpu = load_gpu("h100-sxm");
+  r.problem = AttentionProblem{1, 16, 2048, 128, Dtype::fp16, true};
+  r.algo = algo_named("flash3");
+  r.block_rows = 128;
+  r.block_cols = 128;
+  r.counts_only = true;
+  const Json j = simulation_json(simulate(r));
+  CHECK(j["blocks"]["stages"] == 2);
+  CHECK(j["blocks"]["consumer_warpgroups"] == 2);
+  r.algo = algo_named("flash2");
+  CHECK_FALSE(simulation_json(simulate(r))["blocks"].contains("stages"));
+}
