@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(kSoftmaxMaxThreads) softmax_kernel(const T* __
   T* P = hbm_P + row_id * N;
   const int tid = threadIdx.x, threads = blockDim.x;
   const int valid = causal ? r + 1 : N;
-  // Algorithm 0 reads all of S, masked or not (DESIGN.md: standard stays N²).
+  // Algorithm 0 reads all of S, masked or not (docs/design.md#standard-attention: standard stays N²).
   float mx = -INFINITY;
   if (N % 8 == 0) {
 #pragma unroll 4

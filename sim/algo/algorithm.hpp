@@ -114,7 +114,7 @@ public:
   virtual void emit(const AttentionProblem& problem, Blocks blocks, StepSink& sink) const = 0;
   virtual std::string narrate(const Step& step) const { return narrate_step(step, compute_text(step)); }
 
-  // DESIGN.md's closed forms of one (batch, head), to check the step stream against; and the bound.
+  // The closed forms of one (batch, head) (docs/design.md#io-conventions), to check the step stream against; and the bound.
   virtual Counts closed_form(const AttentionProblem& problem, Blocks blocks) const = 0;
   virtual Bound bound(const AttentionProblem& problem, std::int64_t M_elements) const = 0;  // ratio left 0
   virtual double expected_exponent(SweepAxis axis) const = 0;

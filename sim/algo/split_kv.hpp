@@ -165,7 +165,7 @@ protected:
 
   // [SECTION] Closed form, bound, non-matmul work
   //
-  // DESIGN.md, "Decoding", per (batch, K/V head): each split CTA with work reads its Q_i (S·g·NQ·d
+  // docs/design.md#decoding, per (batch, K/V head): each split CTA with work reads its Q_i (S·g·NQ·d
   // in all when nothing is skipped), the K/V blocks it keeps (Tr·N·d each: N·d when g·NQ ≤ Br);
   // S > 1 writes O_part (S·g·NQ·d) and lse_part (S·g·NQ), both fp32, which the combine reads back
   // before writing O (g·NQ·d); S = 1 writes O and lse (g·NQ). `recomputed` row blocks (FlashDecoding++'s

@@ -304,7 +304,7 @@ void read_sdpa_decode(const Json& file, const std::string& path, const std::stri
   }
 }
 
-// `hbmlab measure` files (DESIGN.md, "Measurement files"): hbmlab's own kernels, with the
+// `hbmlab measure` files (docs/design.md#measurement-files): hbmlab's own kernels, with the
 // blocks they ran with. A record may add "launch": {"threads_per_cta", "registers_per_thread",
 // "smem_bytes_per_cta", "kv_descending"}; without it the launch is the engine's default. "pass":
 // "backward" names the room of the backward pass (absent: the forward).

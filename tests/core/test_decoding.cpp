@@ -1,5 +1,5 @@
 // Decoding with a K/V cache: NQ query rows, HKV K/V heads, split-KV (flash-decoding) and the unified
-// max (flashdecoding++). Hand-worked bytes, DESIGN.md's closed forms on random shapes, numerics
+// max (flashdecoding++). Hand-worked bytes, the closed forms of docs/design.md#decoding on random shapes, numerics
 // against the fp64 reference (and FlashDecoding++'s fallback on inputs made to need it), the engine's
 // plans, and the CLI's errors.
 // Run: ./build/tests/hbmlab_tests_core "[decode]"
@@ -144,7 +144,7 @@ TEST_CASE("flash2 with HKV < H reads K and V once per query head; standard and f
 
 namespace {
 
-// DESIGN.md's Decoding section written out from its definitions, per tensor, for the whole problem:
+// docs/design.md#decoding written out from its definitions, per tensor, for the whole problem:
 // the queries are the last NQ positions; a causal query sees every key up to its own, so Q_i visits
 // K_j unless K_j's first key comes after Q_i's last query. Independent of the rooms' closed forms.
 struct Expected {
@@ -235,7 +235,7 @@ Expected design_decoding(std::string_view algo, const AttentionProblem& p, Block
 
 }  // namespace
 
-TEST_CASE("decoding counts equal DESIGN.md's closed forms on random shapes", "[io][property][decode]") {
+TEST_CASE("decoding counts equal the design's closed forms on random shapes", "[io][property][decode]") {
   std::mt19937 rng(2025);
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   const Dtype dtypes[] = {Dtype::fp16, Dtype::bf16, Dtype::fp32};

@@ -96,7 +96,7 @@ public:
   // Not causal: Q and O read Tc·NQ·d, ℓ and m read Tc·NQ, O written (1 + Tc)·NQ·d, ℓ and m
   // (1 + Tc)·NQ; K and V read N·d. Causal: each row block i counts only the blocks it visits (from
   // the diagonal's position). A block mask: each kept pair counts, and K_j, V_j are read only for a
-  // column with a kept pair (DESIGN.md, "Block-sparse").
+  // column with a kept pair (docs/design.md#block-sparse).
   Counts closed_form(const AttentionProblem& p, Blocks b) const override {
     const std::int64_t d = p.head_dim, e = p.elem_bytes(), Nq = p.Nq();
     const BlockGrid g(p, b);

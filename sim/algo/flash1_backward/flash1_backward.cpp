@@ -97,7 +97,7 @@ public:
 
   // [SECTION] Closed form
   //
-  // DESIGN.md, "Backward": writes dQ, dK, dV = 0 (N·d each); K, V read N·d; per visited pair, Q, O,
+  // docs/design.md#backward: writes dQ, dK, dV = 0 (N·d each); K, V read N·d; per visited pair, Q, O,
   // dO and dQ read and dQ written (Tc·N·d without a mask), ℓ and m read (Tc·N); dK, dV written once
   // more at line 24. Causal: each row block visits the blocks up to the diagonal (from its position);
   // a block mask: the kept pairs, and K_j, V_j only for a column with one.

@@ -117,7 +117,7 @@ public:
   //
   // Not causal: Q read NQ·d, K and V read Tr·N·d, O written NQ·d, L written NQ. Causal: each row
   // block reads the K/V blocks up to the diagonal (from its position); a block mask: the kept pairs.
-  // Every Q_i is read and every O_i, L_i written, whatever the mask keeps (DESIGN.md, "Block-sparse").
+  // Every Q_i is read and every O_i, L_i written, whatever the mask keeps (docs/design.md#block-sparse).
   Counts closed_form(const AttentionProblem& p, Blocks b) const override {
     const std::int64_t d = p.head_dim, e = p.elem_bytes(), Nq = p.Nq();
     const BlockGrid g(p, b);

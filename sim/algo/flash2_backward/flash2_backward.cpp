@@ -173,7 +173,7 @@ public:
 
   // [SECTION] Closed form
   //
-  // DESIGN.md, "Backward": O and dO read once (N·d) for D, D written (N, fp32), dQ ← 0 written (N·d);
+  // docs/design.md#backward: O and dO read once (N·d) for D, D written (N, fp32), dQ ← 0 written (N·d);
   // per visited pair Q_i, dO_i, dQ_i, L_i, D_i read and dQ_i written (Tc·N·d and Tc·N without a
   // mask); K, V read and dK, dV written once (N·d). Causal and block masks as in flash1's backward.
   Counts closed_form(const AttentionProblem& p, Blocks b) const override {

@@ -146,7 +146,7 @@ public:
     const bool hbmlab_kernels = options.launch.hbmlab_kernels;
     Blocks t{std::min(kGemmTile, p.Nq()), std::min(kGemmTile, p.seq_len)};
     if (hbmlab_kernels || working_set_bytes(p, t) > sram_bytes_per_block) t = chosen;
-    AttentionProblem full = p;  // S and P stay NQ × N even when causal (DESIGN.md)
+    AttentionProblem full = p;  // S and P stay NQ × N even when causal (docs/design.md#standard-attention)
     full.causal = false;
     full.block_mask.reset();
     const BlockGrid g(full, t);

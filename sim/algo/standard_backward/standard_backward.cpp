@@ -106,7 +106,7 @@ public:
 
   // [SECTION] Closed form and bound
   //
-  // DESIGN.md, "Backward": reads P 2N², dP N², dS 2N², dO 2Nd, V, K, Q Nd; writes dV, dQ, dK Nd and
+  // docs/design.md#backward: reads P 2N², dP N², dS 2N², dO 2Nd, V, K, Q Nd; writes dV, dQ, dK Nd and
   // dP, dS N². Four N × N × d matmuls (S is not recomputed: P comes from HBM). Causal or not.
   Counts closed_form(const AttentionProblem& p, Blocks) const override {
     const std::int64_t N = p.seq_len, d = p.head_dim, e = p.elem_bytes(), Nd = N * d, NN = N * N;
@@ -181,7 +181,7 @@ public:
         options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
     Blocks t{std::min(kGemmTile, p.seq_len), std::min(kGemmTile, p.seq_len)};
     if (working_set_bytes(p, t) > sram_bytes_per_block) t = chosen;
-    const BlockGrid g(p.seq_len, t, false);  // S stays N × N even when causal (DESIGN.md)
+    const BlockGrid g(p.seq_len, t, false);  // S stays N × N even when causal (docs/design.md#standard-attention)
     const std::int64_t d = p.head_dim, e = p.elem_bytes(), sector = gpu.l2_sector_bytes;
     auto tile_step = [&](StepKind kind, Tensor tensor, std::int64_t i, std::int64_t j) {
       Step s;
