@@ -1,5 +1,6 @@
 // The registry of kernel families (one line each, with its declaration) and the dispatch by name:
 // (algorithm, dtype, d, Br, Bc) → the row of the family's shape table that launches it.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -61,8 +62,13 @@ bool is_compiled(const KernelShape& s) {
 Blocks default_blocks(Algo algo, Dtype dtype, int d) {
   for (const auto& c : compiled_shapes())
     if (c.algo == algo && c.dtype == dtype && c.d == d) return c.blocks;
+  std::vector<int> dims;  // the head dims of this room's table: "64, 128"
+  for (const CompiledShape& s : family_of(algo).shapes())
+    if (std::find(dims.begin(), dims.end(), s.d) == dims.end()) dims.push_back(s.d);
+  std::string compiled;
+  for (int dim : dims) compiled += (compiled.empty() ? "" : ", ") + std::to_string(dim);
   throw std::invalid_argument("no compiled " + std::string(to_string(algo)) + " kernel for d = " + std::to_string(d) +
-                              " (compiled: d = 64, 128)");
+                              " (compiled: d = " + compiled + ")");
 }
 
 std::int64_t scratch_bytes(Algo algo, const AttentionProblem& p) {
@@ -77,8 +83,13 @@ void launch(Algo algo, const AttentionProblem& p, Blocks b, const DeviceTensors&
   if (kv_descending && !algo->has_kv_order())
     throw std::invalid_argument(std::string(to_string(algo)) + " visits K/V blocks in ascending order only");
   const KernelFamily& family = family_of(algo);
-  if (p.block_mask && !family.takes_block_mask())
-    throw std::invalid_argument(std::string(to_string(algo)) + "'s kernel takes no block mask (flash2's does)");
+  if (p.block_mask && !family.takes_block_mask()) {
+    std::string masked;  // the families that do, from the registry below
+    for (const KernelFamily* f : kernel_families())
+      if (f->takes_block_mask()) masked += (masked.empty() ? "" : ", ") + std::string(to_string(f->algo())) + "'s";
+    throw std::invalid_argument(std::string(to_string(algo)) + "'s kernel takes no block mask (" +
+                                (masked.empty() ? std::string("no kernel does") : masked + " does") + ")");
+  }
   bool tensors = true;
   for (const ScratchTensor& st : family.scratch(p)) tensors = tensors && t.at(st.tensor) != nullptr;
   if (!tensors || !family.launch(p, b, kv_descending, t, s))

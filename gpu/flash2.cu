@@ -26,6 +26,11 @@
 #include "gpu/tiles.cuh"
 #include "gpu/kernels.hpp"
 
+namespace hbmlab {
+// The rooms these kernels run, bound by their objects (sim/algo/registry.cpp lists the same accessors).
+const Algorithm& flash2_room();  // sim/algo/flash2
+}  // namespace hbmlab
+
 namespace hbmlab::gpu {
 namespace {
 
@@ -338,7 +343,7 @@ constexpr CompiledShape kShapes[] = {shape<64, 128, 128>(), shape<128, 128, 64>(
 
 class Flash2Kernels final : public KernelFamily {
 public:
-  Algo algo() const override { return algo_named("flash2"); }
+  Algo algo() const override { return flash2_room(); }
   std::span<const CompiledShape> shapes() const override { return kShapes; }
   std::vector<ScratchTensor> scratch(const AttentionProblem& p) const override {
     return {{Tensor::lse, p.instances() * p.seq_len * kStatBytes}};

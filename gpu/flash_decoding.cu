@@ -32,6 +32,12 @@
 #include "gpu/tiles.cuh"
 #include "sim/algo/flashdecoding_pp/flashdecoding_pp.hpp"
 
+namespace hbmlab {
+// The rooms these kernels run, bound by their objects (sim/algo/registry.cpp lists the same accessors).
+const Algorithm& flash_decoding_room();    // sim/algo/flash_decoding
+const Algorithm& flashdecoding_pp_room();  // sim/algo/flashdecoding_pp
+}  // namespace hbmlab
+
 namespace hbmlab::gpu {
 namespace {
 
@@ -450,14 +456,14 @@ public:
 
 class FlashDecodingKernels final : public SplitKvKernels {
 public:
-  Algo algo() const override { return algo_named("flash-decoding"); }
+  Algo algo() const override { return flash_decoding_room(); }
   std::span<const CompiledShape> shapes() const override { return kShapes<false>; }
   const char* profiler_names() const override { return "decode_split_kernel|decode_combine_kernel"; }
 };
 
 class FlashDecodingPPKernels final : public SplitKvKernels {
 public:
-  Algo algo() const override { return algo_named("flashdecoding++"); }
+  Algo algo() const override { return flashdecoding_pp_room(); }
   std::span<const CompiledShape> shapes() const override { return kShapes<true>; }
   const char* profiler_names() const override { return "decode_split_kernel|decode_combine_kernel"; }
   std::int64_t fallback_flags(const AttentionProblem& p) const override {

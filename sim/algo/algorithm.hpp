@@ -101,6 +101,10 @@ public:
   // Instances: the unit a room's counts, steps and CTAs describe, all alike. One (batch, head) by
   // default; a room that packs the g = H/HKV query heads sharing a K/V head into one CTA (GQA-packed
   // decoding) has one instance per (batch, K/V head), with g·NQ query rows (BlockGrid::group).
+  // Kernels of other libraries this room models, as fragments of the names their profiler shows
+  // ("flash_fwd_kernel"): `hbmlab validate` maps a recorded kernel to the room that names it
+  // (room_for_kernel). Empty for a room that models no outside kernel.
+  virtual std::span<const std::string_view> external_kernels() const { return {}; }
   virtual std::int64_t heads_per_instance(const AttentionProblem&) const { return 1; }
   std::int64_t instances(const AttentionProblem& p) const { return p.instances() / heads_per_instance(p); }
   std::string instance_name(const AttentionProblem& p) const;  // "(batch, head) pairs"
@@ -178,3 +182,11 @@ std::vector<Algo> all_rooms_for(const AttentionProblem& problem, Pass pass = Pas
 std::string algo_names(Pass pass = Pass::forward, std::string_view last_separator = ", ");
 
 }  // namespace hbmlab
+// The rooms of a pass that model a shape (`&ShapeSupport::splits`), in registry order.
+std::vector<Algo> rooms_supporting(bool ShapeSupport::*shape, Pass pass = Pass::forward);
+// The room of a pass that models an outside kernel (Algorithm::external_kernels), among the split-KV
+// rooms or the others (PyTorch names a decode step's one-split kernel as it names its forward kernel).
+std::optional<Algo> room_for_kernel(std::string_view kernel_name, Pass pass, bool split_kv);
+// "flash1 and flash2" (or with "/" between): room names for messages and help.
+std::string names_of(std::span<const Algo> rooms, std::string_view separator = ", ",
+                     std::string_view last_separator = " and ");

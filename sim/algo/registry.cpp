@@ -56,7 +56,29 @@ Algo algo_named(std::string_view name, Pass pass) {
   return *a;
 }
 
-Algo default_algo() { return algo_named("flash1"); }
+Algo default_algo() { return flash1_room(); }
+
+std::vector<Algo> rooms_supporting(bool ShapeSupport::*shape, Pass pass) {
+  std::vector<Algo> out;
+  for (Algo a : rooms_of(pass))
+    if (a->supports().*shape) out.push_back(a);
+  return out;
+}
+
+std::optional<Algo> room_for_kernel(std::string_view kernel_name, Pass pass, bool split_kv) {
+  for (Algo a : rooms_of(pass))
+    if (a->supports().splits == split_kv)
+      for (std::string_view fragment : a->external_kernels())
+        if (kernel_name.find(fragment) != std::string_view::npos) return a;
+  return std::nullopt;
+}
+
+std::string names_of(std::span<const Algo> rooms, std::string_view separator, std::string_view last_separator) {
+  std::string out;
+  for (std::size_t k = 0; k < rooms.size(); ++k)
+    out += fmt::format("{}{}", k == 0 ? "" : k + 1 == rooms.size() ? last_separator : separator, rooms[k]->name());
+  return out;
+}
 
 std::vector<Algo> all_rooms_for(const AttentionProblem& p, Pass pass) {
   const bool decoding = p.Nq() < p.seq_len || p.Hkv() < p.heads || p.kv_splits > 0 || p.unified_max;
@@ -70,13 +92,7 @@ std::vector<Algo> all_rooms_for(const AttentionProblem& p, Pass pass) {
   return out;
 }
 
-std::string algo_names(Pass pass, std::string_view last_separator) {
-  const std::vector<Algo>& all = rooms_of(pass);
-  std::string out;
-  for (std::size_t k = 0; k < all.size(); ++k)
-    out += fmt::format("{}{}", k == 0 ? "" : k + 1 == all.size() ? last_separator : ", ", all[k]->name());
-  return out;
-}
+std::string algo_names(Pass pass, std::string_view last_separator) { return names_of(rooms_of(pass), ", ", last_separator); }
 
 std::string Algorithm::instance_name(const AttentionProblem& p) const {
   const std::int64_t g = heads_per_instance(p);
@@ -89,9 +105,17 @@ void Algorithm::check_problem(const AttentionProblem& p) const {
     fail_input("--query-len: {} models self-attention only (NQ = N); decoding algorithms take NQ < N", name());
   if (p.kv_heads > 0 && p.kv_heads != p.heads && !s.kv_heads)
     fail_input("--kv-heads: {} models one K/V head per query head (HKV = H)", name());
-  if (p.block_mask && !s.block_mask) fail_input("--block-mask: {} does not take a block mask (flash1 and flash2 do)", name());
-  if (p.kv_splits > 0 && !s.splits) fail_input("--splits: {} does not split the K/V cache (flash-decoding does)", name());
-  if (p.unified_max && !s.unified_max) fail_input("--unified-max: {} keeps a running max (flashdecoding++ takes φ)", name());
+  // The rooms that do take the shape, from the registry: "(flash1 and flash2 do)".
+  auto who = [&](bool ShapeSupport::*shape, std::string_view one, std::string_view many) {
+    const std::vector<Algo> rooms = rooms_supporting(shape, pass());
+    return fmt::format("{} {}", names_of(rooms), rooms.size() == 1 ? one : many);
+  };
+  if (p.block_mask && !s.block_mask)
+    fail_input("--block-mask: {} does not take a block mask ({})", name(), who(&ShapeSupport::block_mask, "does", "do"));
+  if (p.kv_splits > 0 && !s.splits)
+    fail_input("--splits: {} does not split the K/V cache ({})", name(), who(&ShapeSupport::splits, "does", "do"));
+  if (p.unified_max && !s.unified_max)
+    fail_input("--unified-max: {} keeps a running max ({} φ)", name(), who(&ShapeSupport::unified_max, "takes", "take"));
 }
 
 }  // namespace hbmlab

@@ -207,6 +207,11 @@ public:
     plan.smem_bytes_per_cta = working_set_bytes(p, b);
     plan.cta_overhead_cycles = kCtaOverheadCycles;
     const BlockGrid g(p, b);
+  // PyTorch's FlashAttention-2 forward kernel (Flash_fwd_kernel_traits<d, Br, Bc, warps, ...>).
+  std::span<const std::string_view> external_kernels() const override {
+    static constexpr std::string_view kernels[] = {"flash_fwd_kernel"};
+    return kernels;
+  }
     PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
     Programs programs(builder, options.launch.kv_descending);
     emit(p, b, programs);

@@ -114,6 +114,13 @@ public:
   std::string_view paper_name() const override {
     return "FlashAttention-2 backward (FlashAttention-2 paper, Algorithm 2)";
   }
+  // PyTorch's FlashAttention-2 backward: D = rowsum(dO ∘ O), the main loop over K_j, V_j
+  // (Flash_bwd_kernel_traits<d, Br, Bc, warps, ...>) and the dQ conversion.
+  std::span<const std::string_view> external_kernels() const override {
+    static constexpr std::string_view kernels[] = {"flash_bwd_dq_dk_dv_loop", "flash_bwd_dot_do_o",
+                                                   "flash_bwd_convert_dq"};
+    return kernels;
+  }
 
   // More than the forward holds: K_j, V_j and the accumulators dK_j, dV_j (Bc×d each, line 7), and
   // Q_i, dO_i, dQ_i (Br×d each, line 9) in the problem dtype; L_i, D_i (line 9) in fp32. No O_i: D
