@@ -43,8 +43,8 @@ public:
   // Q_i (Br×d) stays on chip like flash2's, so flash2's rule: Br = ⌈M/(4d)⌉ (then clamped to the g·NQ
   // query rows), Bc = min(⌈M/(4d)⌉, d, N). At d = 128 that is FlashAttention's split-KV K/V block, 128.
   Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override {
-    const std::int64_t big = std::min(ceil_div(M, 4 * d), N);
-    return {big, std::min({big, d, N})};
+    const PaperRule r = paper_rule(M, d, N);
+    return {r.big, r.small};
   }
 
   // Q_i, K_j, V_j in the problem dtype; the partial output accumulates in fp32 (O_part is fp32 in HBM

@@ -185,27 +185,10 @@ public:
   // mask); K, V read and dK, dV written once (N·d). Causal and block masks as in flash1's backward.
   Counts closed_form(const AttentionProblem& p, Blocks b) const override {
     const std::int64_t N = p.seq_len, d = p.head_dim, e = p.elem_bytes();
-    const BlockGrid g(p, b);
+    const Visits v = visits(BlockGrid(p, b));
+    const std::int64_t visited_rows = v.rows, kv_rows = v.kv_rows;
     Counts c;
-    std::int64_t visited_rows = 0, kv_rows = 0;
-    if (!p.block_mask) {
-      for (std::int64_t i = 0; i < g.Tr; ++i) {
-        visited_rows += visited_blocks(g, i) * g.rows(i);
-        c.matmul_flops += 10 * g.rows(i) * std::min(g.N, visited_blocks(g, i) * g.Bc) * d;  // five matmuls
-      }
-      kv_rows = N;
-    } else {
-      for (std::int64_t j = 0; j < g.Tc; ++j) {
-        bool any = false;
-        for (std::int64_t i = 0; i < g.Tr; ++i)
-          if (!g.skipped(i, j)) {
-            any = true;
-            visited_rows += g.rows(i);
-            c.matmul_flops += 10 * g.rows(i) * g.cols(j) * d;
-          }
-        if (any) kv_rows += g.cols(j);
-      }
-    }
+    c.matmul_flops = 10 * v.scores * d;  // five matmuls per kept pair
     add_traffic(c, Tensor::O, N * d, 0, e);
     add_traffic(c, Tensor::dO, N * d + visited_rows * d, 0, e);
     add_traffic(c, Tensor::D, visited_rows, N, kStatBytes);
