@@ -8,19 +8,22 @@
 
 namespace hbmlab::gpu {
 
-const KernelFamily& standard_kernels();  // gpu/standard.cu
-const KernelFamily& flash1_kernels();    // gpu/flash1.cu
-const KernelFamily& flash2_kernels();    // gpu/flash2.cu
-const KernelFamily& flash_decoding_kernels();    // gpu/flash_decoding.cu
-const KernelFamily& flashdecoding_pp_kernels();  // gpu/flash_decoding.cu
-const KernelFamily& flash2_backward_kernels();   // gpu/flash2_backward.cu
+// HBMLAB_KERNELS(accessor): declares `const KernelFamily& accessor()`, which the family's .cu file
+// defines, and yields it, so that a family is named in one line of the list below and nowhere else.
+#define HBMLAB_KERNELS(accessor) [] { const KernelFamily& accessor(); return &accessor(); }()
 
 std::span<const KernelFamily* const> kernel_families() {
-  static const KernelFamily* const families[] = {&standard_kernels(), &flash1_kernels(), &flash2_kernels(),
-                                                  &flash_decoding_kernels(), &flashdecoding_pp_kernels(),
-                                                  &flash2_backward_kernels()};
+  static const KernelFamily* const families[] = {
+      HBMLAB_KERNELS(standard_kernels),          // gpu/standard.cu
+      HBMLAB_KERNELS(flash1_kernels),            // gpu/flash1.cu
+      HBMLAB_KERNELS(flash2_kernels),            // gpu/flash2.cu
+      HBMLAB_KERNELS(flash_decoding_kernels),    // gpu/flash_decoding.cu
+      HBMLAB_KERNELS(flashdecoding_pp_kernels),  // gpu/flash_decoding.cu
+      HBMLAB_KERNELS(flash2_backward_kernels),   // gpu/flash2_backward.cu
+  };
   return families;
 }
+#undef HBMLAB_KERNELS
 
 const KernelFamily& family_of(Algo algo) {
   for (const KernelFamily* f : kernel_families())

@@ -11,24 +11,29 @@
 
 namespace hbmlab {
 
-const Algorithm& standard_room();  // sim/algo/standard: standard attention, Algorithm 0
-const Algorithm& flash1_room();    // sim/algo/flash1: FlashAttention, Algorithm 1
-const Algorithm& flash2_room();    // sim/algo/flash2: FlashAttention-2, Algorithm 1
-const Algorithm& flash_decoding_room();    // sim/algo/flash_decoding: Flash-Decoding, split-KV
-const Algorithm& flashdecoding_pp_room();  // sim/algo/flashdecoding_pp: FlashDecoding++, unified max
-const Algorithm& standard_backward_room();  // sim/algo/standard_backward: Algorithm 3
-const Algorithm& flash1_backward_room();    // sim/algo/flash1_backward: FlashAttention, Algorithm 4
-const Algorithm& flash2_backward_room();    // sim/algo/flash2_backward: FlashAttention-2, Algorithm 2
+const Algorithm& flash1_room();  // the CLI's default, `--algo flash1`
 
-namespace {
+// HBMLAB_ROOM(accessor): declares `const Algorithm& accessor()`, which the room's folder defines, and
+// yields its Algo, so that a room is named in one line of the list below and nowhere else here.
+#define HBMLAB_ROOM(accessor) [] { const Algorithm& accessor(); return Algo(accessor()); }()
 
 // Every room, in the order `--algo all` lists them (each pass keeps this order).
-const std::vector<Algo>& rooms() {
-  static const std::vector<Algo> all = {standard_room(),          flash1_room(),          flash2_room(),
-                                        flash_decoding_room(),    flashdecoding_pp_room(),
-                                        standard_backward_room(), flash1_backward_room(), flash2_backward_room()};
+static const std::vector<Algo>& rooms() {
+  static const std::vector<Algo> all = {
+      HBMLAB_ROOM(standard_room),           // sim/algo/standard: standard attention, Algorithm 0
+      HBMLAB_ROOM(flash1_room),             // sim/algo/flash1: FlashAttention, Algorithm 1
+      HBMLAB_ROOM(flash2_room),             // sim/algo/flash2: FlashAttention-2, Algorithm 1
+      HBMLAB_ROOM(flash_decoding_room),     // sim/algo/flash_decoding: Flash-Decoding, split-KV
+      HBMLAB_ROOM(flashdecoding_pp_room),   // sim/algo/flashdecoding_pp: FlashDecoding++, unified max
+      HBMLAB_ROOM(standard_backward_room),  // sim/algo/standard_backward: Algorithm 3
+      HBMLAB_ROOM(flash1_backward_room),    // sim/algo/flash1_backward: FlashAttention, Algorithm 4
+      HBMLAB_ROOM(flash2_backward_room),    // sim/algo/flash2_backward: FlashAttention-2, Algorithm 2
+  };
   return all;
 }
+#undef HBMLAB_ROOM
+
+namespace {
 
 const std::vector<Algo>& rooms_of(Pass pass) {
   static const auto of = [](Pass p) {
