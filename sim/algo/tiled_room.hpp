@@ -5,7 +5,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "sim/algo/algorithm.hpp"
+#include "sim/common/units.hpp"
 
 namespace hbmlab {
 
@@ -116,6 +119,19 @@ protected:
       "S_ij, P_ij, dP_ij and dS_ij are recomputed in registers: never written to HBM.";
   static constexpr std::string_view kReadyNote =
       "ready: Q, K, V, O, dO and the forward's row statistics are in HBM; nothing has moved yet";
+
+  // What the tiled backward rooms add to the shared narration: the gradient set to zero in HBM (a store
+  // at `zero_line`) and, with each V_j load, the on-chip accumulators of dK_j and dV_j set to zero at
+  // `accumulator_line` (named as the paper prints them: dK̃, dṼ in Algorithm 4).
+  std::string narrate_backward(const Step& s, int zero_line, int accumulator_line, std::string_view dK,
+                               std::string_view dV) const {
+    if (s.kind == StepKind::store && s.line == zero_line)
+      return fmt::format("line {}: initialise {} ← 0 in HBM ({})", zero_line, block_name(s),
+                         format_bytes(static_cast<double>(s.bytes)));
+    if (s.kind == StepKind::load && s.tensor == Tensor::V)
+      return TiledAttention::narrate(s) + fmt::format("; line {}: {}_{}, {}_{} ← 0 on chip", accumulator_line, dK, s.j + 1, dV, s.j + 1);
+    return TiledAttention::narrate(s);
+  }
 
   // One (batch, head)'s O and its statistics (fp32, `stats` values per row) that the forward keeps.
   static ForwardState kept_by_forward(const AttentionProblem& p, std::string_view tensors, std::int64_t stats) {

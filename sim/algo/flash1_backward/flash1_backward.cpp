@@ -87,13 +87,7 @@ public:
     }
   }
 
-  std::string narrate(const Step& s) const override {
-    if (s.kind == StepKind::store && s.line == 5)
-      return fmt::format("line 5: initialise {} ← 0 in HBM ({})", block_name(s), format_bytes(static_cast<double>(s.bytes)));
-    if (s.kind == StepKind::load && s.tensor == Tensor::V)
-      return TiledBackward::narrate(s) + fmt::format("; line 8: dK̃_{0}, dṼ_{0} ← 0 on chip", s.j + 1);
-    return TiledBackward::narrate(s);
-  }
+  std::string narrate(const Step& s) const override { return narrate_backward(s, 5, 8, "dK̃", "dṼ"); }
 
   // [SECTION] Closed form
   //

@@ -170,13 +170,7 @@ public:
     }
   }
 
-  std::string narrate(const Step& s) const override {
-    if (s.kind == StepKind::store && s.line == 3)
-      return fmt::format("line 3: initialise {} ← 0 in HBM ({})", block_name(s), format_bytes(static_cast<double>(s.bytes)));
-    if (s.kind == StepKind::load && s.tensor == Tensor::V)
-      return TiledBackward::narrate(s) + fmt::format("; line 7: dK_{0}, dV_{0} ← 0 on chip", s.j + 1);
-    return TiledBackward::narrate(s);
-  }
+  std::string narrate(const Step& s) const override { return narrate_backward(s, 3, 7, "dK", "dV"); }
 
   // [SECTION] Closed form
   //
