@@ -343,8 +343,9 @@ protected:
   // cannot take: FlashDecoding++'s fallback, reported in recomputed_rows).
   static TiledResult run_split(Precision precision, const Inputs& in, BlockGrid g, const TiledOptions& options, Path path,
                                double phi) {
-    g.splits = std::clamp<std::int64_t>(options.kv_splits, 1, g.Tc);
-    const SafeRange range = unified_max_safe_range(options.dtype);
+    const AttentionProblem* p = options.problem;
+    g.splits = std::clamp<std::int64_t>(p ? p->kv_splits : 0, 1, g.Tc);
+    const SafeRange range = unified_max_safe_range(p ? p->dtype : Dtype::fp32);
     return tiled::in_precision(precision, [&](auto zero) {
       using T = decltype(zero);
       const tiled::Tiles<T> t(in);

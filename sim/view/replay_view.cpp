@@ -332,9 +332,7 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
     TiledOptions options;
     options.rows = {row};
     options.watch_row = row;
-    options.kv_splits = p.kv_splits;
-    options.unified_max = p.unified_max;
-    options.dtype = p.dtype;
+    options.problem = &p;
     return algo()->run_tiled(Precision::fp32, in, grid, options);
   };
   TiledResult tiled = watch(v.row);

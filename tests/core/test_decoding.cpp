@@ -378,8 +378,10 @@ TEST_CASE("each split's partial O_s and LSE_s, and the combine's weights, equal 
     const Inputs in = make_inputs(N, d, InputKind::unit, 900 + k, Nq);
     for (std::int64_t q = 0; q < Nq; ++q) {
       INFO("N=" << N << " d=" << d << " NQ=" << Nq << " Bc=" << b.Bc << " S=" << S << " causal=" << causal << " row " << q);
+      AttentionProblem prepared(1, 1, N, d, Dtype::fp32, causal);  // as the rows' problem: S splits, fp32
+      prepared.kv_splits = S;
       TiledOptions options;
-      options.kv_splits = S;
+      options.problem = &prepared;
       options.watch_row = q;
       const TiledResult r = run_tiled(kFD, Precision::fp32, in, b, causal, options);
       REQUIRE(!r.watch.empty());
@@ -538,8 +540,10 @@ TEST_CASE("FlashDecoding++ falls back on rows beyond φ's safe range, stays exac
     for (std::int64_t x = 0; x < d; ++x) in.Q(r, x) *= 40;
   const AttentionProblem p = decode_problem(1, 1, 1, N, d, Nq, 4);
   const Blocks b{4, 64};
+  AttentionProblem prepared = p;  // the rows in fp32, φ the room's default
+  prepared.dtype = Dtype::fp32;
   TiledOptions options;
-  options.kv_splits = 4;
+  options.problem = &prepared;
   const TiledResult result = run_tiled(kFDpp, Precision::fp32, in, b, false, options);
   REQUIRE(result.recomputed_rows.size() == hot.size());  // fails if the fallback never triggers
   for (std::int64_t r : result.recomputed_rows) CHECK(hot.contains(r));

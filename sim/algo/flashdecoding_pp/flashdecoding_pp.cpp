@@ -105,8 +105,8 @@ public:
 
   TiledResult run_tiled(Precision precision, const Inputs& in, const BlockGrid& g,
                         const TiledOptions& options) const override {
-    return run_split(precision, in, g, options, Path::unified,
-                     options.unified_max.value_or(default_unified_max(in.K.rows)));
+    const std::optional<double> phi = options.problem ? options.problem->unified_max : std::nullopt;
+    return run_split(precision, in, g, options, Path::unified, phi.value_or(default_unified_max(in.K.rows)));
   }
 
   // Kernels: the unified split kernel; the fallback's synchronised split kernel for the recomputed row
