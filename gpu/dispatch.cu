@@ -1,5 +1,6 @@
 // The registry of kernel families (one line each, with its declaration) and the dispatch by name:
 // (algorithm, dtype, d, Br, Bc) → the row of the family's shape table that launches it.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -8,29 +9,33 @@
 
 namespace hbmlab::gpu {
 
-const KernelFamily& standard_kernels();  // gpu/standard.cu
-const KernelFamily& flash1_kernels();    // gpu/flash1.cu
-const KernelFamily& flash2_kernels();    // gpu/flash2.cu
-const KernelFamily& flash_decoding_kernels();    // gpu/flash_decoding.cu
-const KernelFamily& flashdecoding_pp_kernels();  // gpu/flash_decoding.cu
-const KernelFamily& flash2_backward_kernels();   // gpu/flash2_backward.cu
+// HBMLAB_KERNELS(accessor): declares `const KernelFamily& accessor()`, which the family's .cu file
+// defines, and yields it, so that a family is named in one line of the list below and nowhere else.
+#define HBMLAB_KERNELS(accessor) [] { const KernelFamily& accessor(); return &accessor(); }()
+
 #if HBMLAB_WITH_FLASH3
-const KernelFamily& flash3_kernels();  // gpu/flash3.cu (sm_90a)
-bool flash3_available();               // gpu/flash3.cu: false on a GPU that is not a Hopper
+bool flash3_available();  // gpu/flash3.cu: false on a GPU that is not a Hopper
 #endif
 
 std::span<const KernelFamily* const> kernel_families() {
   static const std::vector<const KernelFamily*> families = [] {
-    std::vector<const KernelFamily*> f = {&standard_kernels(),         &flash1_kernels(),
-                                          &flash2_kernels(),           &flash_decoding_kernels(),
-                                          &flashdecoding_pp_kernels(), &flash2_backward_kernels()};
+    std::vector<const KernelFamily*> f = {
+        HBMLAB_KERNELS(standard_kernels),          // gpu/standard.cu
+        HBMLAB_KERNELS(flash1_kernels),            // gpu/flash1.cu
+        HBMLAB_KERNELS(flash2_kernels),            // gpu/flash2.cu
+        HBMLAB_KERNELS(flash_decoding_kernels),    // gpu/flash_decoding.cu
+        HBMLAB_KERNELS(flashdecoding_pp_kernels),  // gpu/flash_decoding.cu
+        HBMLAB_KERNELS(flash2_backward_kernels),   // gpu/flash2_backward.cu
+    };
 #if HBMLAB_WITH_FLASH3
-    if (flash3_available()) f.insert(f.begin() + 3, &flash3_kernels());
+    // gpu/flash3.cu (sm_90a), after flash2, only where the GPU is a Hopper
+    if (flash3_available()) f.insert(f.begin() + 3, HBMLAB_KERNELS(flash3_kernels));
 #endif
     return f;
   }();
   return families;
 }
+#undef HBMLAB_KERNELS
 
 const KernelFamily& family_of(Algo algo) {
   for (const KernelFamily* f : kernel_families())
@@ -72,8 +77,13 @@ bool is_compiled(const KernelShape& s) {
 Blocks default_blocks(Algo algo, Dtype dtype, int d) {
   for (const auto& c : compiled_shapes())
     if (c.algo == algo && c.dtype == dtype && c.d == d) return c.blocks;
+  std::vector<int> dims;  // the head dims of this room's table: "64, 128"
+  for (const CompiledShape& s : family_of(algo).shapes())
+    if (std::find(dims.begin(), dims.end(), s.d) == dims.end()) dims.push_back(s.d);
+  std::string compiled;
+  for (int dim : dims) compiled += (compiled.empty() ? "" : ", ") + std::to_string(dim);
   throw std::invalid_argument("no compiled " + std::string(to_string(algo)) + " kernel for d = " + std::to_string(d) +
-                              " (compiled: d = 64, 128)");
+                              " (compiled: d = " + compiled + ")");
 }
 
 std::int64_t scratch_bytes(Algo algo, const AttentionProblem& p) {
@@ -88,8 +98,13 @@ void launch(Algo algo, const AttentionProblem& p, Blocks b, const DeviceTensors&
   if (kv_descending && !algo->has_kv_order())
     throw std::invalid_argument(std::string(to_string(algo)) + " visits K/V blocks in ascending order only");
   const KernelFamily& family = family_of(algo);
-  if (p.block_mask && !family.takes_block_mask())
-    throw std::invalid_argument(std::string(to_string(algo)) + "'s kernel takes no block mask (flash2's does)");
+  if (p.block_mask && !family.takes_block_mask()) {
+    std::string masked;  // the families that do, from the registry below
+    for (const KernelFamily* f : kernel_families())
+      if (f->takes_block_mask()) masked += (masked.empty() ? "" : ", ") + std::string(to_string(f->algo())) + "'s";
+    throw std::invalid_argument(std::string(to_string(algo)) + "'s kernel takes no block mask (" +
+                                (masked.empty() ? std::string("no kernel does") : masked + " does") + ")");
+  }
   bool tensors = true;
   for (const ScratchTensor& st : family.scratch(p)) tensors = tensors && t.at(st.tensor) != nullptr;
   if (!tensors || !family.launch(p, b, kv_descending, t, s))

@@ -12,6 +12,11 @@
 #include "gpu/ptx.cuh"
 #include "gpu/kernels.hpp"
 
+namespace hbmlab {
+// The rooms these kernels run, bound by their objects (sim/algo/registry.cpp lists the same accessors).
+const Algorithm& flash1_room();  // sim/algo/flash1
+}  // namespace hbmlab
+
 namespace hbmlab::gpu {
 namespace {
 
@@ -156,7 +161,7 @@ constexpr CompiledShape kShapes[] = {shape<64, 64, 64>(), shape<128, 64, 64>(), 
 
 class Flash1Kernels final : public KernelFamily {
 public:
-  Algo algo() const override { return algo_named("flash1"); }
+  Algo algo() const override { return flash1_room(); }
   std::span<const CompiledShape> shapes() const override { return kShapes; }
   std::vector<ScratchTensor> scratch(const AttentionProblem& p) const override {
     const std::int64_t bytes = p.instances() * p.seq_len * kStatBytes;

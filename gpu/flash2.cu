@@ -26,6 +26,11 @@
 #include "gpu/tiles.cuh"
 #include "gpu/kernels.hpp"
 
+namespace hbmlab {
+// The rooms these kernels run, bound by their objects (sim/algo/registry.cpp lists the same accessors).
+const Algorithm& flash2_room();  // sim/algo/flash2
+}  // namespace hbmlab
+
 namespace hbmlab::gpu {
 namespace {
 
@@ -227,27 +232,7 @@ flash2_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, const T*
     }
 
     // line 10: O_i += P̃_ij V_j; the S accumulators of two n8 tiles are the A fragment of one k16 step.
-#pragma unroll
-    for (int kt = 0; kt < kBc / 16; ++kt) {
-      std::uint32_t a[kWM][4];
-#pragma unroll
-      for (int g = 0; g < kWM; ++g) {
-        a[g][0] = pack2<T>(reg_S[g][2 * kt][0], reg_S[g][2 * kt][1]);
-        a[g][1] = pack2<T>(reg_S[g][2 * kt][2], reg_S[g][2 * kt][3]);
-        a[g][2] = pack2<T>(reg_S[g][2 * kt + 1][0], reg_S[g][2 * kt + 1][1]);
-        a[g][3] = pack2<T>(reg_S[g][2 * kt + 1][2], reg_S[g][2 * kt + 1][3]);
-      }
-#pragma unroll
-      for (int dt = 0; dt < kDTiles; dt += 2) {
-        std::uint32_t b[4];
-        ldmatrix_x4_trans(b, sV + v_offset(dt / 2, kt * 16));  // keys kt·16 …, d columns dt·8 …
-#pragma unroll
-        for (int g = 0; g < kWM; ++g) {
-          mma_16816<T>(reg_O[g][dt], a[g], b[0], b[1]);
-          mma_16816<T>(reg_O[g][dt + 1], a[g], b[2], b[3]);
-        }
-      }
-    }
+    pv_mma<T>(reg_O, reg_S, sV, 0, v_offset);
     __syncthreads();  // this stage's K_j, V_j are overwritten by the prefetch two steps on
   }
   cp_async_wait<0>();
@@ -338,7 +323,7 @@ constexpr CompiledShape kShapes[] = {shape<64, 128, 128>(), shape<128, 128, 64>(
 
 class Flash2Kernels final : public KernelFamily {
 public:
-  Algo algo() const override { return algo_named("flash2"); }
+  Algo algo() const override { return flash2_room(); }
   std::span<const CompiledShape> shapes() const override { return kShapes; }
   std::vector<ScratchTensor> scratch(const AttentionProblem& p) const override {
     return {{Tensor::lse, p.instances() * p.seq_len * kStatBytes}};

@@ -34,6 +34,11 @@
 #include "gpu/ptx.cuh"
 #include "gpu/tiles.cuh"
 
+namespace hbmlab {
+// The rooms these kernels run, bound by their objects (sim/algo/registry.cpp lists the same accessors).
+const Algorithm& flash2_backward_room();  // sim/algo/flash2_backward
+}  // namespace hbmlab
+
 namespace hbmlab::gpu {
 namespace {
 
@@ -426,7 +431,7 @@ constexpr CompiledShape kShapes[] = {shape<64, 64, 128>(), shape<128, 64, 128>()
 
 class Flash2BackwardKernels final : public KernelFamily {
 public:
-  Algo algo() const override { return algo_named("flash2", Pass::backward); }
+  Algo algo() const override { return flash2_backward_room(); }
   std::span<const CompiledShape> shapes() const override { return kShapes; }
   // The forward's L; D; and dO, dQ, dK, dV. O comes with every family.
   std::vector<ScratchTensor> scratch(const AttentionProblem& p) const override {

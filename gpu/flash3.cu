@@ -45,6 +45,11 @@
 #include "gpu/kernels.hpp"
 #include "gpu/ptx.cuh"
 
+namespace hbmlab {
+// The room these kernels run, bound by its object (sim/algo/registry.cpp lists the same accessor).
+const Algorithm& flash3_room();  // sim/algo/flash3
+}  // namespace hbmlab
+
 namespace hbmlab::gpu {
 namespace {
 
@@ -530,7 +535,7 @@ constexpr CompiledShape kShapes[] = {shape<64, 3, 3>(), shape<128, 2, 2>(), shap
 
 class Flash3Kernels final : public KernelFamily {
 public:
-  Algo algo() const override { return algo_named("flash3"); }
+  Algo algo() const override { return flash3_room(); }
   std::span<const CompiledShape> shapes() const override { return kShapes; }
   std::vector<ScratchTensor> scratch(const AttentionProblem& p) const override {
     return {{Tensor::lse, p.instances() * p.seq_len * kStatBytes}};

@@ -32,6 +32,12 @@
 #include "gpu/tiles.cuh"
 #include "sim/algo/flashdecoding_pp/flashdecoding_pp.hpp"
 
+namespace hbmlab {
+// The rooms these kernels run, bound by their objects (sim/algo/registry.cpp lists the same accessors).
+const Algorithm& flash_decoding_room();    // sim/algo/flash_decoding
+const Algorithm& flashdecoding_pp_room();  // sim/algo/flashdecoding_pp
+}  // namespace hbmlab
+
 namespace hbmlab::gpu {
 namespace {
 
@@ -222,27 +228,7 @@ decode_split_kernel(const T* __restrict__ hbm_Q, const T* __restrict__ hbm_K, co
       }
 
     // O += P̃ V_j: two n8 tiles of S are the A fragment of one k16 step over this warp's keys.
-#pragma unroll
-    for (int kt = 0; kt < kKW / 16; ++kt) {
-      std::uint32_t a[kMT][4];
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        a[mt][0] = pack2<T>(reg_S[mt][2 * kt][0], reg_S[mt][2 * kt][1]);
-        a[mt][1] = pack2<T>(reg_S[mt][2 * kt][2], reg_S[mt][2 * kt][3]);
-        a[mt][2] = pack2<T>(reg_S[mt][2 * kt + 1][0], reg_S[mt][2 * kt + 1][1]);
-        a[mt][3] = pack2<T>(reg_S[mt][2 * kt + 1][2], reg_S[mt][2 * kt + 1][3]);
-      }
-#pragma unroll
-      for (int dt = 0; dt < kDTiles; dt += 2) {
-        std::uint32_t b[4];
-        ldmatrix_x4_trans(b, sV + v_offset(dt / 2, key0 + kt * 16));
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          mma_16816<T>(reg_O[mt][dt], a[mt], b[0], b[1]);
-          mma_16816<T>(reg_O[mt][dt + 1], a[mt], b[2], b[3]);
-        }
-      }
-    }
+    pv_mma<T>(reg_O, reg_S, sV, key0, v_offset);
     __syncthreads();  // the stage is refilled kStages − 1 blocks on
   }
   cp_async_wait<0>();
@@ -450,14 +436,14 @@ public:
 
 class FlashDecodingKernels final : public SplitKvKernels {
 public:
-  Algo algo() const override { return algo_named("flash-decoding"); }
+  Algo algo() const override { return flash_decoding_room(); }
   std::span<const CompiledShape> shapes() const override { return kShapes<false>; }
   const char* profiler_names() const override { return "decode_split_kernel|decode_combine_kernel"; }
 };
 
 class FlashDecodingPPKernels final : public SplitKvKernels {
 public:
-  Algo algo() const override { return algo_named("flashdecoding++"); }
+  Algo algo() const override { return flashdecoding_pp_room(); }
   std::span<const CompiledShape> shapes() const override { return kShapes<true>; }
   const char* profiler_names() const override { return "decode_split_kernel|decode_combine_kernel"; }
   std::int64_t fallback_flags(const AttentionProblem& p) const override {

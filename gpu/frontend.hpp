@@ -1,5 +1,5 @@
 // `hbmlab measure`: runs hbmlab's CUDA kernels over a sweep, checks each against the fp64 CPU
-// reference, times it, and writes a measurement file (DESIGN.md, "Measurement files").
+// reference, times it, and writes a measurement file (docs/design.md#measurement-files).
 // Run: hbmlab measure --help
 #pragma once
 

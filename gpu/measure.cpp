@@ -1,6 +1,6 @@
 // `hbmlab measure`: a sweep of hbmlab's CUDA kernels; each configuration is checked against the
 // fp64 CPU reference on fresh random inputs, then timed, and the records are written whole to a
-// measurement file in DESIGN.md's format. Run: hbmlab measure --help
+// measurement file in the format of docs/design.md#measurement-files. Run: hbmlab measure --help
 //
 // DRAM and L2 counters come in-process from the CUPTI Range Profiler (gpu/counters.hpp), one user
 // range per record with the L2 flushed before each pass; where profiling is not permitted the file
@@ -30,21 +30,42 @@
 namespace hbmlab::gpu {
 namespace {
 
-const char* kUsage = R"(hbmlab measure (options listed by `hbmlab measure --usage`): run hbmlab's CUDA kernels, check them against the fp64 reference, time them,
-and write a measurement file (DESIGN.md, "Measurement files").
+// The usage text; the rooms with kernels and their --max-n-NAME defaults come from the registries
+// (sim/algo/registry.cpp, gpu/dispatch.cu).
+std::string usage() {
+  std::string rooms, limits, masked, kv_order;
+  auto add = [](std::string& list, std::string_view name) {
+    if (("/" + list + "/").find("/" + std::string(name) + "/") == std::string::npos) list += (list.empty() ? "" : "/") + std::string(name);
+  };
+  for (Pass pass : {Pass::forward, Pass::backward}) {
+    std::string names, maxima;
+    for (Algo algo : algorithms(pass))
+      for (const KernelFamily* f : kernel_families())
+        if (f->algo() == algo) {
+          names += (names.empty() ? "" : ",") + std::string(algo->name());
+          maxima += (maxima.empty() ? "" : ", ") + std::string(algo->name()) + " " + std::to_string(f->default_max_n());
+          if (f->takes_block_mask()) add(masked, algo->name());
+          if (algo->has_kv_order()) add(kv_order, algo->name());
+        }
+    if (names.empty()) continue;
+    rooms += (rooms.empty() ? "" : "; ") + names + (pass == Pass::backward ? " (--pass backward)" : "");
+    limits += (limits.empty() ? "" : "; backward: ") + maxima;
+  }
+  std::string text = R"(hbmlab measure (options listed by `hbmlab measure --usage`): run hbmlab's CUDA kernels, check them against the fp64 reference, time them,
+and write a measurement file (docs/design.md#measurement-files).
 
 Options (lists are comma-separated):
-  --algo LIST          standard,flash1,flash2 (default: all three)
-  --pass PASS          forward | backward (default forward): the backward rooms' kernels (flash2's),
+  --algo LIST          @ROOMS@ (default: every one of the pass)
+  --pass PASS          forward | backward (default forward): the backward rooms' kernels,
                        given the forward's O and L from hbmlab's forward kernel of the same algorithm
   --seq-len LIST       N values (default 512,1024,2048,4096,8192,16384)
   --head-dim LIST      64,128 (default both)
   --dtype LIST         fp16,bf16 (default fp16)
   --causal MODE        no | yes | both (default both)
   --blocks SPEC        default | all | BRxBC[,BRxBC...] (default: default; see --list)
-  --block-mask LIST    block masks to run flash2 with (local:W, butterfly, random:DENSITY[:SEED], a mask
+  --block-mask LIST    block masks to run @MASKED@ with (local:W, butterfly, random:DENSITY[:SEED], a mask
                        file; "none" for dense), e.g. none,local:1024,random:0.1 (default none)
-  --kv-order ORDER     flash2's K/V block order: ascending | descending | both (default ascending);
+  --kv-order ORDER     @KVORDER@'s K/V block order: ascending | descending | both (default ascending);
                        descending is PyTorch's FlashAttention-2 order (other kernels run once, ascending)
   --tokens T           B*H*N of each run (default 262144); --heads H (default 16)
   --batch B            B of each run instead of --tokens (B*H = B x --heads)
@@ -52,7 +73,7 @@ Options (lists are comma-separated):
   --kv-heads HKV       decoding: K/V heads, dividing --heads (grouped-query attention)
   --splits S           split-KV: K/V splits per (batch, K/V head) (default: the room's, every SM filled once)
   --unified-max PHI    flashdecoding++: the unified max (default: the room's, sqrt(2 ln N))
-  --max-n-standard N   largest N for standard (default 16384); --max-n-flash1 (8192), --max-n-flash2 (65536)
+  --max-n-NAME N       largest N for the room NAME (defaults: @LIMITS@)
   --max-scratch-gb G   standard's S and P together stay under G GB by shrinking B*H (default 24)
   --reps R             timed repetitions, median reported (default 50; fewer for runs over 40 ms)
   --warmup W           untimed launches first (default 5)
@@ -66,6 +87,13 @@ Options (lists are comma-separated):
   --usage              this text
   --list               print the compiled (algorithm, dtype, d, Br x Bc) shapes and exit
 )";
+  auto put = [&](std::string_view key, const std::string& value) { text.replace(text.find(key), key.size(), value); };
+  put("@ROOMS@", rooms);
+  put("@LIMITS@", limits);
+  put("@MASKED@", masked);
+  put("@KVORDER@", kv_order);
+  return text;
+}
 
 struct Options {
   Pass pass = Pass::forward;
@@ -521,7 +549,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
 int run_measure(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h" || a == "--usage") {
-      out << kUsage;
+      out << usage();
       return 0;
     }
   try {

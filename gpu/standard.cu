@@ -22,6 +22,11 @@
 #include "gpu/ptx.cuh"
 #include "gpu/kernels.hpp"
 
+namespace hbmlab {
+// The rooms these kernels run, bound by their objects (sim/algo/registry.cpp lists the same accessors).
+const Algorithm& standard_room();  // sim/algo/standard
+}  // namespace hbmlab
+
 namespace hbmlab::gpu {
 namespace {
 
@@ -123,7 +128,7 @@ __global__ void __launch_bounds__(kSoftmaxMaxThreads) softmax_kernel(const T* __
   T* P = hbm_P + row_id * N;
   const int tid = threadIdx.x, threads = blockDim.x;
   const int valid = causal ? r + 1 : N;
-  // Algorithm 0 reads all of S, masked or not (DESIGN.md: standard stays N²).
+  // Algorithm 0 reads all of S, masked or not (docs/design.md#standard-attention: standard stays N²).
   float mx = -INFINITY;
   if (N % 8 == 0) {
 #pragma unroll 4
@@ -308,7 +313,7 @@ constexpr CompiledShape kShapes[] = {shape<64, 64, 64>(), shape<128, 64, 64>(), 
 
 class StandardKernels final : public KernelFamily {
 public:
-  Algo algo() const override { return algo_named("standard"); }
+  Algo algo() const override { return standard_room(); }
   std::span<const CompiledShape> shapes() const override { return kShapes; }
   std::vector<ScratchTensor> scratch(const AttentionProblem& p) const override {
     const std::int64_t bytes = p.instances() * p.seq_len * p.seq_len * p.elem_bytes();

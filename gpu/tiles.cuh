@@ -1,5 +1,6 @@
 // Shared-memory tiles of the tensor-core kernels (flash2.cu, flash_decoding.cu, flash2_backward.cu):
-// rows of d elements in 16-byte chunks, XOR-swizzled, filled by cp.async. Included by the .cu files only.
+// rows of d elements in 16-byte chunks, XOR-swizzled, filled by cp.async; and the O += P̃V step that
+// flash2.cu and flash_decoding.cu share. Included by the .cu files only.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +62,39 @@ __device__ __forceinline__ void load_tile(std::uint32_t sram_base, const T* hbm,
   for (int k = 0; k < kRows / kRowsPerPass; ++k) {  // the ragged last tile
     const bool in = row0 + r + k * kRowsPerPass < N;
     cp_async_16(dst + k * kRowsPerPass * kD * 2, in ? src + k * kRowsPerPass * kD : hbm, in ? 16 : 0);
+  }
+}
+
+// [SECTION] O += P̃ V on tensor cores
+
+// One K/V block's O_i += P̃_ij V_j for kGroups 16-row groups of a warp: the fp32 S accumulators of two
+// n8 tiles, rounded to the dtype, are the A fragment of one k16 step (kSTiles n8 tiles: 8·kSTiles keys);
+// V_j's B fragments come from shared memory (byte address sV) through ldmatrix.trans, at
+// v_offset(pair of d tiles, first key) from the caller's layout, the warp's keys starting at key0.
+template <typename T, int kGroups, int kSTiles, int kDTiles, class VOffset>
+__device__ __forceinline__ void pv_mma(float (&reg_O)[kGroups][kDTiles][4], const float (&reg_S)[kGroups][kSTiles][4],
+                                       std::uint32_t sV, int key0, const VOffset& v_offset) {
+  static_assert(kSTiles % 2 == 0 && kDTiles % 2 == 0, "pv_mma: k16 steps over pairs of n8 tiles");
+#pragma unroll
+  for (int kt = 0; kt < kSTiles / 2; ++kt) {
+    std::uint32_t a[kGroups][4];
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      a[g][0] = pack2<T>(reg_S[g][2 * kt][0], reg_S[g][2 * kt][1]);
+      a[g][1] = pack2<T>(reg_S[g][2 * kt][2], reg_S[g][2 * kt][3]);
+      a[g][2] = pack2<T>(reg_S[g][2 * kt + 1][0], reg_S[g][2 * kt + 1][1]);
+      a[g][3] = pack2<T>(reg_S[g][2 * kt + 1][2], reg_S[g][2 * kt + 1][3]);
+    }
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; dt += 2) {
+      std::uint32_t b[4];
+      ldmatrix_x4_trans(b, sV + v_offset(dt / 2, key0 + kt * 16));  // keys key0 + kt·16 …, d columns dt·8 …
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        mma_16816<T>(reg_O[g][dt], a[g], b[0], b[1]);
+        mma_16816<T>(reg_O[g][dt + 1], a[g], b[2], b[3]);
+      }
+    }
   }
 }
 

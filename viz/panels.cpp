@@ -317,9 +317,10 @@ void ShowSplitSoftmax(const view::SoftmaxView& sm, std::int64_t pos) {
   if (sm.fell_back) {
     TextWrappedColoured(IM_COL32(255, 150, 110, 255),
                         fmt::format("Fallback: this row's largest score is {:.1f} above φ = {:.2f}, beyond the safe range of "
-                                    "±64 (e^(x − φ) would overflow or vanish in fp32). FlashDecoding++ ran its splits again on "
-                                    "the synchronised path, shown here; the IO panel counts the second pass over the cache.",
-                                    sm.m_exact - sm.phi, sm.phi)
+                                    "+{:.1f} / −{:.1f} for {} (e^(x − φ) would overflow or vanish in {}). FlashDecoding++ ran its "
+                                    "splits again on the synchronised path, shown here; the IO panel counts the second pass over "
+                                    "the cache.",
+                                    sm.m_exact - sm.phi, sm.phi, sm.safe_above, sm.safe_below, sm.dtype, sm.dtype)
                             .c_str());
   } else if (unified) {
     ImGui::TextWrapped("Every split subtracts the same unified max φ = %.3f: its ℓ_s = Σ e^(x − φ) and Σ e^(x − φ)·v need no "

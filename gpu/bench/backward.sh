@@ -8,12 +8,7 @@
 set -uo pipefail
 out=${1:?usage: backward.sh OUTDIR [parts]}
 parts=${2:-test,san,shapes,sweep,speed,sdpa}
-BIN=${BIN:-.carry/bin}
-export LD_LIBRARY_PATH=${LIB:-.carry/lib}:${LD_LIBRARY_PATH:-}
-export PYTHONUNBUFFERED=1
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$out"
-has() { [[ ",$parts," == *",$1,"* ]]; }
+source "$(dirname "$0")/device_env.sh"
 if has test; then
   # Every compiled shape on ragged N (forward and backward kernels), then the backward's own cases.
   echo "== GPU tests"

@@ -6,12 +6,7 @@
 set -uo pipefail
 out=${1:?usage: block_sparse.sh OUTDIR [parts]}
 parts=${2:-test,san,sweep,flex}
-BIN=${BIN:-.carry/bin}
-export LD_LIBRARY_PATH=${LIB:-.carry/lib}:${LD_LIBRARY_PATH:-}
-export PYTHONUNBUFFERED=1
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$out"
-has() { [[ ",$parts," == *",$1,"* ]]; }
+source "$(dirname "$0")/device_env.sh"
 MASKS=${MASKS:-none,local:1024,local:2048,butterfly,random:0.1,random:0.2,random:0.3}
 if has test; then
   echo "== GPU tests"; "$BIN/hbmlab_tests_gpu" 2>&1 | tail -6

@@ -7,12 +7,7 @@
 set -uo pipefail
 out=${1:?usage: decode.sh OUTDIR [parts]}
 parts=${2:-test,san,sweep,sdpa}
-BIN=${BIN:-.carry/bin}
-export LD_LIBRARY_PATH=${LIB:-.carry/lib}:${LD_LIBRARY_PATH:-}
-export PYTHONUNBUFFERED=1
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$out"
-has() { [[ ",$parts," == *",$1,"* ]]; }
+source "$(dirname "$0")/device_env.sh"
 if has test; then
   echo "== GPU tests"; "$BIN/hbmlab_tests_gpu" 2>&1 | tee "$out/gpu-tests.log" | tail -6
 fi

@@ -6,12 +6,7 @@
 set -uo pipefail
 out=${1:?usage: device_check.sh OUTDIR [parts]}
 parts=${2:-res,test,san,speed}
-BIN=${BIN:-.carry/bin}
-export LD_LIBRARY_PATH=${LIB:-.carry/lib}:${LD_LIBRARY_PATH:-}
-export PYTHONUNBUFFERED=1
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$out"
-has() { [[ ",$parts," == *",$1,"* ]]; }
+source "$(dirname "$0")/device_env.sh"
 if has res; then
   cuobjdump --dump-resource-usage "$BIN/hbmlab" 2>&1 | grep -E "Function|REG" | paste - - |
     sed -E 's/.*Function ([^ :]*).*REG:([0-9]+) STACK:([0-9]+) SHARED:([0-9]+) LOCAL:([0-9]+).*/REG \2 STACK \3 LOCAL \5  \1/' |

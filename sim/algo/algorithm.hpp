@@ -8,6 +8,7 @@
 // [SECTION] Algo: a handle on a room, and the registry
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -57,6 +58,17 @@ struct ForwardState {
   std::int64_t extra_bytes_per_head = 0;   // beyond the output O, which the forward writes anyway
 };
 
+// The paper's block rule (FlashAttention, Algorithm 1, line 1): a larger block ⌈M/(k·d)⌉ and a
+// smaller min(⌈M/(k·d)⌉, d), both clamped to N, with k = 4 for rooms whose SRAM holds four d-wide
+// blocks (Q_i, K_j, V_j, O_i). Each room's paper_blocks says which of Br and Bc is which.
+struct PaperRule {
+  std::int64_t big = 0, small = 0;
+};
+inline PaperRule paper_rule(std::int64_t M, std::int64_t d, std::int64_t N, std::int64_t k = 4) {
+  const std::int64_t big = std::min(ceil_div(M, k * d), N);
+  return {big, std::min({big, d, N})};
+}
+
 // A Hopper room's CTA (flash3): the K/V ring's depth and the warpgroups that consume it (one
 // producer warpgroup besides). `simulate --json` adds both to "blocks".
 struct Pipeline {
@@ -96,6 +108,10 @@ public:
   virtual std::string_view display_name() const { return name(); }
   virtual std::string_view paper_name() const = 0;
   virtual ShapeSupport supports() const { return {}; }
+  // Kernels of other libraries this room models, as fragments of the names their profiler shows
+  // ("flash_fwd_kernel"): `hbmlab validate` maps a recorded kernel to the room that names it
+  // (room_for_kernel). Empty for a room that models no outside kernel.
+  virtual std::span<const std::string_view> external_kernels() const { return {}; }
   // Throws InputError naming the option when the problem has a shape this room does not model.
   void check_problem(const AttentionProblem& problem) const;
 
@@ -121,7 +137,7 @@ public:
   virtual void emit(const AttentionProblem& problem, Blocks blocks, StepSink& sink) const = 0;
   virtual std::string narrate(const Step& step) const { return narrate_step(step, compute_text(step)); }
 
-  // DESIGN.md's closed forms of one (batch, head), to check the step stream against; and the bound.
+  // The closed forms of one (batch, head) (docs/design.md#io-conventions), to check the step stream against; and the bound.
   virtual Counts closed_form(const AttentionProblem& problem, Blocks blocks) const = 0;
   virtual Bound bound(const AttentionProblem& problem, std::int64_t M_elements) const = 0;  // ratio left 0
   virtual double expected_exponent(SweepAxis axis) const = 0;
@@ -179,6 +195,14 @@ std::optional<Algo> parse_algo(std::string_view name, Pass pass = Pass::forward)
 Algo algo_named(std::string_view name, Pass pass = Pass::forward);
 // The CLI's default, `--algo flash1`.
 Algo default_algo();
+// The rooms of a pass that model a shape (`&ShapeSupport::splits`), in registry order.
+std::vector<Algo> rooms_supporting(bool ShapeSupport::*shape, Pass pass = Pass::forward);
+// The room of a pass that models an outside kernel (Algorithm::external_kernels), among the split-KV
+// rooms or the others (PyTorch names a decode step's one-split kernel as it names its forward kernel).
+std::optional<Algo> room_for_kernel(std::string_view kernel_name, Pass pass, bool split_kv);
+// "flash1 and flash2" (or with "/" between): room names for messages and help.
+std::string names_of(std::span<const Algo> rooms, std::string_view separator = ", ",
+                     std::string_view last_separator = " and ");
 // The rooms `--algo all` runs on a problem: every room of the pass, but the split-KV decoding rooms only
 // on a decoding problem (NQ < N or HKV < H; on self-attention they are flash2 with the heads packed),
 // and with a split count or φ only the rooms that take them.

@@ -11,27 +11,31 @@
 
 namespace hbmlab {
 
-const Algorithm& standard_room();  // sim/algo/standard: standard attention, Algorithm 0
-const Algorithm& flash1_room();    // sim/algo/flash1: FlashAttention, Algorithm 1
-const Algorithm& flash2_room();    // sim/algo/flash2: FlashAttention-2, Algorithm 1
-const Algorithm& flash3_room();    // sim/algo/flash3: FlashAttention-3, Algorithm 1 (Hopper)
-const Algorithm& flash_decoding_room();    // sim/algo/flash_decoding: Flash-Decoding, split-KV
-const Algorithm& flashdecoding_pp_room();  // sim/algo/flashdecoding_pp: FlashDecoding++, unified max
-const Algorithm& standard_backward_room();  // sim/algo/standard_backward: Algorithm 3
-const Algorithm& flash1_backward_room();    // sim/algo/flash1_backward: FlashAttention, Algorithm 4
-const Algorithm& flash2_backward_room();    // sim/algo/flash2_backward: FlashAttention-2, Algorithm 2
-const Algorithm& flash3_backward_room();    // sim/algo/flash3: flash2's backward under FlashAttention-3's name
+const Algorithm& flash1_room();  // the CLI's default, `--algo flash1`
 
-namespace {
+// HBMLAB_ROOM(accessor): declares `const Algorithm& accessor()`, which the room's folder defines, and
+// yields its Algo, so that a room is named in one line of the list below and nowhere else here.
+#define HBMLAB_ROOM(accessor) [] { const Algorithm& accessor(); return Algo(accessor()); }()
 
 // Every room, in the order `--algo all` lists them (each pass keeps this order).
-const std::vector<Algo>& rooms() {
-  static const std::vector<Algo> all = {standard_room(),          flash1_room(),          flash2_room(),
-                                        flash3_room(),            flash_decoding_room(),    flashdecoding_pp_room(),
-                                        standard_backward_room(), flash1_backward_room(), flash2_backward_room(),
-                                        flash3_backward_room()};
+static const std::vector<Algo>& rooms() {
+  static const std::vector<Algo> all = {
+      HBMLAB_ROOM(standard_room),           // sim/algo/standard: standard attention, Algorithm 0
+      HBMLAB_ROOM(flash1_room),             // sim/algo/flash1: FlashAttention, Algorithm 1
+      HBMLAB_ROOM(flash2_room),             // sim/algo/flash2: FlashAttention-2, Algorithm 1
+      HBMLAB_ROOM(flash3_room),             // sim/algo/flash3: FlashAttention-3, Algorithm 1 (Hopper)
+      HBMLAB_ROOM(flash_decoding_room),     // sim/algo/flash_decoding: Flash-Decoding, split-KV
+      HBMLAB_ROOM(flashdecoding_pp_room),   // sim/algo/flashdecoding_pp: FlashDecoding++, unified max
+      HBMLAB_ROOM(standard_backward_room),  // sim/algo/standard_backward: Algorithm 3
+      HBMLAB_ROOM(flash1_backward_room),    // sim/algo/flash1_backward: FlashAttention, Algorithm 4
+      HBMLAB_ROOM(flash2_backward_room),    // sim/algo/flash2_backward: FlashAttention-2, Algorithm 2
+      HBMLAB_ROOM(flash3_backward_room),    // sim/algo/flash3: flash2's backward under FlashAttention-3's name
+  };
   return all;
 }
+#undef HBMLAB_ROOM
+
+namespace {
 
 const std::vector<Algo>& rooms_of(Pass pass) {
   static const auto of = [](Pass p) {
@@ -59,7 +63,29 @@ Algo algo_named(std::string_view name, Pass pass) {
   return *a;
 }
 
-Algo default_algo() { return algo_named("flash1"); }
+Algo default_algo() { return flash1_room(); }
+
+std::vector<Algo> rooms_supporting(bool ShapeSupport::*shape, Pass pass) {
+  std::vector<Algo> out;
+  for (Algo a : rooms_of(pass))
+    if (a->supports().*shape) out.push_back(a);
+  return out;
+}
+
+std::optional<Algo> room_for_kernel(std::string_view kernel_name, Pass pass, bool split_kv) {
+  for (Algo a : rooms_of(pass))
+    if (a->supports().splits == split_kv)
+      for (std::string_view fragment : a->external_kernels())
+        if (kernel_name.find(fragment) != std::string_view::npos) return a;
+  return std::nullopt;
+}
+
+std::string names_of(std::span<const Algo> rooms, std::string_view separator, std::string_view last_separator) {
+  std::string out;
+  for (std::size_t k = 0; k < rooms.size(); ++k)
+    out += fmt::format("{}{}", k == 0 ? "" : k + 1 == rooms.size() ? last_separator : separator, rooms[k]->name());
+  return out;
+}
 
 std::vector<Algo> all_rooms_for(const AttentionProblem& p, Pass pass) {
   const bool decoding = p.Nq() < p.seq_len || p.Hkv() < p.heads || p.kv_splits > 0 || p.unified_max;
@@ -73,13 +99,7 @@ std::vector<Algo> all_rooms_for(const AttentionProblem& p, Pass pass) {
   return out;
 }
 
-std::string algo_names(Pass pass, std::string_view last_separator) {
-  const std::vector<Algo>& all = rooms_of(pass);
-  std::string out;
-  for (std::size_t k = 0; k < all.size(); ++k)
-    out += fmt::format("{}{}", k == 0 ? "" : k + 1 == all.size() ? last_separator : ", ", all[k]->name());
-  return out;
-}
+std::string algo_names(Pass pass, std::string_view last_separator) { return names_of(rooms_of(pass), ", ", last_separator); }
 
 std::string Algorithm::instance_name(const AttentionProblem& p) const {
   const std::int64_t g = heads_per_instance(p);
@@ -92,9 +112,17 @@ void Algorithm::check_problem(const AttentionProblem& p) const {
     fail_input("--query-len: {} models self-attention only (NQ = N); decoding algorithms take NQ < N", name());
   if (p.kv_heads > 0 && p.kv_heads != p.heads && !s.kv_heads)
     fail_input("--kv-heads: {} models one K/V head per query head (HKV = H)", name());
-  if (p.block_mask && !s.block_mask) fail_input("--block-mask: {} does not take a block mask (flash1 and flash2 do)", name());
-  if (p.kv_splits > 0 && !s.splits) fail_input("--splits: {} does not split the K/V cache (flash-decoding does)", name());
-  if (p.unified_max && !s.unified_max) fail_input("--unified-max: {} keeps a running max (flashdecoding++ takes φ)", name());
+  // The rooms that do take the shape, from the registry: "(flash1 and flash2 do)".
+  auto who = [&](bool ShapeSupport::*shape, std::string_view one, std::string_view many) {
+    const std::vector<Algo> rooms = rooms_supporting(shape, pass());
+    return fmt::format("{} {}", names_of(rooms), rooms.size() == 1 ? one : many);
+  };
+  if (p.block_mask && !s.block_mask)
+    fail_input("--block-mask: {} does not take a block mask ({})", name(), who(&ShapeSupport::block_mask, "does", "do"));
+  if (p.kv_splits > 0 && !s.splits)
+    fail_input("--splits: {} does not split the K/V cache ({})", name(), who(&ShapeSupport::splits, "does", "do"));
+  if (p.unified_max && !s.unified_max)
+    fail_input("--unified-max: {} keeps a running max ({} φ)", name(), who(&ShapeSupport::unified_max, "takes", "take"));
 }
 
 }  // namespace hbmlab

@@ -43,8 +43,8 @@ public:
   // Q_i (Br×d) stays on chip like flash2's, so flash2's rule: Br = ⌈M/(4d)⌉ (then clamped to the g·NQ
   // query rows), Bc = min(⌈M/(4d)⌉, d, N). At d = 128 that is FlashAttention's split-KV K/V block, 128.
   Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override {
-    const std::int64_t big = std::min(ceil_div(M, 4 * d), N);
-    return {big, std::min({big, d, N})};
+    const PaperRule r = paper_rule(M, d, N);
+    return {r.big, r.small};
   }
 
   // Q_i, K_j, V_j in the problem dtype; the partial output accumulates in fp32 (O_part is fp32 in HBM
@@ -165,7 +165,7 @@ protected:
 
   // [SECTION] Closed form, bound, non-matmul work
   //
-  // DESIGN.md, "Decoding", per (batch, K/V head): each split CTA with work reads its Q_i (S·g·NQ·d
+  // docs/design.md#decoding, per (batch, K/V head): each split CTA with work reads its Q_i (S·g·NQ·d
   // in all when nothing is skipped), the K/V blocks it keeps (Tr·N·d each: N·d when g·NQ ≤ Br);
   // S > 1 writes O_part (S·g·NQ·d) and lse_part (S·g·NQ), both fp32, which the combine reads back
   // before writing O (g·NQ·d); S = 1 writes O and lse (g·NQ). `recomputed` row blocks (FlashDecoding++'s
@@ -343,8 +343,9 @@ protected:
   // cannot take: FlashDecoding++'s fallback, reported in recomputed_rows).
   static TiledResult run_split(Precision precision, const Inputs& in, BlockGrid g, const TiledOptions& options, Path path,
                                double phi) {
-    g.splits = std::clamp<std::int64_t>(options.kv_splits, 1, g.Tc);
-    const SafeRange range = unified_max_safe_range(options.dtype);
+    const AttentionProblem* p = options.problem;
+    g.splits = std::clamp<std::int64_t>(p ? p->kv_splits : 0, 1, g.Tc);
+    const SafeRange range = unified_max_safe_range(p ? p->dtype : Dtype::fp32);
     return tiled::in_precision(precision, [&](auto zero) {
       using T = decltype(zero);
       const tiled::Tiles<T> t(in);

@@ -13,7 +13,7 @@
 
 namespace hbmlab {
 
-// Every tensor an algorithm may move (DESIGN.md's names): the forward's Q, K, V, O, S, P and row
+// Every tensor an algorithm may move (docs/design.md#io-conventions names them): the forward's Q, K, V, O, S, P and row
 // statistics ℓ, m, L; the backward's gradients dO, dQ, dK, dV, dP, dS and D = rowsum(dO ∘ O);
 // split-KV decoding's partial outputs O_part and their log-sum-exp lse_part.
 enum class Tensor : std::uint8_t { Q, K, V, O, S, P, l, m, lse, dO, dQ, dK, dV, dP, dS, D, O_part, lse_part };

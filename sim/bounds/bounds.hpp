@@ -12,7 +12,7 @@
 
 namespace hbmlab {
 
-// HBM traffic per tensor and matmul FLOPs of one (batch, head), from DESIGN.md's formulas rather
+// HBM traffic per tensor and matmul FLOPs of one (batch, head), from the formulas of docs/design.md#io-conventions rather
 // than from the step streams, so that the two can check each other.
 Counts closed_form(Algo algo, const AttentionProblem& problem, Blocks blocks);
 

@@ -51,6 +51,9 @@ std::vector<std::int64_t> parse_int_list(const std::string& text, std::string_vi
 // "standard, flash1, flash2, a comma list, or all": what --algo takes, from the registry.
 std::string algo_choices() { return algo_names() + ", a comma list, or all"; }
 
+// "flash1/flash2": the forward rooms that take a shape, for the help of its option.
+std::string rooms_taking(bool ShapeSupport::*shape) { return names_of(rooms_supporting(shape), "/", "/"); }
+
 // `all`: the rooms all_rooms_for() gives the problem (self-attention's when none is given).
 std::vector<Algo> parse_algos(const std::string& text, const AttentionProblem& problem = AttentionProblem(1, 1, 1024, 64)) {
   if (text == "all") return all_rooms_for(problem);
@@ -87,13 +90,15 @@ struct ProblemFlags {
     o_causal = cmd.add_flag("--causal", causal, "causal mask: skip block pairs above the diagonal");
     o_pass = cmd.add_option("--pass", pass, "forward, backward, or both (forward then backward) [forward]");
     o_block_mask = cmd.add_option("--block-mask", block_mask,
-                                  "flash1/flash2: keep only some block pairs: local:W, butterfly, random:DENSITY[:SEED], "
-                                  "or a file of Tr lines of Tc 0/1 characters [every pair]");
+                                  rooms_taking(&ShapeSupport::block_mask) +
+                                      ": keep only some block pairs: local:W, butterfly, random:DENSITY[:SEED], "
+                                      "or a file of Tr lines of Tc 0/1 characters [every pair]");
     o_query_len = cmd.add_option("--query-len", query_len, "NQ query rows, the last NQ positions (decoding) [N]");
     o_kv_heads = cmd.add_option("--kv-heads", kv_heads, "HKV K/V heads shared by H/HKV query heads (GQA, MQA) [H]");
-    o_splits = cmd.add_option("--splits", splits, "flash-decoding: K/V splits per (batch, K/V head) [fill every SM once]");
+    o_splits = cmd.add_option("--splits", splits,
+                              rooms_taking(&ShapeSupport::splits) + ": K/V splits per (batch, K/V head) [fill every SM once]");
     o_unified_max = cmd.add_option("--unified-max", unified_max,
-                                   "flashdecoding++: the unified max φ [from the scores' statistics]");
+                                   rooms_taking(&ShapeSupport::unified_max) + ": the unified max φ [from the scores' statistics]");
   }
 
   Scenario resolve() const {
@@ -179,13 +184,16 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
                                             "Tc characters 0/1; --block-mask takes it back)");
   cmd->add_option("--timeline", f.timeline, "write the per-SM timeline and HBM bandwidth as Chrome trace JSON "
                                             "(chrome://tracing, Perfetto) to this file");
-  f.o_launch_threads = cmd->add_option("--launch-threads", f.launch_threads, "flash1/flash2: threads per CTA [128]");
+  f.o_launch_threads = cmd->add_option("--launch-threads", f.launch_threads, "threads per CTA of the room's main kernel [the room's launch]");
   f.o_launch_registers = cmd->add_option("--launch-registers", f.launch_registers,
-                                         "flash1/flash2: registers per thread, limits CTAs per SM [not limiting]");
+                                         "registers per thread of the main kernel, limits CTAs per SM [not limiting]");
   f.o_launch_smem = cmd->add_option("--launch-smem-bytes", f.launch_smem,
-                                    "flash1/flash2: shared memory per CTA [the SRAM working set]");
+                                    "shared memory per CTA of the main kernel [the SRAM working set]");
+  std::vector<Algo> kv_order;  // the rooms for which a K/V order means something
+  for (Algo a : algorithms())
+    if (a->has_kv_order()) kv_order.push_back(a);
   cmd->add_flag("--kv-descending", f.kv_descending,
-                "flash2: visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
+                names_of(kv_order, "/", "/") + ": visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
   cmd->add_flag("--hbmlab-kernels", f.hbmlab_kernels,
                 "time hbmlab's own CUDA kernels (gpu/) as written, as `hbmlab validate` does for their records, "
                 "instead of the reference launch");

@@ -3,6 +3,7 @@
 //
 // [SECTION] Occupancy
 // [SECTION] The replay
+// [SECTION] Replay: placement, serving a phase, step time and its limiter, retirement
 // [SECTION] Chrome trace
 #include "sim/engine/timing.hpp"
 
@@ -133,6 +134,54 @@ void add_sample(Timeline& tl, double& bin_s, const BandwidthSample& s) {
   }
 }
 
+// What one step of an SM asks of the SM and the memory system, summed over the CTAs resident on it.
+struct StepDemand {
+  double compute = 0, sram = 0;          // seconds at the SM's rates
+  double latency_bytes = 0, window = 0;  // Σ bytes × latency, and the bytes the CTAs keep in flight
+  double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
+  std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
+};
+
+// The resource that sets a step's length.
+enum class Limiter { dram, l2, compute, latency, sram };
+
+struct StepTime {
+  double seconds = 0;
+  Limiter limiter = Limiter::compute;
+};
+
+// Per-SM seconds spent in steps each resource limited, for KernelTiming's bound_*_s.
+struct BusyTime {
+  double dram = 0, l2 = 0, compute = 0, latency = 0, sram = 0;
+  void add(StepTime t) {
+    switch (t.limiter) {
+      case Limiter::dram: dram += t.seconds; break;
+      case Limiter::l2: l2 += t.seconds; break;
+      case Limiter::compute: compute += t.seconds; break;
+      case Limiter::latency: latency += t.seconds; break;
+      case Limiter::sram: sram += t.seconds; break;
+    }
+  }
+  double total() const { return dram + l2 + compute + latency + sram; }
+};
+
+// The grid of one kernel: CTAs handed out in order (blockIdx.x fastest), each running program
+// cta mod programs of instance cta / programs.
+struct Grid {
+  std::int64_t programs = 0, ctas = 0, next = 0;
+  bool place(Resident& r, double at) {
+    if (next >= ctas) return false;
+    r.cta = next++;
+    r.program = static_cast<std::int32_t>(r.cta % programs);
+    r.instance = r.cta / programs;
+    r.phase = 0;
+    r.start_s = at;
+    return true;
+  }
+};
+
+// [SECTION] Replay: placement, serving a phase, step time and its limiter, retirement
+
 class Replay {
 public:
   Replay(const GpuSpec& gpu, const EngineOptions& options, EngineResult& result)
@@ -151,6 +200,19 @@ public:
   }
 
 private:
+  KernelTiming begin_kernel(const KernelPlan& k, const Occupancy& occ) const;
+  // The first wave: breadth first, one CTA per SM, then the next slot of each.
+  std::vector<std::vector<Resident>> place_first_wave(Grid& grid, std::int64_t ctas_per_sm, double start_s) const;
+  // One resident CTA carries out its current phase: its tiles go through the L2 (or straight to HBM
+  // with the L2 off) and its demand is added to the SM's step.
+  void serve_phase(const KernelPlan& k, const Resident& r, double matmul_rate, std::int64_t active_sms, StepDemand& d);
+  void take_writebacks(StepDemand& d);
+  StepTime step_time(const StepDemand& d, std::int64_t active_sms) const;
+  // CTAs whose last phase ended at t1 leave (their span recorded); the next CTA of the grid takes
+  // each freed slot on this SM, which is how the hardware hands out CTAs.
+  void retire(const KernelPlan& k, std::int32_t kernel_index, std::vector<Resident>& here, Grid& grid, double t1);
+  void end_kernel(KernelTiming& kt, const BusyTime& busy, double start_s, double end_s);
+
   const GpuSpec& gpu_;
   const EngineOptions& options_;
   const Rates rates_;
@@ -161,9 +223,7 @@ private:
   double sample_bin_s_ = 1e-9;
 };
 
-void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
-  const std::int64_t S = gpu_.sm_count;
-  const Occupancy occ = occupancy(k, gpu_, sram_per_sm_, sram_per_block_);
+KernelTiming Replay::begin_kernel(const KernelPlan& k, const Occupancy& occ) const {
   KernelTiming kt;
   kt.name = k.name;
   kt.overlap = k.overlap;
@@ -171,33 +231,173 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   kt.ctas = k.ctas();
   kt.ctas_per_sm = occ.ctas_per_sm;
   kt.occupancy_limit = occ.limit;
-  kt.waves = ceil_div(kt.ctas, S * occ.ctas_per_sm);
+  kt.waves = ceil_div(kt.ctas, gpu_.sm_count * occ.ctas_per_sm);
   kt.smem_bytes_per_cta = k.smem_bytes_per_cta;
   kt.threads_per_cta = k.threads_per_cta;
   kt.registers_per_thread = k.registers_per_thread;
   kt.double_buffered = k.double_buffered;
   kt.start_s = now_s_;
-  const double start_s = now_s_ + gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
+  return kt;
+}
 
-  const double matmul_rate = matmul_rate_of(k, rates_);
-  const std::int64_t programs = static_cast<std::int64_t>(k.programs.size());
+std::vector<std::vector<Resident>> Replay::place_first_wave(Grid& grid, std::int64_t ctas_per_sm, double start_s) const {
+  const std::int64_t S = gpu_.sm_count;
   std::vector<std::vector<Resident>> resident(static_cast<std::size_t>(S));
-  std::int64_t next = 0;
-  auto place = [&](Resident& r, std::int64_t cta, double at) {
-    r.cta = cta;
-    r.program = static_cast<std::int32_t>(cta % programs);
-    r.instance = cta / programs;
-    r.phase = 0;
-    r.start_s = at;
-  };
-  const std::int64_t slots = S * occ.ctas_per_sm;
-  for (std::int64_t n = 0; n < slots && next < kt.ctas; ++n) {  // breadth first: one CTA per SM, then the next
+  for (std::int64_t n = 0; n < S * ctas_per_sm; ++n) {
     Resident r;
     r.sm = static_cast<std::int32_t>(n % S);
     r.slot = static_cast<std::int32_t>(n / S);
-    place(r, next++, start_s);
+    if (!grid.place(r, start_s)) break;
     resident[r.sm].push_back(r);
   }
+  return resident;
+}
+
+void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_rate, std::int64_t active_sms,
+                         StepDemand& d) {
+  const bool l2_on = options_.l2_enabled;
+  const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
+  double latency_bytes = 0, window = 0;
+  std::int64_t own_dram = 0, own_l2 = 0;  // this CTA's loads in this phase (SM↔L2 only with the L2 on)
+  for (std::int32_t a = ph.first_access; a < ph.first_access + ph.access_count; ++a) {
+    const TileAccess& acc = k.accesses[a];
+    TensorMemory& mem = result_.memory[static_cast<int>(acc.tensor)];
+    if (!l2_on) {  // the paper's model: the request is what the algorithm counts, served by HBM
+      const std::int64_t b = acc.paper_bytes;
+      if (acc.store) {
+        mem.sm_write_bytes += b;
+        mem.dram_write_bytes += b;
+        d.dram_write += b;
+      } else {
+        mem.sm_read_bytes += b;
+        mem.dram_read_bytes += b;
+        d.dram_read += b;
+        own_dram += b;
+        latency_bytes += double(b) * rates_.hbm_latency_s;
+        window += double(b);
+      }
+      continue;
+    }
+    TileL2& cache = l2_.front();
+    const bool shared_kv = acc.tensor == Tensor::K || acc.tensor == Tensor::V;
+    const std::uint64_t key = tile_key(shared_kv ? r.instance / k.kv_group : r.instance, acc.tensor, acc.tile);
+    const std::int64_t b = acc.sector_bytes;
+    d.l2_bytes += b;
+    if (acc.store) {
+      cache.write(key, b);
+      mem.sm_write_bytes += b;
+    } else {
+      const TileL2::ReadOutcome o = cache.read(key, b);
+      own_dram += o.miss_bytes;
+      own_l2 += b;
+      mem.sm_read_bytes += b;
+      mem.read_hit_bytes += o.hit_bytes;
+      mem.dram_read_bytes += o.miss_bytes;
+      d.dram_read += o.miss_bytes;
+      latency_bytes += double(o.hit_bytes) * rates_.l2_latency_s + double(o.miss_bytes) * rates_.hbm_latency_s;
+      window += double(b);
+    }
+  }
+  if (k.bytes_in_flight_per_cta > 0) window = std::min(window, double(k.bytes_in_flight_per_cta));
+  const double compute = double(ph.matmul_flops) / matmul_rate + double(ph.non_matmul_flops) / rates_.non_matmul_per_sm;
+  d.compute += compute;
+  d.sram += double(ph.sram_bytes) / rates_.sram_per_sm;
+  // What the CTA does once its loads are in: its compute or its own shared-memory traffic.
+  const double own_sram = k.sram_bound_work ? double(ph.sram_bytes) / (rates_.sram_per_sm * k.sram_fraction_per_cta) : 0;
+  const double work = std::max(compute, own_sram) +
+                      (k.phase_latency_cycles + (r.phase == 0 ? k.cta_overhead_cycles : 0.0)) / rates_.clock_hz;
+  d.latency_bytes += latency_bytes;
+  // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
+  // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
+  d.window += window * (k.double_buffered ? 2 : 1);
+  if ((!k.double_buffered || r.phase == 0) && window > 0) {
+    // It waits for its loads: either as many round trips as its window needs (Little's law),
+    // or the first byte's latency and then its own bytes at the SM's share of DRAM and L2
+    // bandwidth, whichever is longer.
+    const double transfer = std::max(double(own_dram) * double(active_sms) / rates_.dram,
+                                     double(own_l2) * double(active_sms) / rates_.l2);
+    const double mean_latency = latency_bytes / double(l2_on ? own_l2 : own_dram);
+    const double memory = std::max(latency_bytes / std::min(window, rates_.in_flight_per_sm), mean_latency + transfer);
+    if (work + memory > d.serial) {
+      d.serial = work + memory;
+      d.serial_memory = memory;
+    }
+  }
+}
+
+void Replay::take_writebacks(StepDemand& d) {
+  for (TileL2& cache : l2_) {
+    const auto wb = cache.take_writebacks();
+    for (int t = 0; t < kTensorCount; ++t) {
+      result_.memory[t].dram_write_bytes += wb[t];
+      d.dram_write += wb[t];
+    }
+  }
+}
+
+// The step lasts as long as its busiest resource needs. HBM and L2 bandwidth are shared by the SMs
+// that have work: each gets its fair share. A CTA that cannot overlap waits for its loads, then
+// computes: its phase is charged to latency or compute by the larger part.
+StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
+  const double share = double(active_sms);
+  const double t_dram = double(d.dram_read + d.dram_write) * share / rates_.dram;
+  const double t_l2 = options_.l2_enabled ? double(d.l2_bytes) * share / rates_.l2 : 0.0;
+  const double in_flight = std::min(d.window, rates_.in_flight_per_sm);
+  const double memory = in_flight > 0 ? d.latency_bytes / in_flight : 0.0;
+  const bool serial_waits = 2 * d.serial_memory > d.serial;
+  const double t_compute = std::max(d.compute, serial_waits ? 0.0 : d.serial);
+  const double t_latency = std::max(memory, serial_waits ? d.serial : 0.0);
+  const double step_s = std::max({t_dram, t_l2, t_compute, t_latency, d.sram});
+  if (step_s == t_dram) return {step_s, Limiter::dram};
+  if (step_s == t_compute) return {step_s, Limiter::compute};
+  if (step_s == t_latency) return {step_s, Limiter::latency};
+  if (step_s == t_l2) return {step_s, Limiter::l2};
+  return {step_s, Limiter::sram};
+}
+
+void Replay::retire(const KernelPlan& k, std::int32_t kernel_index, std::vector<Resident>& here, Grid& grid, double t1) {
+  std::size_t kept = 0;
+  for (std::size_t n = 0; n < here.size(); ++n) {
+    Resident r = here[n];
+    if (++r.phase == k.programs[r.program].phase_count) {
+      if (options_.record_timeline) {
+        if (result_.timeline.ctas.size() < Timeline::kMaxSpans)
+          result_.timeline.ctas.push_back({kernel_index, r.sm, r.slot, r.cta, r.start_s, t1});
+        else
+          ++result_.timeline.dropped_spans;
+      }
+      if (!grid.place(r, t1)) continue;
+    }
+    here[kept++] = r;
+  }
+  here.resize(kept);
+}
+
+// Per-SM busy time by limiter, scaled to the kernel's duration.
+void Replay::end_kernel(KernelTiming& kt, const BusyTime& busy, double start_s, double end_s) {
+  const double total = busy.total();
+  const double span = end_s - start_s;
+  if (total > 0) {
+    kt.bound_dram_s = span * busy.dram / total;
+    kt.bound_l2_s = span * busy.l2 / total;
+    kt.bound_compute_s = span * busy.compute / total;
+    kt.bound_latency_s = span * busy.latency / total;
+    kt.bound_sram_s = span * busy.sram / total;
+  }
+  now_s_ = end_s;
+  kt.time_s = now_s_ - kt.start_s;
+  result_.kernels.push_back(kt);
+}
+
+void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
+  const std::int64_t S = gpu_.sm_count;
+  const Occupancy occ = occupancy(k, gpu_, sram_per_sm_, sram_per_block_);
+  KernelTiming kt = begin_kernel(k, occ);
+  const double start_s = now_s_ + gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
+  const double matmul_rate = matmul_rate_of(k, rates_);
+  Grid grid{static_cast<std::int64_t>(k.programs.size()), kt.ctas, 0};
+  std::vector<std::vector<Resident>> resident = place_first_wave(grid, occ.ctas_per_sm, start_s);
+
   // SMs by their own clock, earliest first (lower SM first on ties, as the grid order fills them).
   using Entry = std::pair<double, std::int64_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
@@ -211,152 +411,30 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   // then, so the SMs still working get no more than the peak between them.
   std::priority_queue<double, std::vector<double>, std::greater<double>> leaving;
 
-  const bool l2_on = options_.l2_enabled;
-  double busy_dram = 0, busy_l2 = 0, busy_compute = 0, busy_latency = 0, busy_sram = 0;
+  BusyTime busy;
   double end_s = start_s;
   while (!ready.empty()) {
     const auto [t0, s] = ready.top();
     ready.pop();
     for (; !leaving.empty() && leaving.top() <= t0; leaving.pop()) --active_sms;
     std::vector<Resident>& here = resident[s];
-    // One step of this SM: each resident CTA carries out one phase.
-    double compute_sm = 0, sram_sm = 0, latency_bytes_sm = 0, window_sm = 0, serial_sm = 0, serial_memory_sm = 0;
-    std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
-    for (const Resident& r : here) {
-      const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
-      double latency_bytes = 0, window = 0;
-      std::int64_t own_dram = 0, own_l2 = 0;  // this CTA's loads in this phase (SM↔L2 only with the L2 on)
-      for (std::int32_t a = ph.first_access; a < ph.first_access + ph.access_count; ++a) {
-        const TileAccess& acc = k.accesses[a];
-        TensorMemory& mem = result_.memory[static_cast<int>(acc.tensor)];
-        if (!l2_on) {  // the paper's model: the request is what the algorithm counts, served by HBM
-          const std::int64_t b = acc.paper_bytes;
-          if (acc.store) {
-            mem.sm_write_bytes += b;
-            mem.dram_write_bytes += b;
-            dram_write += b;
-          } else {
-            mem.sm_read_bytes += b;
-            mem.dram_read_bytes += b;
-            dram_read += b;
-            own_dram += b;
-            latency_bytes += double(b) * rates_.hbm_latency_s;
-            window += double(b);
-          }
-          continue;
-        }
-        TileL2& cache = l2_.front();
-        const bool shared_kv = acc.tensor == Tensor::K || acc.tensor == Tensor::V;
-        const std::uint64_t key = tile_key(shared_kv ? r.instance / k.kv_group : r.instance, acc.tensor, acc.tile);
-        const std::int64_t b = acc.sector_bytes;
-        l2_bytes += b;
-        if (acc.store) {
-          cache.write(key, b);
-          mem.sm_write_bytes += b;
-        } else {
-          const TileL2::ReadOutcome o = cache.read(key, b);
-          own_dram += o.miss_bytes;
-          own_l2 += b;
-          mem.sm_read_bytes += b;
-          mem.read_hit_bytes += o.hit_bytes;
-          mem.dram_read_bytes += o.miss_bytes;
-          dram_read += o.miss_bytes;
-          latency_bytes += double(o.hit_bytes) * rates_.l2_latency_s + double(o.miss_bytes) * rates_.hbm_latency_s;
-          window += double(b);
-        }
-      }
-      if (k.bytes_in_flight_per_cta > 0) window = std::min(window, double(k.bytes_in_flight_per_cta));
-      const double compute = double(ph.matmul_flops) / matmul_rate + double(ph.non_matmul_flops) / rates_.non_matmul_per_sm;
-      compute_sm += compute;
-      sram_sm += double(ph.sram_bytes) / rates_.sram_per_sm;
-      // What the CTA does once its loads are in: its compute or its own shared-memory traffic.
-      const double own_sram = k.sram_bound_work ? double(ph.sram_bytes) / (rates_.sram_per_sm * k.sram_fraction_per_cta) : 0;
-      const double work = std::max(compute, own_sram) +
-                          (k.phase_latency_cycles + (r.phase == 0 ? k.cta_overhead_cycles : 0.0)) / rates_.clock_hz;
-      latency_bytes_sm += latency_bytes;
-      // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
-      // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
-      window_sm += window * (k.double_buffered ? 2 : 1);
-      if ((!k.double_buffered || r.phase == 0) && window > 0) {
-        // It waits for its loads: either as many round trips as its window needs (Little's law),
-        // or the first byte's latency and then its own bytes at the SM's share of DRAM and L2
-        // bandwidth, whichever is longer.
-        const double transfer = std::max(double(own_dram) * double(active_sms) / rates_.dram,
-                                         double(own_l2) * double(active_sms) / rates_.l2);
-        const double mean_latency = latency_bytes / double(l2_on ? own_l2 : own_dram);
-        const double memory = std::max(latency_bytes / std::min(window, rates_.in_flight_per_sm), mean_latency + transfer);
-        if (work + memory > serial_sm) {
-          serial_sm = work + memory;
-          serial_memory_sm = memory;
-        }
-      }
-    }
-    for (TileL2& cache : l2_) {
-      const auto wb = cache.take_writebacks();
-      for (int t = 0; t < kTensorCount; ++t) {
-        result_.memory[t].dram_write_bytes += wb[t];
-        dram_write += wb[t];
-      }
-    }
-
-    // The step lasts as long as its busiest resource needs. HBM and L2 bandwidth are shared by
-    // the SMs that have work: each gets its fair share. A CTA that cannot overlap waits for its
-    // loads, then computes: its phase is charged to latency or compute by the larger part.
-    const double share = double(active_sms);
-    const double t_dram = double(dram_read + dram_write) * share / rates_.dram;
-    const double t_l2 = l2_on ? double(l2_bytes) * share / rates_.l2 : 0.0;
-    const double in_flight = std::min(window_sm, rates_.in_flight_per_sm);
-    const double memory = in_flight > 0 ? latency_bytes_sm / in_flight : 0.0;
-    const bool serial_waits = 2 * serial_memory_sm > serial_sm;
-    const double t_compute = std::max(compute_sm, serial_waits ? 0.0 : serial_sm);
-    const double t_latency = std::max(memory, serial_waits ? serial_sm : 0.0);
-    const double step_s = std::max({t_dram, t_l2, t_compute, t_latency, sram_sm});
-    if (step_s == t_dram) busy_dram += step_s;
-    else if (step_s == t_compute) busy_compute += step_s;
-    else if (step_s == t_latency) busy_latency += step_s;
-    else if (step_s == t_l2) busy_l2 += step_s;
-    else busy_sram += step_s;
-    const double t1 = t0 + step_s;
-    if (options_.record_timeline) add_sample(result_.timeline, sample_bin_s_, {t0, t1, dram_read, dram_write, l2_bytes});
-    kt.dram_read_bytes += dram_read;
-    kt.dram_write_bytes += dram_write;
+    StepDemand demand;  // one step of this SM: each resident CTA carries out one phase
+    for (const Resident& r : here) serve_phase(k, r, matmul_rate, active_sms, demand);
+    take_writebacks(demand);
+    const StepTime step = step_time(demand, active_sms);
+    busy.add(step);
+    const double t1 = t0 + step.seconds;
+    if (options_.record_timeline)
+      add_sample(result_.timeline, sample_bin_s_, {t0, t1, demand.dram_read, demand.dram_write, demand.l2_bytes});
+    kt.dram_read_bytes += demand.dram_read;
+    kt.dram_write_bytes += demand.dram_write;
     ++kt.rounds;
-
-    // Finished CTAs leave; the next CTA of the grid takes the slot on this SM, which is how the
-    // hardware hands out CTAs: to whichever SM frees a slot first.
-    std::size_t kept = 0;
-    for (std::size_t n = 0; n < here.size(); ++n) {
-      Resident r = here[n];
-      if (++r.phase == k.programs[r.program].phase_count) {
-        if (options_.record_timeline) {
-          if (result_.timeline.ctas.size() < Timeline::kMaxSpans)
-            result_.timeline.ctas.push_back({kernel_index, r.sm, r.slot, r.cta, r.start_s, t1});
-          else
-            ++result_.timeline.dropped_spans;
-        }
-        if (next >= kt.ctas) continue;
-        place(r, next++, t1);
-      }
-      here[kept++] = r;
-    }
-    here.resize(kept);
+    retire(k, kernel_index, here, grid, t1);
     end_s = std::max(end_s, t1);
     if (!here.empty()) ready.push({t1, s});
     else leaving.push(t1);
   }
-  // Per-SM busy time by limiter, scaled to the kernel's duration.
-  const double busy = busy_dram + busy_l2 + busy_compute + busy_latency + busy_sram;
-  const double span = end_s - start_s;
-  if (busy > 0) {
-    kt.bound_dram_s = span * busy_dram / busy;
-    kt.bound_l2_s = span * busy_l2 / busy;
-    kt.bound_compute_s = span * busy_compute / busy;
-    kt.bound_latency_s = span * busy_latency / busy;
-    kt.bound_sram_s = span * busy_sram / busy;
-  }
-  now_s_ = end_s;
-  kt.time_s = now_s_ - kt.start_s;
-  result_.kernels.push_back(kt);
+  end_kernel(kt, busy, start_s, end_s);
 }
 
 }  // namespace

@@ -113,6 +113,48 @@ AttentionProblem problem_of(const Json& j, const std::string& where) {
   }
 }
 
+// An SDPA record's problem: B, H, N, d, dtype and causal, as calibrate_h100.py writes them.
+AttentionProblem sdpa_problem(const Json& r, const std::string& where) {
+  return problem_of({{"batch", r.at("B")}, {"heads", r.at("H")}, {"seq_len", r.at("N")}, {"head_dim", r.at("d")},
+                     {"dtype", r.value("dtype", "fp16")}, {"causal", r.value("causal", false)}},
+                    where);
+}
+
+// A row for a PyTorch record whose main kernel is `kernel_name`: the room that models that kernel
+// (Algorithm::external_kernels, among the split-KV rooms or the others), or none, the record then
+// listed as skipped.
+std::optional<ValidationRow> sdpa_row(const std::string& kernel_name, Pass pass, bool split_kv, const std::string& source,
+                                      const std::string& path, const std::string& gpu, const std::string& where,
+                                      ValidationReport& report) {
+  const std::optional<Algo> room = room_for_kernel(kernel_name, pass, split_kv);
+  if (!room) {
+    report.skipped.push_back(fmt::format("{}: no {} room models {}", where, to_string(pass), kernel_name));
+    return std::nullopt;
+  }
+  ValidationRow row;
+  row.file = path;
+  row.source = source;
+  row.gpu = gpu;
+  row.algo = *room;
+  return row;
+}
+
+// How PyTorch launched its main kernel: Br, Bc and warps from the Flash_*_kernel_traits<d, Br, Bc, warps,
+// ...> in its name (`traits`, named `traits_where` in messages), registers and shared memory per CTA
+// from ncu's launch__ figures of `kernel`.
+void read_sdpa_launch(const Json& kernel, const std::smatch& traits, const std::string& traits_where,
+                      const std::string& where, ValidationRow& row) {
+  // The traits' numbers are digits of any length: read them as doubles, so that none overflows.
+  auto trait = [&](int k) { return std::strtod(traits[k].str().c_str(), nullptr); };
+  row.blocks = {launch_figure(trait(2), traits_where + " Br"), launch_figure(trait(3), traits_where + " Bc")};
+  row.launch.threads_per_cta = launch_figure(32 * trait(4), traits_where + " warps × 32");
+  const double regs = number_or_nan(kernel, "launch__registers_per_thread");
+  const double smem = number_or_nan(kernel, "launch__shared_mem_per_block_dynamic") +
+                      number_or_nan(kernel, "launch__shared_mem_per_block_static");
+  if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
+  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+}
+
 // PyTorch's FlashAttention-2 backward ("pass": "backward" in a record): its three kernels, as the flash2
 // backward room plans them, D = rowsum(dO ∘ O) (flash_bwd_dot_do_o_kernel, which also clears the fp32
 // dQ accumulator), one CTA per K_j, V_j (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, whose name carries
@@ -139,23 +181,11 @@ void read_sdpa_backward(const Json& r, const std::string& where, const std::stri
     report.skipped.push_back(where + ": no flash_bwd_dq_dk_dv_loop kernel with its traits in ncu_kernels");
     return;
   }
-  ValidationRow row;
-  row.file = path;
-  row.source = "sdpa flash backward";
-  row.gpu = gpu;
-  row.algo = algo_named("flash2", Pass::backward);
-  row.problem = problem_of({{"batch", r.at("B")}, {"heads", r.at("H")}, {"seq_len", r.at("N")}, {"head_dim", r.at("d")},
-                            {"dtype", r.value("dtype", "fp16")}, {"causal", r.value("causal", false)}},
-                           where);
-  auto trait = [&](int k) { return std::strtod(m[k].str().c_str(), nullptr); };  // as read_sdpa reads them
-  const std::string traits_where = where + ": ncu_kernels: Flash_bwd_kernel_traits";
-  row.blocks = {launch_figure(trait(2), traits_where + " Br"), launch_figure(trait(3), traits_where + " Bc")};
-  row.launch.threads_per_cta = launch_figure(32 * trait(4), traits_where + " warps × 32");
-  const double regs = number_or_nan(*main, "launch__registers_per_thread");
-  const double smem = number_or_nan(*main, "launch__shared_mem_per_block_dynamic") +
-                      number_or_nan(*main, "launch__shared_mem_per_block_static");
-  if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
-  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+  std::optional<ValidationRow> found = sdpa_row(name, Pass::backward, false, "sdpa flash backward", path, gpu, where, report);
+  if (!found) return;
+  ValidationRow& row = *found;
+  row.problem = sdpa_problem(r, where);
+  read_sdpa_launch(*main, m, where + ": ncu_kernels: Flash_bwd_kernel_traits", where, row);
   row.measured_time_s = time_ns * 1e-9;
   row.measured_dram_read = dram_read;
   row.measured_dram_write = dram_write;
@@ -199,25 +229,12 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
       report.skipped.push_back(where + ": no flash_fwd_kernel with its traits in ncu_kernels");
       continue;
     }
-    ValidationRow row;
-    row.file = path;
-    row.source = "sdpa flash";
-    row.gpu = gpu;
-    row.algo = algo_named("flash2");  // PyTorch's FlashAttention-2 forward
-    row.problem = problem_of({{"batch", r.at("B")}, {"heads", r.at("H")}, {"seq_len", r.at("N")}, {"head_dim", r.at("d")},
-                              {"dtype", r.value("dtype", "fp16")}, {"causal", r.value("causal", false)}},
-                             where);
-    // The traits' numbers are digits of any length: read them as doubles, so that none overflows.
-    auto trait = [&](int k) { return std::strtod(m[k].str().c_str(), nullptr); };
-    const std::string traits_where = where + ": ncu_kernels: Flash_fwd_kernel_traits";
-    row.blocks = {launch_figure(trait(2), traits_where + " Br"), launch_figure(trait(3), traits_where + " Bc")};
-    row.launch.threads_per_cta = launch_figure(32 * trait(4), traits_where + " warps × 32");
+    std::optional<ValidationRow> found = sdpa_row(name, Pass::forward, false, "sdpa flash", path, gpu, where, report);
+    if (!found) continue;
+    ValidationRow& row = *found;
+    row.problem = sdpa_problem(r, where);
+    read_sdpa_launch(*kernel, m, where + ": ncu_kernels: Flash_fwd_kernel_traits", where, row);
     row.launch.kv_descending = true;
-    const double regs = number_or_nan(*kernel, "launch__registers_per_thread");
-    const double smem = number_or_nan(*kernel, "launch__shared_mem_per_block_dynamic") +
-                        number_or_nan(*kernel, "launch__shared_mem_per_block_static");
-    if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
-    if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
     row.measured_time_s = number_or_nan(*kernel, "gpu__time_duration.sum") * 1e-9;
     row.measured_dram_read = number_or_nan(*kernel, "dram__bytes_read.sum");
     row.measured_dram_write = number_or_nan(*kernel, "dram__bytes_write.sum");
@@ -275,25 +292,15 @@ void read_sdpa_decode(const Json& file, const std::string& path, const std::stri
                                            where, dim(3), B * Hkv, Nq));
       continue;
     }
-    ValidationRow row;
-    row.file = path;
-    row.source = "sdpa flash";
-    row.gpu = gpu;
-    row.algo = algo_named("flash-decoding");
+    std::optional<ValidationRow> found = sdpa_row(name, Pass::forward, true, "sdpa flash", path, gpu, where, report);
+    if (!found) continue;
+    ValidationRow& row = *found;
     Json problem = {{"batch", B}, {"heads", H}, {"kv_heads", Hkv}, {"query_len", Nq}, {"seq_len", r.at("N")},
                     {"head_dim", r.at("d")}, {"dtype", r.value("dtype", "fp16")}};
     problem["splits"] = split ? launch_figure(dim(2), where + ": grid y (splits)") : 1;
     row.problem = problem_of(problem, where);
-    auto trait = [&](int k) { return std::strtod(t[k].str().c_str(), nullptr); };
-    const std::string traits_where = where + ": Flash_fwd_kernel_traits";
-    row.blocks = {launch_figure(trait(2), traits_where + " Br"), launch_figure(trait(3), traits_where + " Bc")};
-    row.launch.threads_per_cta = launch_figure(32 * trait(4), traits_where + " warps × 32");
+    read_sdpa_launch(*main_kernel, t, where + ": Flash_fwd_kernel_traits", where, row);
     row.launch.combine_split_by_split = true;
-    const double regs = number_or_nan(*main_kernel, "launch__registers_per_thread");
-    const double smem = number_or_nan(*main_kernel, "launch__shared_mem_per_block_dynamic") +
-                        number_or_nan(*main_kernel, "launch__shared_mem_per_block_static");
-    if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
-    if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
     row.measured_time_s = time_ns * 1e-9;
     row.measured_dram_read = dram_read;
     row.measured_dram_write = dram_write;
@@ -319,7 +326,7 @@ MeasuredOnChip read_on_chip(const Json& r, const std::string& where) {
   return m;
 }
 
-// `hbmlab measure` files (DESIGN.md, "Measurement files"): hbmlab's own kernels, with the
+// `hbmlab measure` files (docs/design.md#measurement-files): hbmlab's own kernels, with the
 // blocks they ran with. A record may add "launch": {"threads_per_cta", "registers_per_thread",
 // "smem_bytes_per_cta", "kv_descending"}; without it the launch is the engine's default. "pass":
 // "backward" names the room of the backward pass (absent: the forward).
@@ -331,7 +338,7 @@ void read_records(const Json& file, const std::string& path, const std::string& 
     const std::optional<Pass> pass = parse_pass(r.value("pass", "forward"));
     if (!pass) fail_input("{}.pass: '{}' is not forward or backward", where, r.value("pass", ""));
     const auto algo = parse_algo(r.value("kernel", ""), *pass);
-    if (!algo && r.value("kernel", "").find("flash_fwd_kernel") != std::string::npos)
+    if (!algo && room_for_kernel(r.value("kernel", ""), *pass, false))
       fail_input("{}.kernel: PyTorch's FlashAttention-2 kernel without its registers and shared memory per CTA, "
                  "which set how many CTAs share an SM (a layout study); calibration files' \"sdpa\" records carry them",
                  where);

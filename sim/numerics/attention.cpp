@@ -247,9 +247,7 @@ NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, B
 NumericsCheck check_numerics(Algo algo, Precision precision, const Inputs& in, const AttentionProblem& p, Blocks blocks,
                              std::span<const std::int64_t> rows) {
   TiledOptions options;
-  options.kv_splits = p.kv_splits;
-  options.unified_max = p.unified_max;
-  options.dtype = p.dtype;
+  options.problem = &p;
   return check_tiled(algo, precision, in, blocks, p.causal, rows, options, p.block_mask);
 }
 

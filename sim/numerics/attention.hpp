@@ -63,10 +63,10 @@ struct SoftmaxEvent {
 struct TiledOptions {
   std::vector<std::int64_t> rows;          // query rows to compute; empty: all
   std::optional<std::int64_t> watch_row;   // row whose online-softmax state is recorded
-  // Decoding: K/V splits (0: one) and FlashDecoding++'s unified max φ (none: the room's default).
-  std::int64_t kv_splits = 0;
-  std::optional<double> unified_max;
-  Dtype dtype = Dtype::fp32;  // the problem's: FlashDecoding++'s safe range around φ depends on it
+  // The prepared problem (Algorithm::prepare) the inputs are one head of, for what a room resolves
+  // beyond the grid: split-KV's split count, FlashDecoding++'s φ and the dtype its safe range depends
+  // on. None: self-attention in fp32 as the grid says.
+  const AttentionProblem* problem = nullptr;
 };
 
 // The backward's outputs: dQ (NQ × d), dK and dV (N × d) for the loss whose gradient at O is dO.

@@ -1,4 +1,5 @@
-// Reports: text a student can read, JSON per DESIGN.md's contract, CSV for spreadsheets.
+// Reports: text a student can read, and JSON per the contract of docs/design.md#json-output. The
+// CSV of `simulate --csv` and `sweep` is written by the command line (sim/cli/cli.cpp).
 #pragma once
 
 #include <ostream>

@@ -1,5 +1,5 @@
-// View models of the comparison panels: standard vs flash1 vs flash2 bars (IO and bounds panel)
-// and the block size × SRAM explorer (heat map over (Br, Bc), HBM accesses against M). Every
+// View models of the comparison panels: one bar per room of the pass that takes the problem (IO and
+// bounds panel) and the block size × SRAM explorer (heat map over (Br, Bc), HBM accesses against M). Every
 // figure comes from simulate() or run_sweep(); this file only chooses what to ask and arranges it.
 #pragma once
 
@@ -22,7 +22,7 @@ struct AlgoBar {
 };
 
 // The rooms of the base algorithm's pass. Explicit blocks that do not fit one algorithm fall back to
-// its own default choice (noted in result.blocks.note), so that the three bars always compare something.
+// its own default choice (noted in result.blocks.note), so that every bar compares something.
 std::vector<AlgoBar> compare_algorithms(const SimulateRequest& base);
 
 struct ExplorerRequest {

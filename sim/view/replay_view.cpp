@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/algo/flashdecoding_pp/flashdecoding_pp.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/limits.hpp"
 #include "sim/engine/replay.hpp"
@@ -331,9 +332,7 @@ void ReplayView::build_softmax(const ReplayRequest& request) {
     TiledOptions options;
     options.rows = {row};
     options.watch_row = row;
-    options.kv_splits = p.kv_splits;
-    options.unified_max = p.unified_max;
-    options.dtype = p.dtype;
+    options.problem = &p;
     return algo()->run_tiled(Precision::fp32, in, grid, options);
   };
   TiledResult tiled = watch(v.row);
@@ -396,6 +395,10 @@ void ReplayView::build_splits(const TiledResult& tiled) {
   v.unified = algo()->supports().unified_max;
   v.phi = p.unified_max.value_or(0);
   v.fell_back = !tiled.recomputed_rows.empty();
+  const SafeRange safe = unified_max_safe_range(p.dtype);
+  v.safe_above = safe.above;
+  v.safe_below = safe.below;
+  v.dtype = to_string(p.dtype);
   if (!algo()->supports().splits || grid.splits <= 1 || v.events.empty() || !v.events.back().combine) return;
   const SoftmaxEvent& combine = v.events.back();
   v.LSE = combine.m_new + std::log(combine.l_new);

@@ -112,6 +112,8 @@ struct SoftmaxView {
   bool unified = false;              // the splits use one max φ (no rescale)
   double phi = 0;
   bool fell_back = false;            // the row left φ's safe range: its splits were recomputed synchronised
+  double safe_above = 0, safe_below = 0;  // φ's safe range in the problem's dtype (unified_max_safe_range)
+  std::string_view dtype;                 // that dtype's name, for the panel's text
   // Events that hold after `pos` steps have run.
   std::size_t events_before(std::int64_t pos) const;
 };

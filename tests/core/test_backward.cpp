@@ -478,7 +478,7 @@ TEST_CASE("Theorem 5: backward counts scale as N²d²/M (flash) and N² (standar
     if (row.axis == SweepAxis::d) CHECK(row.fitted == Approx(flash ? 2.0 : 0.0).margin(0.05));
     if (row.axis == SweepAxis::M) CHECK(row.fitted == Approx(flash ? -1.0 : 0.0).margin(0.05));
     if (row.axis != SweepAxis::N && row.axis != SweepAxis::d && row.axis != SweepAxis::M) continue;
-    // Each point's count against DESIGN.md's non-causal formulas, in elements.
+    // Each point's count against the non-causal formulas of docs/design.md#backward, in elements.
     for (const BoundsPoint& pt : row.points) {
       const std::int64_t N = pt.N, Nd = pt.N * pt.d, Tc = (N + pt.blocks.Bc - 1) / pt.blocks.Bc;
       INFO("N=" << N << " d=" << pt.d << " M=" << pt.M << " Bc=" << pt.blocks.Bc);

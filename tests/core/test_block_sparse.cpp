@@ -1,5 +1,5 @@
 // Block-sparse FlashAttention (Algorithm 5) and sliding windows: masks by hand, exact counts against
-// DESIGN.md's closed forms on random shapes and every mask kind, masked numerics, the engine
+// The closed forms of docs/design.md#block-sparse on random shapes and every mask kind, masked numerics, the engine
 // following the kept work, and one-line errors for bad masks.
 #include <cstdio>
 #include <fstream>

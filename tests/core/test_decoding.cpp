@@ -1,5 +1,5 @@
 // Decoding with a K/V cache: NQ query rows, HKV K/V heads, split-KV (flash-decoding) and the unified
-// max (flashdecoding++). Hand-worked bytes, DESIGN.md's closed forms on random shapes, numerics
+// max (flashdecoding++). Hand-worked bytes, the closed forms of docs/design.md#decoding on random shapes, numerics
 // against the fp64 reference (and FlashDecoding++'s fallback on inputs made to need it), the engine's
 // plans, and the CLI's errors.
 // Run: ./build/tests/hbmlab_tests_core "[decode]"
@@ -144,7 +144,7 @@ TEST_CASE("flash2 with HKV < H reads K and V once per query head; standard and f
 
 namespace {
 
-// DESIGN.md's Decoding section written out from its definitions, per tensor, for the whole problem:
+// docs/design.md#decoding written out from its definitions, per tensor, for the whole problem:
 // the queries are the last NQ positions; a causal query sees every key up to its own, so Q_i visits
 // K_j unless K_j's first key comes after Q_i's last query. Independent of the rooms' closed forms.
 struct Expected {
@@ -235,7 +235,7 @@ Expected design_decoding(std::string_view algo, const AttentionProblem& p, Block
 
 }  // namespace
 
-TEST_CASE("decoding counts equal DESIGN.md's closed forms on random shapes", "[io][property][decode]") {
+TEST_CASE("decoding counts equal the design's closed forms on random shapes", "[io][property][decode]") {
   std::mt19937 rng(2025);
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
   const Dtype dtypes[] = {Dtype::fp16, Dtype::bf16, Dtype::fp32};
@@ -378,8 +378,10 @@ TEST_CASE("each split's partial O_s and LSE_s, and the combine's weights, equal 
     const Inputs in = make_inputs(N, d, InputKind::unit, 900 + k, Nq);
     for (std::int64_t q = 0; q < Nq; ++q) {
       INFO("N=" << N << " d=" << d << " NQ=" << Nq << " Bc=" << b.Bc << " S=" << S << " causal=" << causal << " row " << q);
+      AttentionProblem prepared(1, 1, N, d, Dtype::fp32, causal);  // as the rows' problem: S splits, fp32
+      prepared.kv_splits = S;
       TiledOptions options;
-      options.kv_splits = S;
+      options.problem = &prepared;
       options.watch_row = q;
       const TiledResult r = run_tiled(kFD, Precision::fp32, in, b, causal, options);
       REQUIRE(!r.watch.empty());
@@ -538,8 +540,10 @@ TEST_CASE("FlashDecoding++ falls back on rows beyond φ's safe range, stays exac
     for (std::int64_t x = 0; x < d; ++x) in.Q(r, x) *= 40;
   const AttentionProblem p = decode_problem(1, 1, 1, N, d, Nq, 4);
   const Blocks b{4, 64};
+  AttentionProblem prepared = p;  // the rows in fp32, φ the room's default
+  prepared.dtype = Dtype::fp32;
   TiledOptions options;
-  options.kv_splits = 4;
+  options.problem = &prepared;
   const TiledResult result = run_tiled(kFDpp, Precision::fp32, in, b, false, options);
   REQUIRE(result.recomputed_rows.size() == hot.size());  // fails if the fallback never triggers
   for (std::int64_t r : result.recomputed_rows) CHECK(hot.contains(r));

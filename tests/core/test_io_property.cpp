@@ -1,4 +1,4 @@
-// Property tests: the replayed counts equal DESIGN.md's closed forms on hundreds of random
+// Property tests: the replayed counts equal the closed forms of docs/design.md#io-conventions on hundreds of random
 // shapes, ragged and causal included, for the rooms of both passes; step-stream invariants hold for
 // every algorithm.
 #include <algorithm>
@@ -46,7 +46,7 @@ std::vector<Algo> every_room() {
   return all;
 }
 
-// DESIGN.md's "Backward" formulas for one (batch, head), written out here from the page and not
+// The formulas of docs/design.md#backward for one (batch, head), written out here from the page and not
 // taken from the rooms: elements read and written per tensor, and matmul FLOPs. The page's Tc·N
 // (every row block visits every column block) becomes the rows of the visited pairs, summed, and
 // "read K_j, V_j" the columns that keep at least one pair; kept(i, j) says which pairs are visited.
@@ -148,7 +148,7 @@ TEST_CASE("replayed counts equal the closed forms on random shapes", "[io][prope
   }
 }
 
-TEST_CASE("non-causal closed forms match DESIGN.md's formulas literally", "[io][property]") {
+TEST_CASE("non-causal closed forms match the design's formulas literally", "[io][property]") {
   for (const Shape& s : random_shapes(200, 7)) {
     AttentionProblem p = s.problem;
     p.causal = false;
@@ -167,7 +167,7 @@ TEST_CASE("non-causal closed forms match DESIGN.md's formulas literally", "[io][
   }
 }
 
-TEST_CASE("backward counts equal DESIGN.md's formulas to the byte on random shapes", "[io][property][backward]") {
+TEST_CASE("backward counts equal the design's formulas to the byte on random shapes", "[io][property][backward]") {
   int causal_shapes = 0, skipping_shapes = 0;
   for (const Shape& s : random_shapes(400, 20261122)) {
     const AttentionProblem& p = s.problem;

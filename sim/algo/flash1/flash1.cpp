@@ -42,8 +42,8 @@ public:
 
   // Line 1: Bc = ⌈M/(4d)⌉, Br = min(⌈M/(4d)⌉, d), clamped to N.
   Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override {
-    const std::int64_t big = std::min(ceil_div(M, 4 * d), N);
-    return {std::min({big, d, N}), big};
+    const PaperRule r = paper_rule(M, d, N);
+    return {r.small, r.big};
   }
 
   // [SECTION] Steps (lines 2 to 13)
@@ -96,32 +96,13 @@ public:
   // Not causal: Q and O read Tc·NQ·d, ℓ and m read Tc·NQ, O written (1 + Tc)·NQ·d, ℓ and m
   // (1 + Tc)·NQ; K and V read N·d. Causal: each row block i counts only the blocks it visits (from
   // the diagonal's position). A block mask: each kept pair counts, and K_j, V_j are read only for a
-  // column with a kept pair (DESIGN.md, "Block-sparse").
+  // column with a kept pair (docs/design.md#block-sparse).
   Counts closed_form(const AttentionProblem& p, Blocks b) const override {
     const std::int64_t d = p.head_dim, e = p.elem_bytes(), Nq = p.Nq();
-    const BlockGrid g(p, b);
+    const Visits v = visits(BlockGrid(p, b));
+    const std::int64_t visited_rows = v.rows, kv_rows = v.kv_rows;
     Counts c;
-    std::int64_t visited_rows = 0;  // Σ over kept pairs of rows(i) (= Tc·NQ when nothing is skipped)
-    std::int64_t kv_rows = 0;       // Σ over loaded columns of cols(j)
-    if (!p.block_mask) {
-      for (std::int64_t i = 0; i < g.Tr; ++i) {
-        visited_rows += visited_blocks(g, i) * g.rows(i);
-        const std::int64_t keys = std::min(g.N, visited_blocks(g, i) * g.Bc);
-        c.matmul_flops += 4 * g.rows(i) * keys * d;
-      }
-      kv_rows = g.N;
-    } else {
-      for (std::int64_t j = 0; j < g.Tc; ++j) {
-        bool any = false;
-        for (std::int64_t i = 0; i < g.Tr; ++i)
-          if (!g.skipped(i, j)) {
-            any = true;
-            visited_rows += g.rows(i);
-            c.matmul_flops += 4 * g.rows(i) * g.cols(j) * d;
-          }
-        if (any) kv_rows += g.cols(j);
-      }
-    }
+    c.matmul_flops = 4 * v.scores * d;  // S_ij = Q_i K_jᵀ and P̃_ij V_j
     add_traffic(c, Tensor::K, kv_rows * d, 0, e);
     add_traffic(c, Tensor::V, kv_rows * d, 0, e);
     add_traffic(c, Tensor::Q, visited_rows * d, 0, e);
@@ -193,14 +174,10 @@ public:
   // counts; streamed, since a 64K-token problem has millions of steps.
   std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks b, const GpuSpec& gpu,
                                        const EngineOptions& options) const override {
-    KernelPlan plan;
-    plan.name = "flash1 forward";
-    plan.overlap = "no overlap inside a CTA: Algorithm 1 loads Q_i, O_i, ℓ_i, m_i, computes, then writes O_i, ℓ_i, m_i "
-                   "(line 8 to 13); CTAs sharing an SM overlap one another";
-    plan.double_buffered = false;
-    plan.instances = p.instances();
-    plan.kv_group = p.heads / p.Hkv();  // GQA: the L2 may catch a K/V head read again by its next query head
-    plan.smem_bytes_per_cta = working_set_bytes(p, b);
+    KernelPlan plan = tiled_plan(p, b, "flash1 forward",
+                                 "no overlap inside a CTA: Algorithm 1 loads Q_i, O_i, ℓ_i, m_i, computes, then writes "
+                                 "O_i, ℓ_i, m_i (line 8 to 13); CTAs sharing an SM overlap one another",
+                                 false);
     const BlockGrid g(p, b);
     PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
     builder.begin_program();  // the K/V outer loop stays in one CTA

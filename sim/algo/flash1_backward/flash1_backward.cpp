@@ -87,43 +87,20 @@ public:
     }
   }
 
-  std::string narrate(const Step& s) const override {
-    if (s.kind == StepKind::store && s.line == 5)
-      return fmt::format("line 5: initialise {} ← 0 in HBM ({})", block_name(s), format_bytes(static_cast<double>(s.bytes)));
-    if (s.kind == StepKind::load && s.tensor == Tensor::V)
-      return TiledBackward::narrate(s) + fmt::format("; line 8: dK̃_{0}, dṼ_{0} ← 0 on chip", s.j + 1);
-    return TiledBackward::narrate(s);
-  }
+  std::string narrate(const Step& s) const override { return narrate_backward(s, 5, 8, "dK̃", "dṼ"); }
 
   // [SECTION] Closed form
   //
-  // DESIGN.md, "Backward": writes dQ, dK, dV = 0 (N·d each); K, V read N·d; per visited pair, Q, O,
+  // docs/design.md#backward: writes dQ, dK, dV = 0 (N·d each); K, V read N·d; per visited pair, Q, O,
   // dO and dQ read and dQ written (Tc·N·d without a mask), ℓ and m read (Tc·N); dK, dV written once
   // more at line 24. Causal: each row block visits the blocks up to the diagonal (from its position);
   // a block mask: the kept pairs, and K_j, V_j only for a column with one.
   Counts closed_form(const AttentionProblem& p, Blocks b) const override {
     const std::int64_t N = p.seq_len, d = p.head_dim, e = p.elem_bytes();
-    const BlockGrid g(p, b);
+    const Visits v = visits(BlockGrid(p, b));
+    const std::int64_t visited_rows = v.rows, kv_rows = v.kv_rows;
     Counts c;
-    std::int64_t visited_rows = 0, kv_rows = 0;
-    if (!p.block_mask) {
-      for (std::int64_t i = 0; i < g.Tr; ++i) {
-        visited_rows += visited_blocks(g, i) * g.rows(i);
-        c.matmul_flops += 10 * g.rows(i) * std::min(g.N, visited_blocks(g, i) * g.Bc) * d;  // five matmuls
-      }
-      kv_rows = N;
-    } else {
-      for (std::int64_t j = 0; j < g.Tc; ++j) {
-        bool any = false;
-        for (std::int64_t i = 0; i < g.Tr; ++i)
-          if (!g.skipped(i, j)) {
-            any = true;
-            visited_rows += g.rows(i);
-            c.matmul_flops += 10 * g.rows(i) * g.cols(j) * d;
-          }
-        if (any) kv_rows += g.cols(j);
-      }
-    }
+    c.matmul_flops = 10 * v.scores * d;  // five matmuls per kept pair
     add_traffic(c, Tensor::K, kv_rows * d, 0, e);
     add_traffic(c, Tensor::V, kv_rows * d, 0, e);
     for (Tensor t : {Tensor::Q, Tensor::O, Tensor::dO}) add_traffic(c, t, visited_rows * d, 0, e);
@@ -174,13 +151,10 @@ public:
   std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks b, const GpuSpec& gpu,
                                        const EngineOptions& options) const override {
     if (options.launch.hbmlab_kernels) fail_input("--hbmlab-kernels: hbmlab has no CUDA kernel for {}", display_name());
-    KernelPlan plan;
-    plan.name = "flash1 backward";
-    plan.overlap = "no overlap inside a CTA: Algorithm 4 loads Q_i, O_i, dO_i, dQ_i, ℓ_i, m_i, computes, then writes "
-                   "dQ_i (lines 10 to 22); CTAs sharing an SM overlap one another";
-    plan.double_buffered = false;
-    plan.instances = p.instances();
-    plan.smem_bytes_per_cta = working_set_bytes(p, b);
+    KernelPlan plan = tiled_plan(p, b, "flash1 backward",
+                                 "no overlap inside a CTA: Algorithm 4 loads Q_i, O_i, dO_i, dQ_i, ℓ_i, m_i, computes, "
+                                 "then writes dQ_i (lines 10 to 22); CTAs sharing an SM overlap one another",
+                                 false);
     const BlockGrid g(p, b);
     PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
     builder.begin_program();

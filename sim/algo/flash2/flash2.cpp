@@ -80,8 +80,8 @@ public:
   // flash2 keeps Q_i resident across its inner loop, so the paper's roles swap: Br = ⌈M/(4d)⌉,
   // Bc = min(Br, d), clamped to N. With the literal rule its K/V traffic would not fall as SRAM grows.
   Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override {
-    const std::int64_t big = std::min(ceil_div(M, 4 * d), N);
-    return {big, std::min({big, d, N})};
+    const PaperRule r = paper_rule(M, d, N);
+    return {r.big, r.small};
   }
 
   // [SECTION] Steps (lines 3 to 15)
@@ -117,22 +117,13 @@ public:
   //
   // Not causal: Q read NQ·d, K and V read Tr·N·d, O written NQ·d, L written NQ. Causal: each row
   // block reads the K/V blocks up to the diagonal (from its position); a block mask: the kept pairs.
-  // Every Q_i is read and every O_i, L_i written, whatever the mask keeps (DESIGN.md, "Block-sparse").
+  // Every Q_i is read and every O_i, L_i written, whatever the mask keeps (docs/design.md#block-sparse).
   Counts closed_form(const AttentionProblem& p, Blocks b) const override {
     const std::int64_t d = p.head_dim, e = p.elem_bytes(), Nq = p.Nq();
-    const BlockGrid g(p, b);
+    const Visits v = visits(BlockGrid(p, b));
+    const std::int64_t kv_rows = v.keys;  // each row block reads the K_j, V_j it keeps
     Counts c;
-    std::int64_t kv_rows = 0;  // Σ_i keys visited by row block i (= Tr·N when nothing is skipped)
-    for (std::int64_t i = 0; i < g.Tr; ++i) {
-      std::int64_t keys = 0;
-      if (!p.block_mask) {
-        keys = std::min(g.N, visited_blocks(g, i) * g.Bc);
-      } else {
-        for (std::int64_t j = 0; j < g.Tc; ++j) keys += g.skipped(i, j) ? 0 : g.cols(j);
-      }
-      kv_rows += keys;
-      c.matmul_flops += 4 * g.rows(i) * keys * d;
-    }
+    c.matmul_flops = 4 * v.scores * d;
     add_traffic(c, Tensor::Q, Nq * d, 0, e);
     add_traffic(c, Tensor::K, kv_rows * d, 0, e);
     add_traffic(c, Tensor::V, kv_rows * d, 0, e);
@@ -197,14 +188,10 @@ public:
   // LaunchOverride::kv_descending visits K_j, V_j from the last block down.
   std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks b, const GpuSpec& gpu,
                                        const EngineOptions& options) const override {
-    KernelPlan plan;
-    plan.name = "flash2 forward";
-    plan.overlap = "double-buffered: K_{j+1}, V_{j+1} load while S_ij, P̃_ij V_j compute (FlashAttention-2 "
-                   "prefetches the next K/V block with cp.async)";
-    plan.double_buffered = true;
-    plan.instances = p.instances();
-    plan.kv_group = p.heads / p.Hkv();  // GQA without packing: the g query heads of a K/V head read it in turn
-    plan.smem_bytes_per_cta = working_set_bytes(p, b);
+    KernelPlan plan = tiled_plan(p, b, "flash2 forward",
+                                 "double-buffered: K_{j+1}, V_{j+1} load while S_ij, P̃_ij V_j compute (FlashAttention-2 "
+                                 "prefetches the next K/V block with cp.async)",
+                                 true);
     plan.cta_overhead_cycles = kCtaOverheadCycles;
     const BlockGrid g(p, b);
     PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
@@ -224,6 +211,11 @@ public:
   // NQ < N: the queries are the last NQ positions. HKV < H: each query head reads its K/V head itself
   // (no packing): K and V are read H/HKV times per K/V head, and the L2 may catch the repeats.
   ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true, .block_mask = true}; }
+  // PyTorch's FlashAttention-2 forward kernel (Flash_fwd_kernel_traits<d, Br, Bc, warps, ...>).
+  std::span<const std::string_view> external_kernels() const override {
+    static constexpr std::string_view kernels[] = {"flash_fwd_kernel"};
+    return kernels;
+  }
 
   // [SECTION] The window
 

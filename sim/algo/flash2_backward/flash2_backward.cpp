@@ -114,6 +114,13 @@ public:
   std::string_view paper_name() const override {
     return "FlashAttention-2 backward (FlashAttention-2 paper, Algorithm 2)";
   }
+  // PyTorch's FlashAttention-2 backward: D = rowsum(dO ∘ O), the main loop over K_j, V_j
+  // (Flash_bwd_kernel_traits<d, Br, Bc, warps, ...>) and the dQ conversion.
+  std::span<const std::string_view> external_kernels() const override {
+    static constexpr std::string_view kernels[] = {"flash_bwd_dq_dk_dv_loop", "flash_bwd_dot_do_o",
+                                                   "flash_bwd_convert_dq"};
+    return kernels;
+  }
 
   // More than the forward holds: K_j, V_j and the accumulators dK_j, dV_j (Bc×d each, line 7), and
   // Q_i, dO_i, dQ_i (Br×d each, line 9) in the problem dtype; L_i, D_i (line 9) in fp32. No O_i: D
@@ -163,42 +170,19 @@ public:
     }
   }
 
-  std::string narrate(const Step& s) const override {
-    if (s.kind == StepKind::store && s.line == 3)
-      return fmt::format("line 3: initialise {} ← 0 in HBM ({})", block_name(s), format_bytes(static_cast<double>(s.bytes)));
-    if (s.kind == StepKind::load && s.tensor == Tensor::V)
-      return TiledBackward::narrate(s) + fmt::format("; line 7: dK_{0}, dV_{0} ← 0 on chip", s.j + 1);
-    return TiledBackward::narrate(s);
-  }
+  std::string narrate(const Step& s) const override { return narrate_backward(s, 3, 7, "dK", "dV"); }
 
   // [SECTION] Closed form
   //
-  // DESIGN.md, "Backward": O and dO read once (N·d) for D, D written (N, fp32), dQ ← 0 written (N·d);
+  // docs/design.md#backward: O and dO read once (N·d) for D, D written (N, fp32), dQ ← 0 written (N·d);
   // per visited pair Q_i, dO_i, dQ_i, L_i, D_i read and dQ_i written (Tc·N·d and Tc·N without a
   // mask); K, V read and dK, dV written once (N·d). Causal and block masks as in flash1's backward.
   Counts closed_form(const AttentionProblem& p, Blocks b) const override {
     const std::int64_t N = p.seq_len, d = p.head_dim, e = p.elem_bytes();
-    const BlockGrid g(p, b);
+    const Visits v = visits(BlockGrid(p, b));
+    const std::int64_t visited_rows = v.rows, kv_rows = v.kv_rows;
     Counts c;
-    std::int64_t visited_rows = 0, kv_rows = 0;
-    if (!p.block_mask) {
-      for (std::int64_t i = 0; i < g.Tr; ++i) {
-        visited_rows += visited_blocks(g, i) * g.rows(i);
-        c.matmul_flops += 10 * g.rows(i) * std::min(g.N, visited_blocks(g, i) * g.Bc) * d;  // five matmuls
-      }
-      kv_rows = N;
-    } else {
-      for (std::int64_t j = 0; j < g.Tc; ++j) {
-        bool any = false;
-        for (std::int64_t i = 0; i < g.Tr; ++i)
-          if (!g.skipped(i, j)) {
-            any = true;
-            visited_rows += g.rows(i);
-            c.matmul_flops += 10 * g.rows(i) * g.cols(j) * d;
-          }
-        if (any) kv_rows += g.cols(j);
-      }
-    }
+    c.matmul_flops = 10 * v.scores * d;  // five matmuls per kept pair
     add_traffic(c, Tensor::O, N * d, 0, e);
     add_traffic(c, Tensor::dO, N * d + visited_rows * d, 0, e);
     add_traffic(c, Tensor::D, visited_rows, N, kStatBytes);

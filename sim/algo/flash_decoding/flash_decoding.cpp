@@ -30,6 +30,13 @@ public:
   std::string_view paper_name() const override {
     return "Flash-Decoding (split-KV with a log-sum-exp combine, Dao et al. 2023)";
   }
+  // PyTorch's FlashAttention-2 on a decode step runs Flash-Decoding: its split and combine kernels, or
+  // its forward kernel alone with one split.
+  std::span<const std::string_view> external_kernels() const override {
+    static constexpr std::string_view kernels[] = {"flash_fwd_splitkv_kernel", "flash_fwd_splitkv_combine_kernel",
+                                                   "flash_fwd_kernel"};
+    return kernels;
+  }
 
   // [SECTION] Steps, closed form, numerics
 

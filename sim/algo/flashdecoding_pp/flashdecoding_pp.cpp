@@ -105,8 +105,8 @@ public:
 
   TiledResult run_tiled(Precision precision, const Inputs& in, const BlockGrid& g,
                         const TiledOptions& options) const override {
-    return run_split(precision, in, g, options, Path::unified,
-                     options.unified_max.value_or(default_unified_max(in.K.rows)));
+    const std::optional<double> phi = options.problem ? options.problem->unified_max : std::nullopt;
+    return run_split(precision, in, g, options, Path::unified, phi.value_or(default_unified_max(in.K.rows)));
   }
 
   // Kernels: the unified split kernel; the fallback's synchronised split kernel for the recomputed row
@@ -170,7 +170,7 @@ protected:
       case 5: return fmt::format("S_{},{} = Q_{} K_{}ᵀ on chip", i, j, i, j);
       case 6:
         return fallback ? "synchronised: m' = max(m, rowmax(S_ij)), P̃ = exp(S_ij − m'), ℓ ← e^(m − m')ℓ + rowsum(P̃)"
-                        : "P̃ = exp(S_ij − φ) with the unified max φ, ℓ += rowsum(P̃); scores checked against φ ± 64";
+                        : "P̃ = exp(S_ij − φ) with the unified max φ, ℓ += rowsum(P̃); scores checked against φ's safe range";
       case 7:
         if (s.flop_kind == FlopKind::matmul) return fmt::format("O_{} += P̃_{},{} V_{} on chip{}", i, i, j, j, fallback ? "" : " (no rescale)");
         return fmt::format("O_{} ← diag(e^(m − m'))·O_{}", i, i);

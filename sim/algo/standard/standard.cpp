@@ -14,14 +14,12 @@
 
 #include "sim/algo/algorithm.hpp"
 #include "sim/algo/emitter.hpp"
+#include "sim/algo/library_gemm.hpp"
 #include "sim/numerics/tiles.hpp"
 
 namespace hbmlab {
 namespace {
 
-// The tile a library GEMM uses for S = QKᵀ and O = PV (the usual cuBLAS tile for fp16), and its CTA.
-constexpr std::int64_t kGemmTile = 128;
-constexpr std::int64_t kLibraryThreads = 256;
 // gpu/standard.cu's softmax_kernel: the chain of its two block-wide reductions (shuffles, barriers,
 // the shared-memory passes between them) in cycles, calibrated against ncu's kernel times of the
 // H100 records (assets/measurements/h100-standard-ncu.csv).
@@ -42,8 +40,8 @@ public:
 
   // The paper's rule (Algorithm 1, line 1): Bc = ⌈M/(4d)⌉, Br = min(Bc, d), clamped to N.
   Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override {
-    const std::int64_t big = std::min(ceil_div(M, 4 * d), N);
-    return {std::min({big, d, N}), big};
+    const PaperRule r = paper_rule(M, d, N);
+    return {r.small, r.big};
   }
 
   // [SECTION] Steps (lines 1 to 3)
@@ -141,45 +139,21 @@ public:
   // Br × Bc tiles, and a softmax CTA per row of S.
   std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks chosen, const GpuSpec& gpu,
                                        const EngineOptions& options) const override {
-    const std::int64_t sram_bytes_per_block =
-        options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
     const bool hbmlab_kernels = options.launch.hbmlab_kernels;
-    Blocks t{std::min(kGemmTile, p.Nq()), std::min(kGemmTile, p.seq_len)};
-    if (hbmlab_kernels || working_set_bytes(p, t) > sram_bytes_per_block) t = chosen;
-    AttentionProblem full = p;  // S and P stay NQ × N even when causal (DESIGN.md)
+    const Blocks t = hbmlab_kernels ? chosen : library_tiles(*this, p, chosen, gpu, options);
+    AttentionProblem full = p;  // S and P stay NQ × N even when causal (docs/design.md#standard-attention)
     full.causal = false;
     full.block_mask.reset();
     const BlockGrid g(full, t);
     const std::int64_t d = p.head_dim, e = p.elem_bytes();
     const std::int64_t sector = gpu.l2_sector_bytes;
-    auto tile_step = [&](StepKind kind, Tensor tensor, std::int64_t i, std::int64_t j) {
-      Step s;
-      s.kind = kind;
-      s.tensor = tensor;
-      s.i = static_cast<std::int32_t>(i);
-      s.j = static_cast<std::int32_t>(j);
-      const bool by_j = tensor == Tensor::K || tensor == Tensor::V;
-      s.rows = by_j ? g.cols(j) : g.rows(i);
-      s.cols = (tensor == Tensor::S || tensor == Tensor::P) ? g.cols(j) : d;
-      s.bytes = s.rows * s.cols * e;
-      return s;
-    };
-    auto flops = [&](FlopKind kind, std::int64_t n, std::int64_t sram_elems) {
-      Step s;
-      s.kind = StepKind::compute;
-      s.flop_kind = kind;
-      s.flops = n;
-      s.sram_read_bytes = sram_elems * e;
-      return s;
-    };
+    const LibraryTiles tiles{g, d, e};
+    auto tile_step = [&](StepKind kind, Tensor tensor, std::int64_t i, std::int64_t j) { return tiles.tile(kind, tensor, i, j); };
+    auto flops = [&](FlopKind kind, std::int64_t n, std::int64_t sram_elems) { return tiles.flops(kind, n, sram_elems); };
     std::vector<KernelPlan> plans(3);
 
     KernelPlan& qk = plans[0];
-    qk.name = "GEMM S = QKᵀ";
-    qk.overlap = "double-buffered GEMM main loop; CTAs on an SM overlap one another";
-    qk.library_gemm = true;
-    qk.smem_bytes_per_cta = working_set_bytes(p, t);
-    qk.threads_per_cta = kLibraryThreads;
+    library_gemm(qk, "GEMM S = QKᵀ", working_set_bytes(p, t));
     PlanBuilder b1(qk, p, g.Tc, sector);
     for (std::int64_t i = 0; i < g.Tr; ++i)
       for (std::int64_t j = 0; j < g.Tc; ++j) {  // blockIdx.x over the columns of S
@@ -209,11 +183,8 @@ public:
     }
 
     KernelPlan& pv = plans[2];
-    pv.name = "GEMM O = PV";
-    pv.overlap = "double-buffered GEMM main loop over the blocks P_ij, V_j";
-    pv.library_gemm = true;
-    pv.smem_bytes_per_cta = e * (t.Br * t.Bc + t.Bc * d + t.Br * d);
-    pv.threads_per_cta = kLibraryThreads;
+    library_gemm(pv, "GEMM O = PV", e * (t.Br * t.Bc + t.Bc * d + t.Br * d),
+                 "double-buffered GEMM main loop over the blocks P_ij, V_j");
     PlanBuilder b3(pv, p, g.Tc, sector);
     for (std::int64_t i = 0; i < g.Tr; ++i) {
       b3.begin_program();

@@ -15,15 +15,13 @@
 
 #include "sim/algo/algorithm.hpp"
 #include "sim/algo/emitter.hpp"
+#include "sim/algo/library_gemm.hpp"
 #include "sim/common/error.hpp"
 #include "sim/numerics/tiles.hpp"
 
 namespace hbmlab {
 namespace {
 
-// As the forward's plan: the library GEMM tile and threads per CTA.
-constexpr std::int64_t kGemmTile = 128;
-constexpr std::int64_t kLibraryThreads = 256;
 // Line 3 per element of the row: P ∘ dP and its sum (2); then dS = P ∘ (dP − D): subtract, multiply (2).
 constexpr std::int64_t kRowsumOps = 2, kDsOps = 2;
 
@@ -46,8 +44,8 @@ public:
 
   // The forward's rule (Algorithm 1, line 1): Bc = ⌈M/(4d)⌉, Br = min(Bc, d), clamped to N.
   Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override {
-    const std::int64_t big = std::min(ceil_div(M, 4 * d), N);
-    return {std::min({big, d, N}), big};
+    const PaperRule r = paper_rule(M, d, N);
+    return {r.small, r.big};
   }
 
   // [SECTION] Steps (lines 1 to 5)
@@ -106,7 +104,7 @@ public:
 
   // [SECTION] Closed form and bound
   //
-  // DESIGN.md, "Backward": reads P 2N², dP N², dS 2N², dO 2Nd, V, K, Q Nd; writes dV, dQ, dK Nd and
+  // docs/design.md#backward: reads P 2N², dP N², dS 2N², dO 2Nd, V, K, Q Nd; writes dV, dQ, dK Nd and
   // dP, dS N². Four N × N × d matmuls (S is not recomputed: P comes from HBM). Causal or not.
   Counts closed_form(const AttentionProblem& p, Blocks) const override {
     const std::int64_t N = p.seq_len, d = p.head_dim, e = p.elem_bytes(), Nd = N * d, NN = N * N;
@@ -177,38 +175,13 @@ public:
   std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks chosen, const GpuSpec& gpu,
                                        const EngineOptions& options) const override {
     if (options.launch.hbmlab_kernels) fail_input("--hbmlab-kernels: hbmlab has no CUDA kernel for {}", display_name());
-    const std::int64_t sram_bytes_per_block =
-        options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
-    Blocks t{std::min(kGemmTile, p.seq_len), std::min(kGemmTile, p.seq_len)};
-    if (working_set_bytes(p, t) > sram_bytes_per_block) t = chosen;
-    const BlockGrid g(p.seq_len, t, false);  // S stays N × N even when causal (DESIGN.md)
+    const Blocks t = library_tiles(*this, p, chosen, gpu, options);  // NQ = N: the backward takes no --query-len
+    const BlockGrid g(p.seq_len, t, false);  // S stays N × N even when causal (docs/design.md#standard-attention)
     const std::int64_t d = p.head_dim, e = p.elem_bytes(), sector = gpu.l2_sector_bytes;
-    auto tile_step = [&](StepKind kind, Tensor tensor, std::int64_t i, std::int64_t j) {
-      Step s;
-      s.kind = kind;
-      s.tensor = tensor;
-      s.i = static_cast<std::int32_t>(i);
-      s.j = static_cast<std::int32_t>(j);
-      s.rows = by_column_block(tensor) ? g.cols(j) : g.rows(i);
-      s.cols = is_score_block(tensor) ? g.cols(j) : d;
-      s.bytes = s.rows * s.cols * e;
-      return s;
-    };
-    auto flops = [&](FlopKind kind, std::int64_t n, std::int64_t sram_elems) {
-      Step s;
-      s.kind = StepKind::compute;
-      s.flop_kind = kind;
-      s.flops = n;
-      s.sram_read_bytes = sram_elems * e;
-      return s;
-    };
-    auto gemm = [&](KernelPlan& k, std::string name) {
-      k.name = std::move(name);
-      k.overlap = "double-buffered GEMM main loop; CTAs on an SM overlap one another";
-      k.library_gemm = true;
-      k.smem_bytes_per_cta = e * (t.Br * t.Bc + t.Br * d + t.Bc * d);
-      k.threads_per_cta = kLibraryThreads;
-    };
+    const LibraryTiles tiles{g, d, e};
+    auto tile_step = [&](StepKind kind, Tensor tensor, std::int64_t i, std::int64_t j) { return tiles.tile(kind, tensor, i, j); };
+    auto flops = [&](FlopKind kind, std::int64_t n, std::int64_t sram_elems) { return tiles.flops(kind, n, sram_elems); };
+    auto gemm = [&](KernelPlan& k, std::string name) { library_gemm(k, std::move(name), e * (t.Br * t.Bc + t.Br * d + t.Bc * d)); };
     std::vector<KernelPlan> plans(5);
 
     gemm(plans[0], "GEMM dV = Pᵀ dO");  // line 1: one CTA per dV_j, over the row blocks i
