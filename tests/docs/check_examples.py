@@ -210,7 +210,7 @@ def options_of(help_text: str) -> list[str]:
     for line in help_text.split("\n"):
         if not re.match(r"^\s+-", line):
             continue
-        for option in re.findall(r"(?<![\w-])--[a-z0-9][a-z0-9-]*", line):
+        for option in re.findall(r"(?<![\w-])--[a-z0-9][a-zA-Z0-9-]*", line):
             if option != "--help" and option not in found:
                 found.append(option)
     return found
