@@ -181,7 +181,19 @@ void request_times(AppState& app) {
   if (!app.explorer || app.times_ready || app.times_job.started()) return;
   const view::ExplorerRequest req = app.explorer_request;
   const view::ExplorerView grid = *app.explorer;
-  app.times_job.start([req, grid] { return view::explore_times(req, grid); });
+  // A row of the grid per slice, so that the page keeps drawing (viz/platform.hpp).
+  auto times = std::make_shared<std::vector<double>>();
+  auto row = std::make_shared<std::size_t>(0);
+  app.times_job.start_slices(
+      [req, grid, times, row] {
+        if (*row >= grid.block_rows.size()) return false;
+        view::ExplorerView one = grid;
+        one.block_rows = {grid.block_rows[*row]};
+        const std::vector<double> t = view::explore_times(req, one);
+        times->insert(times->end(), t.begin(), t.end());
+        return ++*row < grid.block_rows.size();
+      },
+      [times] { return std::move(*times); });
 }
 
 void request_measured(AppState& app) {
@@ -189,12 +201,36 @@ void request_measured(AppState& app) {
   const std::string dir = app.measurements_dir;
   auto progress = std::make_shared<AppState::Progress>();
   app.measured_progress = progress;
-  app.measured_job.start([dir, progress] {
-    return view::load_measured(dir, [progress](std::size_t done, std::size_t total) {
-      progress->total = total;
-      progress->done = done;
-    });
-  });
+  // view::load_measured in slices: the files are read first, then the timing engine predicts the
+  // records, all at once on the desktop's cores, one per slice in the page (viz/platform.hpp).
+  struct Work {
+    bool read = false;
+    std::size_t next = 0;
+    ValidationReport report;
+  };
+  auto work = std::make_shared<Work>();
+  app.measured_job.start_slices(
+      [dir, progress, work] {
+        ValidationReport& all = work->report;
+        if (!work->read) {
+          all = read_measurements(json_files_in(dir), std::nullopt, FileErrors::skip);
+          work->read = true;
+          progress->total = all.rows.size();
+          return !all.rows.empty();
+        }
+        const std::size_t n = platform::kBrowser ? 1 : all.rows.size() - work->next;
+        ValidationReport some;
+        some.rows.assign(all.rows.begin() + std::ptrdiff_t(work->next), all.rows.begin() + std::ptrdiff_t(work->next + n));
+        const std::size_t before = work->next;
+        predict_measurements(some, [progress, before](std::size_t done, std::size_t) { progress->done = before + done; });
+        std::move(some.rows.begin(), some.rows.end(), all.rows.begin() + std::ptrdiff_t(work->next));
+        work->next += n;
+        return work->next < all.rows.size();
+      },
+      [work] {
+        if (!work->report.rows.empty()) summarise_measurements(work->report);
+        return std::move(work->report);
+      });
 }
 
 void prefetch_measured(AppState& app) {

@@ -495,6 +495,10 @@ void predict_measurements(ValidationReport& report, const Progress& progress) {
         row.predicted_l2_read = double(e.sm_read_bytes());
       },
       progress);
+  summarise_measurements(report);
+}
+
+void summarise_measurements(ValidationReport& report) {
   std::vector<double> time_errors, dram_errors;
   for (const ValidationRow& row : report.rows) {
     time_errors.push_back(row.time_error());

@@ -1,0 +1,156 @@
+// The desktop's and the page's sides of viz/platform.hpp, one function each.
+#include "viz/platform.hpp"
+
+#include <GLFW/glfw3.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#include <emscripten/html5.h>
+#else
+#include <stb_image_write.h>
+#endif
+
+#ifndef HBMLAB_SOURCE_DIR
+#define HBMLAB_SOURCE_DIR "."
+#endif
+
+namespace hbmlab::viz::platform {
+
+#ifndef __EMSCRIPTEN__
+
+std::string cannot_open_reason() {
+  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY")) return "no display ($DISPLAY is not set)";
+  return {};
+}
+
+void window_hints() {
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+}
+
+const char* glsl_version() { return "#version 330"; }
+
+float content_scale(GLFWwindow* window) {
+  float sx = 1, sy = 1;
+  glfwGetWindowContentScale(window, &sx, &sy);
+  return sx;
+}
+
+void run_frames(std::function<bool()> frame) {
+  while (frame()) {
+  }
+}
+
+void begin_frame(GLFWwindow*) {}
+void end_frame(const FrameInfo&) {}
+
+bool save_screenshot(const std::string& path, int w, int h) {
+  std::vector<unsigned char> pixels(static_cast<std::size_t>(w) * h * 3);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadBuffer(GL_BACK);
+  glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
+  stbi_flip_vertically_on_write(1);
+  // Written whole or not at all: a temporary file, then a rename.
+  const std::string tmp = path + ".tmp";
+  if (!stbi_write_png(tmp.c_str(), w, h, 3, pixels.data(), w * 3)) return false;
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+std::string measurements_dir() { return std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements"; }
+
+std::optional<LessonRequest> take_lesson_request() { return std::nullopt; }
+
+#else  // the page
+
+// clang-format off
+// The canvas fills the browser window (index.html's style); its back buffer follows the CSS size
+// times devicePixelRatio, through Emscripten's GLFW, which then reports that size to Dear ImGui.
+EM_JS(void, page_sync_canvas_size, (), {
+  var canvas = Module['canvas'];
+  var dpr = window.devicePixelRatio || 1;
+  var w = Math.max(1, Math.round(canvas.clientWidth * dpr)), h = Math.max(1, Math.round(canvas.clientHeight * dpr));
+  if (canvas.width != w || canvas.height != h) Browser.setCanvasSize(w, h);
+});
+EM_JS(double, page_device_pixel_ratio, (), { return window.devicePixelRatio || 1; });
+// The address's fragment, "#lesson=3&stage=2", as "3 2" when it changed since the last call.
+EM_JS(char*, page_take_fragment, (), {
+  var hash = window.location.hash;
+  if (hash === Module['hbmlabLastHash']) return 0;
+  Module['hbmlabLastHash'] = hash;
+  var params = new URLSearchParams(hash.replace(/^#/, ''));
+  if (!params.has('lesson')) return 0;
+  var text = (parseInt(params.get('lesson'), 10) || 1) + ' ' + (parseInt(params.get('stage') || '1', 10) || 1);
+  var size = lengthBytesUTF8(text) + 1, p = _malloc(size);
+  stringToUTF8(text, p, size);
+  return p;
+});
+// What the page's test reads: window.hbmlab.{frames, lesson, stage, stages, lessons, title, title_rect, error}.
+EM_JS(void, page_publish, (int lesson, int stage, int stages, int lessons, const char* title, float x, float y, float w,
+                           float h, const char* error), {
+  var s = window['hbmlab'] = window['hbmlab'] || {'frames': 0};
+  s['frames'] += 1;
+  if (s['frames'] == 1) s['first_frame_ms'] = performance.now();
+  s['lesson'] = lesson; s['stage'] = stage; s['stages'] = stages; s['lessons'] = lessons;
+  s['title'] = UTF8ToString(title); s['error'] = UTF8ToString(error);
+  s['title_rect'] = [x, y, w, h];
+  s['canvas'] = [Module['canvas'].width, Module['canvas'].height];
+});
+// clang-format on
+
+std::string cannot_open_reason() { return {}; }
+
+void window_hints() {
+  glfwWindowHint(GLFW_CLIENT_API, GLFW_OPENGL_ES_API);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+}
+
+const char* glsl_version() { return "#version 300 es"; }
+
+float content_scale(GLFWwindow*) { return static_cast<float>(page_device_pixel_ratio()); }
+
+namespace {
+void call_frame(void* arg) {
+  auto* frame = static_cast<std::function<bool()>*>(arg);
+  if (!(*frame)()) emscripten_cancel_main_loop();
+}
+}  // namespace
+
+void run_frames(std::function<bool()> frame) {
+  // The browser calls it on each animation frame; it lives as long as the page.
+  auto* kept = new std::function<bool()>(std::move(frame));
+  emscripten_set_main_loop_arg(call_frame, kept, 0, true);
+}
+
+void begin_frame(GLFWwindow*) { page_sync_canvas_size(); }
+
+void end_frame(const FrameInfo& info) {
+  page_publish(info.lesson, info.stage, info.stages, info.lessons, info.title.c_str(), info.title_x, info.title_y, info.title_w,
+               info.title_h, info.error.c_str());
+}
+
+bool save_screenshot(const std::string&, int, int) { return false; }
+
+std::string measurements_dir() { return "/assets/measurements"; }
+
+std::optional<LessonRequest> take_lesson_request() {
+  char* text = page_take_fragment();
+  if (!text) return std::nullopt;
+  LessonRequest r;
+  std::sscanf(text, "%d %d", &r.lesson, &r.stage);
+  std::free(text);
+  return r;
+}
+
+#endif
+
+}  // namespace hbmlab::viz::platform
