@@ -86,7 +86,7 @@ EM_JS(char*, page_take_fragment, (), {
   var hash = window.location.hash;
   if (hash === Module['hbmlabLastHash']) return 0;
   Module['hbmlabLastHash'] = hash;
-  var params = new URLSearchParams(hash.replace(/^#/, ''));
+  var params = new URLSearchParams(hash.substring(1));
   if (!params.has('lesson')) return 0;
   var text = (parseInt(params.get('lesson'), 10) || 1) + ' ' + (parseInt(params.get('stage') || '1', 10) || 1);
   var size = lengthBytesUTF8(text) + 1, p = _malloc(size);

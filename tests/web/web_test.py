@@ -42,7 +42,8 @@ class Browser:
                 "--no-default-browser-check", "--disable-extensions", "--user-data-dir=" + self.profile,
                 "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--hide-scrollbars",
                 f"--window-size={width},{height}", "--force-device-scale-factor=1", "about:blank"]
-        self.proc = subprocess.Popen(args, preexec_fn=fds, pass_fds=(to_chrome_r, from_chrome_w),
+        # close_fds would close 3 and 4 again after preexec_fn has placed the pipes there.
+        self.proc = subprocess.Popen(args, preexec_fn=fds, close_fds=False,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_chrome_r)
         os.close(from_chrome_w)
@@ -155,10 +156,14 @@ COLOURS_JS = """(async (url) => {
 
 
 def serve(folder):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=folder)
-    handler.extensions_map = dict(handler.extensions_map, **{".wasm": "application/wasm", ".js": "text/javascript"})
-    handler.log_message = lambda *args: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        extensions_map = dict(http.server.SimpleHTTPRequestHandler.extensions_map,
+                              **{".wasm": "application/wasm", ".js": "text/javascript"})
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=folder))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

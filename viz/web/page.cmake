@@ -62,7 +62,7 @@ function(hbmlab_page_target)
       list(APPEND embed "SHELL:--embed-file ${f}@${f}")
     endif()
   endforeach()
-  target_link_options(hbmlab_page PRIVATE ${embed} -sALLOW_MEMORY_GROWTH=1 -sSTACK_SIZE=4194304
+  target_link_options(hbmlab_page PRIVATE ${embed} -sALLOW_MEMORY_GROWTH=1
                       -sEXPORTED_RUNTIME_METHODS=[] -sENVIRONMENT=web)
   set_property(TARGET hbmlab_page APPEND PROPERTY LINK_DEPENDS ${measurements})
   add_custom_command(TARGET hbmlab_page POST_BUILD
