@@ -384,7 +384,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
       std::cout << "scenario error shown in the window: " << app.scenario_error << "\n";
     const bool last = headless && frame + 1 >= options.frames;
     poll_jobs(app, last && !options.screenshot.empty());  // the picture shows the explorer finished
-    if (!headless) prefetch_measured(app);
+    if (!headless && !platform::kBrowser) prefetch_measured(app);  // the page has no spare core for it
 
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
@@ -408,9 +408,21 @@ int run_gui(const hbmlab::GuiOptions& options) {
       glfwSwapBuffers(window);
     }
     const Scenario& sc = app.scenario;
-    platform::end_frame({sc.kind == "lesson" ? sc.number : 0, app.stage + 1, static_cast<int>(sc.stages.size()),
-                         lesson_count(app), sc.title, lesson_title_pos.x, lesson_title_pos.y, lesson_title_size.x,
-                         lesson_title_size.y, app.scenario_error});
+    platform::FrameInfo info;
+    info.lesson = sc.kind == "lesson" ? sc.number : 0;
+    info.stage = app.stage + 1;
+    info.stages = static_cast<int>(sc.stages.size());
+    info.lessons = lesson_count(app);
+    info.title = sc.title;
+    if (app.stage < info.stages) info.stage_title = sc.stages[static_cast<std::size_t>(app.stage)].title;
+    info.title_x = lesson_title_pos.x;
+    info.title_y = lesson_title_pos.y;
+    info.title_w = lesson_title_size.x;
+    info.title_h = lesson_title_size.y;
+    info.error = app.scenario_error;
+    info.working = app.explorer_job.running() || app.times_job.running() || app.measured_job.running() ||
+                   app.explorer_runs_job.running();
+    platform::end_frame(info);
     ++frame;
     return !last;
   });

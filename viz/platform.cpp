@@ -12,6 +12,10 @@
 #ifdef __EMSCRIPTEN__
 #include <emscripten.h>
 #include <emscripten/html5.h>
+
+#include <chrono>
+
+#include <nlohmann/json.hpp>
 #else
 #include <stb_image_write.h>
 #endif
@@ -93,15 +97,13 @@ EM_JS(char*, page_take_fragment, (), {
   stringToUTF8(text, p, size);
   return p;
 });
-// What the page's test reads: window.hbmlab.{frames, lesson, stage, stages, lessons, title, title_rect, error}.
-EM_JS(void, page_publish, (int lesson, int stage, int stages, int lessons, const char* title, float x, float y, float w,
-                           float h, const char* error), {
+// What the page's test reads: window.hbmlab.{frames, first_frame_ms, canvas, frame_ms, lesson, stage,
+// stages, lessons, title, stage_title, title_rect, error, working}.
+EM_JS(void, page_publish, (const char* json), {
   var s = window['hbmlab'] = window['hbmlab'] || {'frames': 0};
   s['frames'] += 1;
   if (s['frames'] == 1) s['first_frame_ms'] = performance.now();
-  s['lesson'] = lesson; s['stage'] = stage; s['stages'] = stages; s['lessons'] = lessons;
-  s['title'] = UTF8ToString(title); s['error'] = UTF8ToString(error);
-  s['title_rect'] = [x, y, w, h];
+  Object.assign(s, JSON.parse(UTF8ToString(json)));
   s['canvas'] = [Module['canvas'].width, Module['canvas'].height];
 });
 // clang-format on
@@ -131,11 +133,20 @@ void run_frames(std::function<bool()> frame) {
   emscripten_set_main_loop_arg(call_frame, kept, 0, true);
 }
 
-void begin_frame(GLFWwindow*) { page_sync_canvas_size(); }
+std::chrono::steady_clock::time_point frame_start;
+
+void begin_frame(GLFWwindow*) {
+  frame_start = std::chrono::steady_clock::now();
+  page_sync_canvas_size();
+}
 
 void end_frame(const FrameInfo& info) {
-  page_publish(info.lesson, info.stage, info.stages, info.lessons, info.title.c_str(), info.title_x, info.title_y, info.title_w,
-               info.title_h, info.error.c_str());
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - frame_start).count();
+  const nlohmann::json j = {{"lesson", info.lesson}, {"stage", info.stage}, {"stages", info.stages},
+                            {"lessons", info.lessons}, {"title", info.title}, {"stage_title", info.stage_title},
+                            {"title_rect", {info.title_x, info.title_y, info.title_w, info.title_h}},
+                            {"error", info.error}, {"working", info.working}, {"frame_ms", ms}};
+  page_publish(j.dump().c_str());
 }
 
 bool save_screenshot(const std::string&, int, int) { return false; }

@@ -39,7 +39,8 @@ void begin_frame(GLFWwindow* window);
 // After each rendered frame: the page publishes what its test reads (frames drawn, lesson, stage).
 struct FrameInfo {
   int lesson = 0, stage = 0, stages = 0, lessons = 0;  // lesson: 1-based number, 0 for another scenario
-  std::string title;
+  std::string title, stage_title;
+  bool working = false;  // background work (viz/platform.hpp: Job) not finished
   float title_x = 0, title_y = 0, title_w = 0, title_h = 0;  // the lesson's title, in device pixels
   std::string error;  // a scenario that did not load
 };

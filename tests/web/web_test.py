@@ -260,7 +260,7 @@ def run(browser, url, args):
             if s["error"]:
                 raise RuntimeError(f"lesson {lesson} stage {stage}: {s['error']}")
             stages = s["stages"]
-            print(f"lesson {lesson} stage {stage} of {stages}: {s['title']}")
+            print(f"lesson {lesson} stage {stage} of {stages}: {s['title']}: {s['stage_title']}")
             stage += 1
             visited += 1
     print(f"{visited} stages of {lessons} lessons opened")
