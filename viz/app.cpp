@@ -422,6 +422,8 @@ int run_gui(const hbmlab::GuiOptions& options) {
     info.error = app.scenario_error;
     info.working = app.explorer_job.running() || app.times_job.running() || app.measured_job.running() ||
                    app.explorer_runs_job.running();
+    info.tab = static_cast<int>(app.tab) + 1;
+    info.help = app.show_help;
     platform::end_frame(info);
     ++frame;
     return !last;

@@ -40,7 +40,9 @@ void begin_frame(GLFWwindow* window);
 struct FrameInfo {
   int lesson = 0, stage = 0, stages = 0, lessons = 0;  // lesson: 1-based number, 0 for another scenario
   std::string title, stage_title;
-  bool working = false;  // background work (viz/platform.hpp: Job) not finished
+  bool working = false;  // background work (Job below) not finished
+  int tab = 0;           // the right-hand tab, numbered as its key (1 … 5)
+  bool help = false;     // the help overlay is open
   float title_x = 0, title_y = 0, title_w = 0, title_h = 0;  // the lesson's title, in device pixels
   std::string error;  // a scenario that did not load
 };

@@ -184,14 +184,18 @@ void request_times(AppState& app) {
   // A row of the grid per slice, so that the page keeps drawing (viz/platform.hpp).
   auto times = std::make_shared<std::vector<double>>();
   auto row = std::make_shared<std::size_t>(0);
+  auto progress = std::make_shared<AppState::Progress>();
+  progress->total = grid.block_rows.size();
+  app.times_progress = progress;
   app.times_job.start_slices(
-      [req, grid, times, row] {
+      [req, grid, times, row, progress] {
         if (*row >= grid.block_rows.size()) return false;
         view::ExplorerView one = grid;
         one.block_rows = {grid.block_rows[*row]};
         const std::vector<double> t = view::explore_times(req, one);
         times->insert(times->end(), t.begin(), t.end());
-        return ++*row < grid.block_rows.size();
+        progress->done = ++*row;
+        return *row < grid.block_rows.size();
       },
       [times] { return std::move(*times); });
 }

@@ -86,7 +86,11 @@ struct AppState {
   std::string explorer_error;
   view::ExplorerRequest explorer_request;
   int explorer_colour = 0;  // 0: HBM accesses, 1: predicted time (timing engine)
+  struct Progress {
+    std::atomic<std::size_t> done{0}, total{0};
+  };
   Job<std::vector<double>> times_job;  // the engine over the explorer's grid, on request
+  std::shared_ptr<Progress> times_progress;  // rows of the grid done, for the panel
   bool times_ready = false;
   std::string times_error;
   // Recorded runs of the explorer's problem on its GPU (measurements_dir), read once its grid is in.
@@ -94,9 +98,6 @@ struct AppState {
   Job<std::vector<view::MeasuredCell>> explorer_runs_job;
   std::optional<view::TimelineView> timeline;
   Job<ValidationReport> measured_job;  // started by prefetch_measured, or when the Measured tab is first shown
-  struct Progress {
-    std::atomic<std::size_t> done{0}, total{0};
-  };
   std::shared_ptr<Progress> measured_progress;  // records predicted so far, for the panel
   std::optional<ValidationReport> measured;
   std::string measured_error;
