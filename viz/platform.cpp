@@ -98,12 +98,13 @@ EM_JS(char*, page_take_fragment, (), {
   return p;
 });
 // What the page's test reads: window.hbmlab.{frames, first_frame_ms, canvas, frame_ms, lesson, stage,
-// stages, lessons, title, stage_title, title_rect, error, working, tab, help}.
+// stages, lessons, title, stage_title, title_rect, error, working, tab, help, longest_frame_ms}.
 EM_JS(void, page_publish, (const char* json), {
   var s = window['hbmlab'] = window['hbmlab'] || {'frames': 0};
   s['frames'] += 1;
   if (s['frames'] == 1) s['first_frame_ms'] = performance.now();
   Object.assign(s, JSON.parse(UTF8ToString(json)));
+  s['longest_frame_ms'] = Math.max(s['longest_frame_ms'] || 0, s['frame_ms']);
   s['canvas'] = [Module['canvas'].width, Module['canvas'].height];
 });
 // clang-format on
@@ -114,6 +115,10 @@ void window_hints() {
   glfwWindowHint(GLFW_CLIENT_API, GLFW_OPENGL_ES_API);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+  // Colour only: an opaque canvas without depth or stencil is less for a software renderer to do.
+  glfwWindowHint(GLFW_ALPHA_BITS, 0);
+  glfwWindowHint(GLFW_DEPTH_BITS, 0);
+  glfwWindowHint(GLFW_STENCIL_BITS, 0);
 }
 
 const char* glsl_version() { return "#version 300 es"; }
