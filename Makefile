@@ -48,7 +48,7 @@ deps-web: deps
 
 web: deps-web
 	@viz/web/imgui-source.sh build-web/imgui
-	@cmake --preset web >/dev/null
+	@NODE_PATH=/usr/share/nodejs cmake --preset web >/dev/null
 	@NODE_PATH=/usr/share/nodejs cmake --build --preset web -j $(JOBS)
 
 # The page in headless Chromium (tests/web/), from CTest in build/: label web.

@@ -424,6 +424,8 @@ int run_gui(const hbmlab::GuiOptions& options) {
                    app.explorer_runs_job.running();
     info.tab = static_cast<int>(app.tab) + 1;
     info.help = app.show_help;
+    info.mouse_x = ImGui::GetIO().MousePos.x;
+    info.mouse_y = ImGui::GetIO().MousePos.y;
     platform::end_frame(info);
     ++frame;
     return !last;

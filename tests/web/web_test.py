@@ -252,7 +252,13 @@ def run(browser, url, args):
         browser.wait_for(f"JSON.stringify(window.hbmlab.canvas) == '{json.dumps(want, separators=(',', ':'))}'", 30,
                          f"canvas {want[0]}×{want[1]} for a {cw}×{ch} window at devicePixelRatio {dpr}")
         browser.wait_frames(3)
-        print(f"window {cw}×{ch} at devicePixelRatio {dpr}: canvas {want[0]}×{want[1]}")
+        # The pointer, in CSS pixels, reaches Dear ImGui in device pixels.
+        px, py = cw // 3, ch // 2
+        browser.call("Input.dispatchMouseEvent", type="mouseMoved", x=px, y=py)
+        browser.wait_for(f"JSON.stringify(window.hbmlab.mouse) == '{json.dumps([px * dpr, py * dpr], separators=(',', ':'))}'",
+                         30, f"the pointer at ({px}, {py}) seen at ({px * dpr}, {py * dpr})")
+        print(f"window {cw}×{ch} at devicePixelRatio {dpr}: canvas {want[0]}×{want[1]}, pointer ({px}, {py}) "
+              f"at ({px * dpr}, {py * dpr}) in the window")
 
     # Every stage of every lesson, through the fragment.
     browser.evaluate("window.hbmlab.longest_frame_ms = 0")
@@ -281,8 +287,9 @@ def run(browser, url, args):
     browser.wait_frames(5)
     f0, t0 = browser.evaluate("[window.hbmlab.frames, performance.now()]")
     time.sleep(5)
-    f1, t1 = browser.evaluate("[window.hbmlab.frames, performance.now()]")
-    print(f"lesson 3 at {args.width}×{args.height}: {(f1 - f0) / ((t1 - t0) / 1000):.1f} fps ({f1 - f0} frames in {(t1 - t0) / 1000:.1f} s)")
+    f1, t1, working = browser.evaluate("[window.hbmlab.frames, performance.now(), window.hbmlab.working]")
+    print(f"lesson 3 at {args.width}×{args.height}: {(f1 - f0) / ((t1 - t0) / 1000):.1f} fps ({f1 - f0} frames in "
+          f"{(t1 - t0) / 1000:.1f} s{', background work running' if working else ''})")
 
     # Keys as on the desktop: Page Down for the next stage, H for the help, Esc, then 5 for the Measured
     # tab, whose records the timing engine predicts in slices between frames: the page keeps drawing.

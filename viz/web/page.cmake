@@ -65,8 +65,5 @@ function(hbmlab_page_target)
   target_link_options(hbmlab_page PRIVATE ${embed} -sALLOW_MEMORY_GROWTH=1
                       -sEXPORTED_RUNTIME_METHODS=[] -sENVIRONMENT=web)
   set_property(TARGET hbmlab_page APPEND PROPERTY LINK_DEPENDS ${measurements})
-  add_custom_command(TARGET hbmlab_page POST_BUILD
-                     COMMAND ${CMAKE_COMMAND} -E copy_if_different ${PROJECT_SOURCE_DIR}/viz/web/index.html
-                             ${CMAKE_BINARY_DIR}/index.html
-                     VERBATIM)
+  configure_file(${PROJECT_SOURCE_DIR}/viz/web/index.html ${CMAKE_BINARY_DIR}/index.html COPYONLY)
 endfunction()
