@@ -608,7 +608,7 @@ void ShowExplorerPanel(AppState& app) {
     } else {
       const std::size_t done = app.times_progress ? app.times_progress->done.load() : 0;
       const std::size_t total = app.times_progress ? app.times_progress->total.load() : 0;
-      ImGui::TextDisabled("timing engine running over the grid… %zu of %zu rows", done, total);
+      ImGui::TextDisabled("timing engine running over the grid… %zu of %zu cells", done, total);
     }
   }
   const ImVec2 avail = ImGui::GetContentRegionAvail();

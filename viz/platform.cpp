@@ -105,6 +105,12 @@ EM_JS(void, page_publish, (const char* json), {
   if (s['frames'] == 1) s['first_frame_ms'] = performance.now();
   Object.assign(s, JSON.parse(UTF8ToString(json)));
   s['longest_frame_ms'] = Math.max(s['longest_frame_ms'] || 0, s['frame_ms']);
+  // The address follows the lesson and stage shown (unless a new one waits to be read).
+  var here = "#lesson=" + s['lesson'] + "&stage=" + s['stage'];
+  if (s['lesson'] > 0 && window.location.hash != here && window.location.hash === Module['hbmlabLastHash']) {
+    history.replaceState(null, "", here);
+    Module['hbmlabLastHash'] = here;
+  }
   s['canvas'] = [Module['canvas'].width, Module['canvas'].height];
 });
 // clang-format on

@@ -181,21 +181,25 @@ void request_times(AppState& app) {
   if (!app.explorer || app.times_ready || app.times_job.started()) return;
   const view::ExplorerRequest req = app.explorer_request;
   const view::ExplorerView grid = *app.explorer;
-  // A row of the grid per slice, so that the page keeps drawing (viz/platform.hpp).
+  // A row of the grid per slice on the desktop (its cells on all cores), a cell per slice in the
+  // page, so that it keeps drawing (viz/platform.hpp). Cells are row-major, as the grid's.
   auto times = std::make_shared<std::vector<double>>();
-  auto row = std::make_shared<std::size_t>(0);
   auto progress = std::make_shared<AppState::Progress>();
-  progress->total = grid.block_rows.size();
+  const std::size_t cols = grid.block_cols.size(), cells = grid.block_rows.size() * cols;
+  const std::size_t per_slice = platform::kBrowser ? 1 : cols;
+  progress->total = cells;
   app.times_progress = progress;
   app.times_job.start_slices(
-      [req, grid, times, row, progress] {
-        if (*row >= grid.block_rows.size()) return false;
-        view::ExplorerView one = grid;
-        one.block_rows = {grid.block_rows[*row]};
-        const std::vector<double> t = view::explore_times(req, one);
+      [req, grid, times, progress, cols, cells, per_slice] {
+        const std::size_t k = times->size();
+        if (k >= cells) return false;
+        view::ExplorerView some = grid;
+        some.block_rows = {grid.block_rows[k / cols]};
+        if (per_slice == 1) some.block_cols = {grid.block_cols[k % cols]};
+        const std::vector<double> t = view::explore_times(req, some);
         times->insert(times->end(), t.begin(), t.end());
-        progress->done = ++*row;
-        return *row < grid.block_rows.size();
+        progress->done = times->size();
+        return times->size() < cells;
       },
       [times] { return std::move(*times); });
 }
@@ -276,8 +280,11 @@ void poll_jobs(AppState& app, bool wait) {
     request_measured(app);
     app.measured_job.wait(240);
   }
+  // In the page, whose one thread also draws, the Measured tab's records are predicted only while
+  // the tab is shown (each can take a second), so that the lessons elsewhere stay fluid.
+  const bool measured_advances = !platform::kBrowser || wait || app.tab == Tab::measured;
   std::optional<ValidationReport> measured;
-  if (app.measured_job.take(measured, error)) {
+  if (measured_advances && app.measured_job.take(measured, error)) {
     app.measured = std::move(measured);
     app.measured_error = error;
   }

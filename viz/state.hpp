@@ -90,7 +90,7 @@ struct AppState {
     std::atomic<std::size_t> done{0}, total{0};
   };
   Job<std::vector<double>> times_job;  // the engine over the explorer's grid, on request
-  std::shared_ptr<Progress> times_progress;  // rows of the grid done, for the panel
+  std::shared_ptr<Progress> times_progress;  // cells of the grid done, for the panel
   bool times_ready = false;
   std::string times_error;
   // Recorded runs of the explorer's problem on its GPU (measurements_dir), read once its grid is in.

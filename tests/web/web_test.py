@@ -124,7 +124,9 @@ class Browser:
             if self.problems():
                 break
             time.sleep(0.05)
-        raise RuntimeError(f"{what}: not within {seconds} s" + "".join("\n  " + p for p in self.problems()))
+        state = {k: v for k, v in (self.evaluate("window.hbmlab") or {}).items() if k != "title_rect"}
+        raise RuntimeError(f"{what}: not within {seconds} s (the page: {json.dumps(state)}, {self.evaluate('location.hash')})"
+                           + "".join("\n  " + p for p in self.problems()))
 
     def frames(self):
         return self.evaluate("window.hbmlab ? window.hbmlab.frames : 0")
@@ -134,12 +136,13 @@ class Browser:
         self.wait_for(f"window.hbmlab && window.hbmlab.frames >= {start + n}", seconds, f"{n} more frames")
 
     def key(self, key, code, key_code, text=""):
-        """Held for two frames: Dear ImGui 1.86 reads the keys' state once a frame."""
+        """Held for three frames: Dear ImGui 1.86 reads the keys' state once a frame."""
         for kind in ("keyDown", "keyUp"):
             self.call("Input.dispatchKeyEvent", type=kind, key=key, code=code, windowsVirtualKeyCode=key_code,
                       nativeVirtualKeyCode=key_code, text=text if kind == "keyDown" else "")
             if kind == "keyDown":
-                self.wait_frames(2)
+                time.sleep(0.2)
+                self.wait_frames(3)
 
     def screenshot(self, clip=None):
         params = {"format": "png"}
@@ -297,6 +300,7 @@ def run(browser, url, args):
     browser.wait_for("window.hbmlab.lesson == 1 && window.hbmlab.stage == 1", 60, "lesson 1")
     browser.key("PageDown", "PageDown", 34)
     browser.wait_for("window.hbmlab.stage == 2", 30, "Page Down: the next stage")
+    browser.wait_for("window.location.hash == '#lesson=1&stage=2'", 30, "the address following the stage")
     browser.key("h", "KeyH", 72, "h")
     browser.wait_for("window.hbmlab.help", 30, "H: the help")
     browser.key("Escape", "Escape", 27)
