@@ -136,13 +136,13 @@ class Browser:
         self.wait_for(f"window.hbmlab && window.hbmlab.frames >= {start + n}", seconds, f"{n} more frames")
 
     def key(self, key, code, key_code, text=""):
-        """Held for three frames: Dear ImGui 1.86 reads the keys' state once a frame."""
+        """Held for one whole frame: Dear ImGui 1.86 reads the keys' state once a frame, and a key held
+        past its repeat delay (0.275 s, a frame or two of a slow page) would count twice."""
         for kind in ("keyDown", "keyUp"):
             self.call("Input.dispatchKeyEvent", type=kind, key=key, code=code, windowsVirtualKeyCode=key_code,
                       nativeVirtualKeyCode=key_code, text=text if kind == "keyDown" else "")
             if kind == "keyDown":
-                time.sleep(0.2)
-                self.wait_frames(3)
+                self.wait_frames(1)
 
     def screenshot(self, clip=None):
         params = {"format": "png"}
