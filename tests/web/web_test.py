@@ -292,7 +292,7 @@ def run(browser, url, args):
     time.sleep(5)
     f1, t1, working = browser.evaluate("[window.hbmlab.frames, performance.now(), window.hbmlab.working]")
     print(f"lesson 3 at {args.width}×{args.height}: {(f1 - f0) / ((t1 - t0) / 1000):.1f} fps ({f1 - f0} frames in "
-          f"{(t1 - t0) / 1000:.1f} s{', background work running' if working else ''})")
+          f"{(t1 - t0) / 1000:.1f} s{', background work pending' if working else ''})")
 
     # Keys as on the desktop: Page Down for the next stage, H for the help, Esc, then 5 for the Measured
     # tab, whose records the timing engine predicts in slices between frames: the page keeps drawing.
