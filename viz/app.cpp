@@ -424,6 +424,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
                    app.explorer_runs_job.running();
     info.tab = static_cast<int>(app.tab) + 1;
     info.help = app.show_help;
+    info.side_by_side = app.replay[1] != nullptr;
     info.mouse_x = ImGui::GetIO().MousePos.x;
     info.mouse_y = ImGui::GetIO().MousePos.y;
     platform::end_frame(info);

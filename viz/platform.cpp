@@ -98,7 +98,8 @@ EM_JS(char*, page_take_fragment, (), {
   return p;
 });
 // What the page's test reads: window.hbmlab.{frames, first_frame_ms, canvas, frame_ms, lesson, stage,
-// stages, lessons, title, stage_title, title_rect, error, working, tab, help, mouse, longest_frame_ms}.
+// stages, lessons, title, stage_title, title_rect, error, working, tab, help, side_by_side, mouse,
+// longest_frame_ms}.
 EM_JS(void, page_publish, (const char* json), {
   var s = window['hbmlab'] = window['hbmlab'] || {'frames': 0};
   s['frames'] += 1;
@@ -157,7 +158,7 @@ void end_frame(const FrameInfo& info) {
                             {"lessons", info.lessons}, {"title", info.title}, {"stage_title", info.stage_title},
                             {"title_rect", {info.title_x, info.title_y, info.title_w, info.title_h}},
                             {"error", info.error}, {"working", info.working}, {"tab", info.tab},
-                            {"help", info.help}, {"mouse", {info.mouse_x, info.mouse_y}}, {"frame_ms", ms}};
+                            {"help", info.help}, {"side_by_side", info.side_by_side}, {"mouse", {info.mouse_x, info.mouse_y}}, {"frame_ms", ms}};
   page_publish(j.dump().c_str());
 }
 

@@ -43,6 +43,7 @@ struct FrameInfo {
   bool working = false;  // background work (Job below) not finished
   int tab = 0;           // the right-hand tab, numbered as its key (1 … 5)
   bool help = false;     // the help overlay is open
+  bool side_by_side = false;
   float mouse_x = 0, mouse_y = 0;  // the pointer as Dear ImGui sees it, in device pixels
   float title_x = 0, title_y = 0, title_w = 0, title_h = 0;  // the lesson's title, in device pixels
   std::string error;  // a scenario that did not load
