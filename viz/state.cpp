@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
@@ -209,36 +210,17 @@ void request_measured(AppState& app) {
   const std::string dir = app.measurements_dir;
   auto progress = std::make_shared<AppState::Progress>();
   app.measured_progress = progress;
-  // view::load_measured in slices: the files are read first, then the timing engine predicts the
-  // records, all at once on the desktop's cores, one per slice in the page (viz/platform.hpp).
-  struct Work {
-    bool read = false;
-    std::size_t next = 0;
-    ValidationReport report;
-  };
-  auto work = std::make_shared<Work>();
+  // All records at once on the desktop's cores, one per slice in the page (viz/platform.hpp).
+  auto load = std::make_shared<view::MeasuredLoad>(dir);
+  const std::size_t records = platform::kBrowser ? 1 : std::numeric_limits<std::size_t>::max();
   app.measured_job.start_slices(
-      [dir, progress, work] {
-        ValidationReport& all = work->report;
-        if (!work->read) {
-          all = read_measurements(json_files_in(dir), std::nullopt, FileErrors::skip);
-          work->read = true;
-          progress->total = all.rows.size();
-          return !all.rows.empty();
-        }
-        const std::size_t n = platform::kBrowser ? 1 : all.rows.size() - work->next;
-        ValidationReport some;
-        some.rows.assign(all.rows.begin() + std::ptrdiff_t(work->next), all.rows.begin() + std::ptrdiff_t(work->next + n));
-        const std::size_t before = work->next;
-        predict_measurements(some, [progress, before](std::size_t done, std::size_t) { progress->done = before + done; });
-        std::move(some.rows.begin(), some.rows.end(), all.rows.begin() + std::ptrdiff_t(work->next));
-        work->next += n;
-        return work->next < all.rows.size();
+      [load, progress, records] {
+        return load->step(records, [progress](std::size_t done, std::size_t total) {
+          progress->total = total;
+          progress->done = done;
+        });
       },
-      [work] {
-        if (!work->report.rows.empty()) summarise_measurements(work->report);
-        return std::move(work->report);
-      });
+      [load] { return load->finish(); });
 }
 
 void prefetch_measured(AppState& app) {
