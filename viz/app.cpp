@@ -289,8 +289,13 @@ void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, i
 
 // [SECTION] The page's address
 
-// #lesson=3&stage=2: the lesson numbered 3 (lessons/03-…) at its second stage.
+// #lesson=3&stage=2: the lesson numbered 3 (lessons/03-…) at its second stage; #scenario=NAME: an
+// embedded scenario by name.
 void open_lesson(AppState& app, const platform::LessonRequest& request) {
+  if (!request.scenario.empty()) {
+    load_scenario_into(app, request.scenario);
+    return;
+  }
   const std::string prefix = fmt::format("lessons/{:02d}-", request.lesson);
   for (const std::string& name : app.scenario_names)
     if (name.starts_with(prefix)) {
@@ -425,6 +430,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
     info.tab = static_cast<int>(app.tab) + 1;
     info.help = app.show_help;
     info.side_by_side = app.replay[1] != nullptr;
+    info.measured_cells = static_cast<int>(app.explorer_runs.size());
     info.mouse_x = ImGui::GetIO().MousePos.x;
     info.mouse_y = ImGui::GetIO().MousePos.y;
     platform::end_frame(info);

@@ -85,21 +85,28 @@ EM_JS(void, page_sync_canvas_size, (), {
   if (canvas.width != w || canvas.height != h) Browser.setCanvasSize(w, h);
 });
 EM_JS(double, page_device_pixel_ratio, (), { return window.devicePixelRatio || 1; });
-// The address's fragment, "#lesson=3&stage=2", as "3 2" when it changed since the last call.
+// The address's fragment, "#lesson=3&stage=2" or "#scenario=NAME", as "3 2 " or "0 1 NAME" when it
+// changed since the last call.
 EM_JS(char*, page_take_fragment, (), {
   var hash = window.location.hash;
   if (hash === Module['hbmlabLastHash']) return 0;
   Module['hbmlabLastHash'] = hash;
   var params = new URLSearchParams(hash.substring(1));
-  if (!params.has('lesson')) return 0;
-  var text = (parseInt(params.get('lesson'), 10) || 1) + ' ' + (parseInt(params.get('stage') || '1', 10) || 1);
+  var text;
+  if (params.has('scenario')) {
+    text = "0 1 " + params.get('scenario');
+  } else if (params.has('lesson')) {
+    text = (parseInt(params.get('lesson'), 10) || 1) + " " + (parseInt(params.get('stage') || "1", 10) || 1) + " ";
+  } else {
+    return 0;
+  }
   var size = lengthBytesUTF8(text) + 1, p = _malloc(size);
   stringToUTF8(text, p, size);
   return p;
 });
 // What the page's test reads: window.hbmlab.{frames, first_frame_ms, canvas, frame_ms, lesson, stage,
-// stages, lessons, title, stage_title, title_rect, error, working, tab, help, side_by_side, mouse,
-// longest_frame_ms}.
+// stages, lessons, title, stage_title, title_rect, error, working, tab, help, side_by_side,
+// measured_cells, mouse, longest_frame_ms}.
 EM_JS(void, page_publish, (const char* json), {
   var s = window['hbmlab'] = window['hbmlab'] || {'frames': 0};
   s['frames'] += 1;
@@ -158,7 +165,8 @@ void end_frame(const FrameInfo& info) {
                             {"lessons", info.lessons}, {"title", info.title}, {"stage_title", info.stage_title},
                             {"title_rect", {info.title_x, info.title_y, info.title_w, info.title_h}},
                             {"error", info.error}, {"working", info.working}, {"tab", info.tab},
-                            {"help", info.help}, {"side_by_side", info.side_by_side}, {"mouse", {info.mouse_x, info.mouse_y}}, {"frame_ms", ms}};
+                            {"help", info.help}, {"side_by_side", info.side_by_side},
+                            {"measured_cells", info.measured_cells}, {"mouse", {info.mouse_x, info.mouse_y}}, {"frame_ms", ms}};
   page_publish(j.dump().c_str());
 }
 
@@ -170,7 +178,9 @@ std::optional<LessonRequest> take_lesson_request() {
   char* text = page_take_fragment();
   if (!text) return std::nullopt;
   LessonRequest r;
-  std::sscanf(text, "%d %d", &r.lesson, &r.stage);
+  int name_at = 0;
+  std::sscanf(text, "%d %d %n", &r.lesson, &r.stage, &name_at);
+  r.scenario = text + name_at;
   std::free(text);
   return r;
 }

@@ -44,6 +44,7 @@ struct FrameInfo {
   int tab = 0;           // the right-hand tab, numbered as its key (1 … 5)
   bool help = false;     // the help overlay is open
   bool side_by_side = false;
+  int measured_cells = 0;  // the explorer's cells with a recorded run
   float mouse_x = 0, mouse_y = 0;  // the pointer as Dear ImGui sees it, in device pixels
   float title_x = 0, title_y = 0, title_w = 0, title_h = 0;  // the lesson's title, in device pixels
   std::string error;  // a scenario that did not load
@@ -53,9 +54,11 @@ void end_frame(const FrameInfo& info);
 bool save_screenshot(const std::string& path, int w, int h);
 // The folder of recorded measurements: next to the sources, or embedded in the page.
 std::string measurements_dir();
-// A lesson and stage the page's address asks for (#lesson=3&stage=2), once each time it changes.
+// A lesson and stage the page's address asks for (#lesson=3&stage=2), or another embedded scenario
+// (#scenario=workloads/h100-flash2-4k), once each time it changes.
 struct LessonRequest {
   int lesson = 1, stage = 1;  // 1-based
+  std::string scenario;       // when not empty, instead of the lesson
 };
 std::optional<LessonRequest> take_lesson_request();
 

@@ -323,6 +323,14 @@ def run(browser, url, args):
     if f1 - f0 < 3:
         raise RuntimeError("the page stopped drawing while the Measured tab's records were predicted")
 
+    # Another embedded scenario through the address: the explorer with the runs recorded on an H100.
+    browser.evaluate("window.location.hash = '#scenario=workloads/h100-flash2-4k'")
+    browser.wait_for("window.hbmlab.lesson == 0", 60, "#scenario=workloads/h100-flash2-4k")
+    browser.key("3", "Digit3", 51, "3")
+    cells = browser.wait_for("window.hbmlab.tab == 3 && window.hbmlab.measured_cells", 120,
+                             "the explorer's measured cells")
+    print(f"#scenario=workloads/h100-flash2-4k, key 3 (explorer): {cells} cells measured on an H100")
+
     problems = browser.problems()
     for line in browser.console_lines():
         print("page: " + line)
