@@ -2,7 +2,8 @@
 # `make install` copies it to $(PREFIX)/bin (default ~/.local/bin; no root); `make test` runs every test;
 # `make docs-update` rewrites the outputs the Markdown pages show from real runs; `make test-sanitize` runs
 # the tests under AddressSanitizer and UBSan (build-debug/); `make fuzz` fuzzes the file loaders
-# (build-fuzz/, clang's libFuzzer) for FUZZ_SECONDS each.
+# (build-fuzz/, clang's libFuzzer) for FUZZ_SECONDS each; `make web` builds the page (build-web/:
+# index.html, hbmlab.js, hbmlab.wasm) and `make test-web` opens it in headless Chromium.
 PRESET ?= default
 BUILD  := build
 JOBS   ?= $(shell nproc)
@@ -10,7 +11,7 @@ FUZZ_SECONDS ?= 30
 PREFIX ?= $(HOME)/.local
 DOC_PAGES := README.md sim/README.md gpu/README.md assets/measurements/README.md $(wildcard docs/*.md)
 
-.PHONY: all run install test docs-update test-sanitize fuzz build deps configure clean
+.PHONY: all run install test docs-update test-sanitize fuzz build deps configure clean web test-web deps-web
 
 all: build
 
@@ -54,5 +55,19 @@ fuzz: deps
 	@ctest --preset fuzz -j $(JOBS)
 	@bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
+# The page: Emscripten and Dear ImGui's Debian source package (viz/web/page.cmake). Emscripten's
+# JavaScript tools need Debian's node modules (node-acorn) also when another Node.js comes first.
+deps-web: deps
+	@bash .ci/install-deps web
+
+web: deps-web
+	@viz/web/imgui-source.sh build-web/imgui
+	@NODE_PATH=/usr/share/nodejs cmake --preset web >/dev/null
+	@NODE_PATH=/usr/share/nodejs cmake --build --preset web -j $(JOBS)
+
+# The page in headless Chromium (tests/web/), from CTest in build/: label web.
+test-web: web build
+	@ctest --test-dir $(BUILD) -L web --output-on-failure
+
 clean:
-	@rm -rf build build-debug build-core build-fuzz
+	@rm -rf build build-debug build-core build-fuzz build-web

@@ -1,6 +1,7 @@
 // The window's main loop, shaped like Dear ImGui's example_glfw_opengl3: setup, loop, render,
 // cleanup. Plus fonts (DejaVu with the narration's Unicode), the one-screen layout, screenshots
-// (glReadPixels + stb_image_write) and a scripted mode for tests and README pictures.
+// and a scripted mode for tests and README pictures. The same code runs the page in a browser
+// (`make web`); viz/platform.hpp says where the two differ.
 //
 // Scripted mode: HBMLAB_GUI_SCRIPT="key=value,..." with
 //   stage=K (1-based lesson stage), walk (every stage in turn over --frames), at=F (position as a
@@ -13,7 +14,7 @@
 // [SECTION] Fonts and style
 // [SECTION] Layout
 // [SECTION] Script
-// [SECTION] Screenshot
+// [SECTION] The page's address
 // [SECTION] Main loop
 #include "viz/app.hpp"
 
@@ -21,7 +22,6 @@
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
-#include <stb_image_write.h>
 
 #include <chrono>
 #include <cstdio>
@@ -35,26 +35,11 @@
 #include <fmt/format.h>
 
 #include "viz/panels.hpp"
+#include "viz/platform.hpp"
 #include "viz/state.hpp"
-
-#ifndef HBMLAB_SOURCE_DIR
-#define HBMLAB_SOURCE_DIR "."
-#endif
 
 namespace hbmlab::viz {
 namespace {
-
-// The recorded measurements the Measured tab reads: installed beside the binary (`make install` puts
-// them in PREFIX/share/hbmlab/measurements, next to PREFIX/bin/hbmlab), else the source tree's.
-std::string measurements_dir() {
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const std::filesystem::path installed = exe.parent_path().parent_path() / "share" / "hbmlab" / "measurements";
-    if (std::filesystem::is_directory(installed, ec)) return installed.string();
-  }
-  return std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements";
-}
 
 // [SECTION] Fonts and style
 
@@ -139,6 +124,9 @@ void ShowTabs(AppState& app) {
   ImGui::EndTabBar();
 }
 
+// Where the lesson's title is drawn (the page's test looks there).
+ImVec2 lesson_title_pos, lesson_title_size;
+
 // Controls and lesson on the left; memory hierarchy over the matrix in the middle; tabs on the
 // right. Sizes follow the window, so nothing needs arranging at 1280×720 or at 4K.
 void ShowLayout(AppState& app) {
@@ -160,6 +148,8 @@ void ShowLayout(AppState& app) {
   ShowControlsPanel(app);
   ImGui::EndChild();
   BeginPane("lesson", ImVec2(o.x, o.y + controls_h + gap), ImVec2(left_w, H - controls_h - gap), false, true);
+  lesson_title_pos = ImGui::GetCursorScreenPos();
+  lesson_title_size = ImVec2(ImGui::GetContentRegionAvail().x, (app.font_large ? app.font_large->FontSize : ImGui::GetFontSize()) * 2);
   if (app.font_large) ImGui::PushFont(app.font_large);
   ShowLessonPanel(app);
   if (app.font_large) ImGui::PopFont();
@@ -297,20 +287,29 @@ void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, i
   }
 }
 
-// [SECTION] Screenshot
+// [SECTION] The page's address
 
-bool save_screenshot(const std::string& path, int w, int h) {
-  std::vector<unsigned char> pixels(static_cast<std::size_t>(w) * h * 3);
-  glPixelStorei(GL_PACK_ALIGNMENT, 1);
-  glReadBuffer(GL_BACK);
-  glReadPixels(0, 0, w, h, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
-  stbi_flip_vertically_on_write(1);
-  // Written whole or not at all: a temporary file, then a rename.
-  const std::string tmp = path + ".tmp";
-  if (!stbi_write_png(tmp.c_str(), w, h, 3, pixels.data(), w * 3)) return false;
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  return !ec;
+// #lesson=3&stage=2: the lesson numbered 3 (lessons/03-…) at its second stage; #scenario=NAME: an
+// embedded scenario by name.
+void open_lesson(AppState& app, const platform::LessonRequest& request) {
+  if (!request.scenario.empty()) {
+    load_scenario_into(app, request.scenario);
+    return;
+  }
+  const std::string prefix = fmt::format("lessons/{:02d}-", request.lesson);
+  for (const std::string& name : app.scenario_names)
+    if (name.starts_with(prefix)) {
+      if (app.scenario.origin.find(name) == std::string::npos) load_scenario_into(app, name);
+      if (!app.scenario.stages.empty())
+        apply_stage(app, std::clamp(request.stage, 1, static_cast<int>(app.scenario.stages.size())) - 1);
+      return;
+    }
+  app.scenario_error = fmt::format("#lesson={}: no such lesson", request.lesson);
+}
+
+int lesson_count(const AppState& app) {
+  return static_cast<int>(std::count_if(app.scenario_names.begin(), app.scenario_names.end(),
+                                        [](const std::string& n) { return n.starts_with("lessons/"); }));
 }
 
 std::string glfw_error;
@@ -324,8 +323,8 @@ constexpr const char* kHowToGetWindow =
 // [SECTION] Main loop
 
 int run_gui(const hbmlab::GuiOptions& options) {
-  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY")) {
-    std::cerr << "hbmlab gui: no display ($DISPLAY is not set); " << kHowToGetWindow << "\n";
+  if (const std::string why = platform::cannot_open_reason(); !why.empty()) {
+    std::cerr << "hbmlab gui: " << why << "; " << kHowToGetWindow << "\n";
     return 2;
   }
   glfwSetErrorCallback(on_glfw_error);
@@ -333,12 +332,11 @@ int run_gui(const hbmlab::GuiOptions& options) {
     std::cerr << "hbmlab gui: cannot open the display (" << glfw_error << "); " << kHowToGetWindow << "\n";
     return 2;
   }
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
-  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  platform::window_hints();
   GLFWwindow* window = glfwCreateWindow(options.width, options.height, "hbmlab: GPU memory hierarchy and attention", nullptr, nullptr);
   if (!window) {
-    std::cerr << "hbmlab gui: cannot create an OpenGL 3.3 window (" << glfw_error << "); " << kHowToGetWindow << "\n";
+    std::cerr << "hbmlab gui: cannot create an OpenGL window for " << platform::glsl_version() << " (" << glfw_error << "); "
+              << kHowToGetWindow << "\n";
     glfwTerminate();
     return 2;
   }
@@ -350,37 +348,48 @@ int run_gui(const hbmlab::GuiOptions& options) {
   ImGui::CreateContext();
   ImGui::GetIO().IniFilename = nullptr;  // the layout is fixed; nothing to remember
 
-  AppState app;
+  // Everything a frame uses lives here: in the page, run_frames does not return.
+  struct Session {
+    AppState app;
+    Script script;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    int frame = 0;
+    bool saved = false;
+  };
+  auto session = std::make_shared<Session>();
+  AppState& app = session->app;
   float scale = static_cast<float>(options.ui_scale);
   if (scale <= 0) {  // from the monitor: content scale, or 2 on a 4K-sized window
-    float sx = 1, sy = 1;
-    glfwGetWindowContentScale(window, &sx, &sy);
-    scale = std::max(1.0f, sx);
+    scale = std::max(1.0f, platform::content_scale(window));
     if (options.height >= 1800) scale = std::max(scale, 2.0f);
   }
   app.ui_scale = scale;
-  app.measurements_dir = measurements_dir();
+  app.measurements_dir = platform::measurements_dir();
   setup_style(scale);
   setup_fonts(app);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
-  ImGui_ImplOpenGL3_Init("#version 330");
+  ImGui_ImplOpenGL3_Init(platform::glsl_version());
 
   init_state(app, options);
-  const Script script = parse_script(std::getenv("HBMLAB_GUI_SCRIPT"));
+  session->script = parse_script(std::getenv("HBMLAB_GUI_SCRIPT"));
   if (!app.scenario_error.empty()) std::cout << "scenario error shown in the window: " << app.scenario_error << "\n";
 
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  int frame = 0;
-  bool saved = options.screenshot.empty();
-  while (!glfwWindowShouldClose(window)) {
+  session->saved = options.screenshot.empty();
+  platform::run_frames([session, window, headless] {
+    if (glfwWindowShouldClose(window)) return false;
+    AppState& app = session->app;
+    const Script& script = session->script;
+    const GuiOptions& options = app.options;
+    int& frame = session->frame;
     glfwPollEvents();
+    platform::begin_frame(window);
+    if (const auto request = platform::take_lesson_request()) open_lesson(app, *request);
     run_script(app, script, window, frame, options.frames);
     if (frame == 0 && !script.open.empty() && !app.scenario_error.empty())
       std::cout << "scenario error shown in the window: " << app.scenario_error << "\n";
     const bool last = headless && frame + 1 >= options.frames;
     poll_jobs(app, last && !options.screenshot.empty());  // the picture shows the explorer finished
-    if (!headless) prefetch_measured(app);
+    if (!headless && !platform::kBrowser) prefetch_measured(app);  // the page has no spare core for it
 
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
@@ -397,16 +406,41 @@ int run_gui(const hbmlab::GuiOptions& options) {
       glClearColor(0.09f, 0.09f, 0.11f, 1.0f);
       glClear(GL_COLOR_BUFFER_BIT);
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-      if (last && !saved) {
-        saved = save_screenshot(options.screenshot, w, h);
-        if (!saved) std::cerr << "hbmlab gui: --screenshot: cannot write " << options.screenshot << "\n";
+      if (last && !session->saved) {
+        session->saved = platform::save_screenshot(options.screenshot, w, h);
+        if (!session->saved) std::cerr << "hbmlab gui: --screenshot: cannot write " << options.screenshot << "\n";
       }
       glfwSwapBuffers(window);
     }
+    const Scenario& sc = app.scenario;
+    platform::FrameInfo info;
+    info.lesson = sc.kind == "lesson" ? sc.number : 0;
+    info.stage = app.stage + 1;
+    info.stages = static_cast<int>(sc.stages.size());
+    info.lessons = lesson_count(app);
+    info.title = sc.title;
+    if (app.stage < info.stages) info.stage_title = sc.stages[static_cast<std::size_t>(app.stage)].title;
+    info.title_x = lesson_title_pos.x;
+    info.title_y = lesson_title_pos.y;
+    info.title_w = lesson_title_size.x;
+    info.title_h = lesson_title_size.y;
+    info.error = app.scenario_error;
+    info.working = app.explorer_job.running() || app.times_job.running() || app.measured_job.running() ||
+                   app.explorer_runs_job.running();
+    info.tab = static_cast<int>(app.tab) + 1;
+    info.help = app.show_help;
+    info.side_by_side = app.replay[1] != nullptr;
+    info.measured_cells = static_cast<int>(app.explorer_runs.size());
+    info.mouse_x = ImGui::GetIO().MousePos.x;
+    info.mouse_y = ImGui::GetIO().MousePos.y;
+    platform::end_frame(info);
     ++frame;
-    if (last) break;
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return !last;
+  });
+
+  const int frame = session->frame;
+  const bool saved = session->saved;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - session->start).count();
   if (options.report_fps && frame > 0) {
     int w = 0, h = 0;
     glfwGetFramebufferSize(window, &w, &h);
@@ -420,7 +454,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
   if (!options.screenshot.empty() && app.tab == Tab::explorer && !app.explorer_runs.empty())
     std::cout << "explorer: " << app.explorer_runs.size() << " cells measured on " << app.explorer_runs.front().row.gpu << "\n";
 
-  // Background jobs still running own their state (viz/state.hpp: Job) and are left to finish.
+  // Background jobs still running own their state (viz/platform.hpp: Job) and are left to finish.
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
   ImGui::DestroyContext();

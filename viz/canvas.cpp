@@ -606,7 +606,9 @@ void ShowExplorerPanel(AppState& app) {
     if (!app.times_error.empty()) {
       ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%s", app.times_error.c_str());
     } else {
-      ImGui::TextDisabled("timing engine running over the grid…");
+      const std::size_t done = app.times_progress ? app.times_progress->done.load() : 0;
+      const std::size_t total = app.times_progress ? app.times_progress->total.load() : 0;
+      ImGui::TextDisabled("timing engine running over the grid… %zu of %zu cells", done, total);
     }
   }
   const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -845,6 +847,9 @@ void DrawMarker(ImDrawList* dl, ImVec2 at, float radius, Algo algo) {
 
 void ShowMeasuredPanel(AppState& app) {
   PanelTitle("Measured on a GPU against predicted by the timing engine", app.highlight == "measured");
+  if (platform::kBrowser)
+    ImGui::TextDisabled("In the browser: the recorded files below come with the page; measuring new ones "
+                        "(hbmlab measure) needs a CUDA GPU and the desktop program.");
   request_measured(app);
   if (!app.measured) {
     if (!app.measured_error.empty()) {

@@ -661,7 +661,9 @@ constexpr Shortcut kShortcuts[] = {
     {"H or F1", "this help; Esc closes it"},
 };
 
-bool pressed(int glfw_key) { return ImGui::IsKeyPressed(glfw_key); }
+// Keys that switch something on and off do not repeat: a slow frame (a rebuild) while the key is
+// still down would otherwise count as a second press.
+bool pressed(int glfw_key, bool repeat = true) { return ImGui::IsKeyPressed(glfw_key, repeat); }
 
 }  // namespace
 
@@ -696,7 +698,7 @@ void HandleShortcuts(AppState& app) {
   const ImGuiIO& io = ImGui::GetIO();
   if (io.WantTextInput) return;
   const std::int64_t n = app.replay[0] ? app.replay[0]->step_count() : 0;
-  if (pressed(GLFW_KEY_SPACE)) {
+  if (pressed(GLFW_KEY_SPACE, false)) {
     if (!app.play.playing && app.play.pos >= n) jump_to(app, 0);
     app.play.playing = !app.play.playing;
   }
@@ -708,17 +710,17 @@ void HandleShortcuts(AppState& app) {
   if (pressed(GLFW_KEY_MINUS) || pressed(GLFW_KEY_KP_SUBTRACT)) app.play.speed = std::max(app.play.speed / 2, 0.5f);
   if (pressed(GLFW_KEY_PAGE_DOWN)) apply_stage(app, app.stage + 1);
   if (pressed(GLFW_KEY_PAGE_UP)) apply_stage(app, app.stage - 1);
-  if (pressed(GLFW_KEY_B)) {
+  if (pressed(GLFW_KEY_B, false)) {
     app.settings.side_by_side = !app.settings.side_by_side;
     rebuild(app);
   }
   const Tab tabs[] = {Tab::softmax, Tab::io, Tab::explorer, Tab::timeline, Tab::measured};
   for (int k = 0; k < 5; ++k)
-    if (pressed(GLFW_KEY_1 + k)) {
+    if (pressed(GLFW_KEY_1 + k, false)) {
       app.tab = tabs[k];
       app.select_tab = true;
     }
-  if (pressed(GLFW_KEY_H) || pressed(GLFW_KEY_F1)) app.show_help = !app.show_help;
+  if (pressed(GLFW_KEY_H, false) || pressed(GLFW_KEY_F1, false)) app.show_help = !app.show_help;
   if (pressed(GLFW_KEY_ESCAPE)) app.show_help = false;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
@@ -181,7 +182,27 @@ void request_times(AppState& app) {
   if (!app.explorer || app.times_ready || app.times_job.started()) return;
   const view::ExplorerRequest req = app.explorer_request;
   const view::ExplorerView grid = *app.explorer;
-  app.times_job.start([req, grid] { return view::explore_times(req, grid); });
+  // A row of the grid per slice on the desktop (its cells on all cores), a cell per slice in the
+  // page, so that it keeps drawing (viz/platform.hpp). Cells are row-major, as the grid's.
+  auto times = std::make_shared<std::vector<double>>();
+  auto progress = std::make_shared<AppState::Progress>();
+  const std::size_t cols = grid.block_cols.size(), cells = grid.block_rows.size() * cols;
+  const std::size_t per_slice = platform::kBrowser ? 1 : cols;
+  progress->total = cells;
+  app.times_progress = progress;
+  app.times_job.start_slices(
+      [req, grid, times, progress, cols, cells, per_slice] {
+        const std::size_t k = times->size();
+        if (k >= cells) return false;
+        view::ExplorerView some = grid;
+        some.block_rows = {grid.block_rows[k / cols]};
+        if (per_slice == 1) some.block_cols = {grid.block_cols[k % cols]};
+        const std::vector<double> t = view::explore_times(req, some);
+        times->insert(times->end(), t.begin(), t.end());
+        progress->done = times->size();
+        return times->size() < cells;
+      },
+      [times] { return std::move(*times); });
 }
 
 void request_measured(AppState& app) {
@@ -189,12 +210,17 @@ void request_measured(AppState& app) {
   const std::string dir = app.measurements_dir;
   auto progress = std::make_shared<AppState::Progress>();
   app.measured_progress = progress;
-  app.measured_job.start([dir, progress] {
-    return view::load_measured(dir, [progress](std::size_t done, std::size_t total) {
-      progress->total = total;
-      progress->done = done;
-    });
-  });
+  // All records at once on the desktop's cores, one per slice in the page (viz/platform.hpp).
+  auto load = std::make_shared<view::MeasuredLoad>(dir);
+  const std::size_t records = platform::kBrowser ? 1 : std::numeric_limits<std::size_t>::max();
+  app.measured_job.start_slices(
+      [load, progress, records] {
+        return load->step(records, [progress](std::size_t done, std::size_t total) {
+          progress->total = total;
+          progress->done = done;
+        });
+      },
+      [load] { return load->finish(); });
 }
 
 void prefetch_measured(AppState& app) {
@@ -236,8 +262,11 @@ void poll_jobs(AppState& app, bool wait) {
     request_measured(app);
     app.measured_job.wait(240);
   }
+  // In the page, whose one thread also draws, the Measured tab's records are predicted only while
+  // the tab is shown (each can take a second), so that the lessons elsewhere stay fluid.
+  const bool measured_advances = !platform::kBrowser || wait || app.tab == Tab::measured;
   std::optional<ValidationReport> measured;
-  if (app.measured_job.take(measured, error)) {
+  if (measured_advances && app.measured_job.take(measured, error)) {
     app.measured = std::move(measured);
     app.measured_error = error;
   }

@@ -5,12 +5,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "sim/cli/cli.hpp"
@@ -19,66 +16,15 @@
 #include "sim/view/compare.hpp"
 #include "sim/view/replay_view.hpp"
 #include "sim/view/timeline_view.hpp"
+#include "viz/platform.hpp"
 
 struct ImFont;  // Dear ImGui's, declared here so that this header needs no ImGui
 
 namespace hbmlab::viz {
 
-// Work that takes seconds (the explorer's sweep, the timing engine over the grid, reading and
-// validating measurements) runs on a detached thread, so that the window never waits for it and a
-// newer request simply replaces an older one.
+// Background work (viz/platform.hpp): a thread on the desktop, slices between frames in the page.
 template <class T>
-class Job {
-public:
-  template <class F>
-  void start(F work) {
-    auto shared = std::make_shared<Shared>();
-    shared_ = shared;
-    std::thread([shared, work] {
-      std::optional<T> value;
-      std::string error;
-      try {
-        value = work();
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-      const std::lock_guard<std::mutex> lock(shared->mutex);
-      shared->value = std::move(value);
-      shared->error = std::move(error);
-      shared->done = true;
-    }).detach();
-  }
-  bool started() const { return shared_ != nullptr; }
-  bool running() const {
-    if (!shared_) return false;
-    const std::lock_guard<std::mutex> lock(shared_->mutex);
-    return !shared_->done;
-  }
-  // Moves a finished result out (once); false while running or when nothing was started.
-  bool take(std::optional<T>& value, std::string& error) {
-    if (!shared_) return false;
-    const std::lock_guard<std::mutex> lock(shared_->mutex);
-    if (!shared_->done) return false;
-    value = std::move(shared_->value);
-    error = shared_->error;
-    shared_.reset();
-    return true;
-  }
-  void wait(double seconds) const {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (running() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  void cancel() { shared_.reset(); }  // the thread finishes on its own; its result is dropped
-
-private:
-  struct Shared {
-    std::mutex mutex;
-    std::optional<T> value;
-    std::string error;
-    bool done = false;
-  };
-  std::shared_ptr<Shared> shared_;
-};
+using Job = platform::Job<T>;
 
 // The tabs of the right-hand pane, which lesson stages bring forward by their `panel` key.
 enum class Tab { softmax, io, explorer, timeline, measured };
@@ -140,7 +86,11 @@ struct AppState {
   std::string explorer_error;
   view::ExplorerRequest explorer_request;
   int explorer_colour = 0;  // 0: HBM accesses, 1: predicted time (timing engine)
+  struct Progress {
+    std::atomic<std::size_t> done{0}, total{0};
+  };
   Job<std::vector<double>> times_job;  // the engine over the explorer's grid, on request
+  std::shared_ptr<Progress> times_progress;  // cells of the grid done, for the panel
   bool times_ready = false;
   std::string times_error;
   // Recorded runs of the explorer's problem on its GPU (measurements_dir), read once its grid is in.
@@ -148,9 +98,6 @@ struct AppState {
   Job<std::vector<view::MeasuredCell>> explorer_runs_job;
   std::optional<view::TimelineView> timeline;
   Job<ValidationReport> measured_job;  // started by prefetch_measured, or when the Measured tab is first shown
-  struct Progress {
-    std::atomic<std::size_t> done{0}, total{0};
-  };
   std::shared_ptr<Progress> measured_progress;  // records predicted so far, for the panel
   std::optional<ValidationReport> measured;
   std::string measured_error;

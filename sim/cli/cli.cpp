@@ -375,9 +375,8 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
     std::stringstream in(f.densities);
     std::string item;
     while (std::getline(in, item, ',')) {
-      double s = 0;
-      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), s);
-      if (ec != std::errc() || end != item.data() + item.size() || !(s > 0 && s <= 1))
+      const double s = parse_decimal(item).value_or(0);
+      if (!(s > 0 && s <= 1))
         fail_input("--densities: '{}' is not a density in (0, 1] (expected a list such as 0.125,0.25,0.5,1)", item);
       config.densities.push_back(s);
     }

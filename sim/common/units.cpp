@@ -2,6 +2,7 @@
 #include "sim/common/units.hpp"
 
 #include <cmath>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -38,6 +39,16 @@ std::string format_seconds(double s) {
   if (s < 1e-3) return fmt::format("{:.2f} µs", s * 1e6);
   if (s < 1) return fmt::format("{:.3f} ms", s * 1e3);
   return fmt::format("{:.3f} s", s);
+}
+
+std::optional<double> parse_decimal(std::string_view text) {
+  // strtod reads more than from_chars (spaces, '+', hexadecimal): those are refused first.
+  if (text.empty() || text.find_first_of(" \t\n+xX") != std::string_view::npos) return std::nullopt;
+  const std::string copy(text);
+  char* end = nullptr;
+  const double v = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size()) return std::nullopt;
+  return v;
 }
 
 }  // namespace hbmlab

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace hbmlab {
 
@@ -10,5 +12,9 @@ std::string format_bytes(double bytes);      // binary units below 1 MiB, decima
 std::string format_count(double count);      // 1,234,567
 std::string format_si(double value, const char* unit);  // 3.4 GFLOP, 1.5 TB/s
 std::string format_seconds(double seconds);  // 12.3 µs, 4.56 ms, 1.23 s
+
+// The whole of `text` as a decimal number, as std::from_chars reads one ("0.25", "1e-3"; no sign
+// '+', no spaces), or nothing. (The libc++ that Emscripten ships has no from_chars for double.)
+std::optional<double> parse_decimal(std::string_view text);
 
 }  // namespace hbmlab

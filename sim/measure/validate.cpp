@@ -535,6 +535,10 @@ void predict_measurements(ValidationReport& report, const Progress& progress) {
           row.predicted_tensor_busy = double(row.predicted_on_chip.mma_flops()) / (spec.mma_sync_flops_per_cycle_per_sm * cycles);
       },
       progress);
+  summarise_measurements(report);
+}
+
+void summarise_measurements(ValidationReport& report) {
   std::vector<double> time_errors, dram_errors;
   for (const ValidationRow& row : report.rows) {
     time_errors.push_back(row.time_error());

@@ -101,6 +101,10 @@ ValidationReport read_measurements(const std::vector<std::string>& files, const 
 // The timing engine on every row of `report` (on all cores), then the summaries at report.targets.
 void predict_measurements(ValidationReport& report, const Progress& progress = {});
 
+// The summaries of the rows' errors (predict_measurements ends with it; the window, which predicts
+// the rows a few at a time, calls it once at the end).
+void summarise_measurements(ValidationReport& report);
+
 // read_measurements, then the timing engine on every row (on all cores) and the summaries.
 ValidationReport validate_measurements(const std::vector<std::string>& files, const std::optional<std::string>& gpu,
                                        FileErrors on_error = FileErrors::fail, const Progress& progress = {});

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace hbmlab::view {
 
@@ -68,9 +69,36 @@ TimelineView timeline_view(const SimulationResult& result, int max_lanes, int bi
 }
 
 ValidationReport load_measured(const std::string& dir, const Progress& progress) {
-  const std::vector<std::string> files = json_files_in(dir);
-  if (files.empty()) return {};
-  return validate_measurements(files, std::nullopt, FileErrors::skip, progress);
+  MeasuredLoad load(dir);
+  while (load.step(std::numeric_limits<std::size_t>::max(), progress)) {
+  }
+  return load.finish();
+}
+
+bool MeasuredLoad::step(std::size_t records, const Progress& progress) {
+  if (!read_) {
+    const std::vector<std::string> files = json_files_in(dir_);
+    any_file_ = !files.empty();
+    if (any_file_) report_ = read_measurements(files, std::nullopt, FileErrors::skip);
+    read_ = true;
+    return !report_.rows.empty();
+  }
+  const std::size_t total = report_.rows.size(), n = std::min(records, total - next_);
+  ValidationReport some;
+  const auto first = report_.rows.begin() + std::ptrdiff_t(next_);
+  some.rows.assign(first, first + std::ptrdiff_t(n));
+  const std::size_t before = next_;
+  predict_measurements(some, [&](std::size_t done, std::size_t) {
+    if (progress) progress(before + done, total);
+  });
+  std::move(some.rows.begin(), some.rows.end(), first);
+  next_ += n;
+  return next_ < total;
+}
+
+ValidationReport MeasuredLoad::finish() {
+  if (any_file_) summarise_measurements(report_);
+  return std::move(report_);
 }
 
 }  // namespace hbmlab::view

@@ -44,4 +44,20 @@ TimelineView timeline_view(const SimulationResult& result, int max_lanes, int bi
 // skipped_files with why. `progress` as for validate_measurements.
 ValidationReport load_measured(const std::string& dir, const Progress& progress = {});
 
+// load_measured a step at a time, for a window that draws between steps: the first step reads the
+// files, each later one predicts up to `records` records (on all cores), and finish() adds the
+// summaries. `progress` as for load_measured.
+class MeasuredLoad {
+public:
+  explicit MeasuredLoad(std::string dir) : dir_(std::move(dir)) {}
+  bool step(std::size_t records, const Progress& progress = {});  // false once nothing is left
+  ValidationReport finish();
+
+private:
+  std::string dir_;
+  bool read_ = false, any_file_ = false;
+  std::size_t next_ = 0;
+  ValidationReport report_;
+};
+
 }  // namespace hbmlab::view

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/cli.hpp"
+#include "sim/common/units.hpp"
 
 using namespace hbmlab;
 
@@ -180,4 +181,21 @@ TEST_CASE("validate counts within the cut-offs it is given and prints them", "[c
     CHECK(one_line(r.err));
     CHECK_THAT(r.err, Catch::Contains("--dram-within"));
   }
+}
+
+// The decimal numbers of --densities and --block-mask random:DENSITY, read the same way on every
+// platform (the page's libc++ has no std::from_chars for double).
+TEST_CASE("parse_decimal takes what from_chars takes and nothing else", "[cli]") {
+  CHECK(parse_decimal("0.25") == 0.25);
+  CHECK(parse_decimal("1") == 1.0);
+  CHECK(parse_decimal("1e-3") == 1e-3);
+  CHECK(parse_decimal("-2.5") == -2.5);
+  for (const char* bad : {"", " 1", "1 ", "+1", "0x10", "1.5x", "abc", "0.5,"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_decimal(bad).has_value());
+  }
+  const Run r = run({"bounds", "--densities", "0.5,abc"});
+  CHECK(r.code == 2);
+  CHECK(one_line(r.err));
+  CHECK(r.err.find("--densities: 'abc'") != std::string::npos);
 }

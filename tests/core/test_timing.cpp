@@ -515,6 +515,37 @@ TEST_CASE("validate reads the calibration file and measurement records", "[engin
   std::filesystem::remove(path);
 }
 
+TEST_CASE("MeasuredLoad a record per step gives load_measured's report", "[engine][validate]") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hbmlab-measured-steps";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "records.json") << R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": [
+      {"kernel": "flash2", "problem": {"batch": 1, "heads": 2, "seq_len": 1024, "head_dim": 64, "dtype": "fp16",
+       "causal": false}, "blocks": {"Br": 128, "Bc": 64}, "time_ms_median": 0.05, "dram_read_bytes": 786432},
+      {"kernel": "flash2", "problem": {"batch": 2, "heads": 4, "seq_len": 2048, "head_dim": 64, "dtype": "fp16",
+       "causal": true}, "blocks": {"Br": 128, "Bc": 64}, "time_ms_median": 0.2, "dram_read_bytes": 5000000}]})";
+  const ValidationReport whole = view::load_measured(dir.string());
+  view::MeasuredLoad load(dir.string());
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  int steps = 1;
+  for (auto progress = [&](std::size_t done, std::size_t total) { calls.push_back({done, total}); };
+       load.step(1, progress);)
+    ++steps;
+  const ValidationReport stepped = load.finish();
+  CHECK(steps == 3);  // the files, then each record
+  CHECK(calls == std::vector<std::pair<std::size_t, std::size_t>>{{1, 2}, {2, 2}});
+  REQUIRE(whole.rows.size() == 2);
+  REQUIRE(stepped.rows.size() == 2);
+  for (std::size_t k = 0; k < 2; ++k) {
+    CHECK(stepped.rows[k].predicted_time_s == whole.rows[k].predicted_time_s);
+    CHECK(stepped.rows[k].predicted_dram_read == whole.rows[k].predicted_dram_read);
+  }
+  CHECK(stepped.time.count == 2);
+  CHECK(stepped.time.mean_abs == whole.time.mean_abs);
+  CHECK(stepped.dram_read.worst == whole.dram_read.worst);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("the window's Measured tab reads the attention records of a folder and leaves the rest out",
           "[engine][validate]") {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hbmlab-measured-folder";

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "sim/common/error.hpp"
+#include "sim/common/units.hpp"
 #include "sim/scenario/embedded.hpp"
 
 namespace hbmlab {
@@ -106,11 +107,9 @@ std::shared_ptr<const BlockMask> parse_mask_text(std::string_view text, std::str
 namespace {
 
 double parse_number(std::string_view text, std::string_view what) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size())
-    fail_input("--block-mask: {} '{}' is not a number", what, text);
-  return v;
+  const std::optional<double> v = parse_decimal(text);
+  if (!v) fail_input("--block-mask: {} '{}' is not a number", what, text);
+  return *v;
 }
 
 std::int64_t parse_count(std::string_view text, std::string_view what) {
