@@ -716,7 +716,7 @@ TEST_CASE("which rooms `--algo all` runs on which problem", "[cli][decode]") {
   CHECK_THAT(decode.out, Catch::Contains("standard — "));
 }
 
-TEST_CASE("--splits auto: the split count the engine predicts fastest, with the counts it timed", "[engine][decode]") {
+TEST_CASE("splits auto: the split count the engine predicts fastest, with the counts it timed", "[engine][decode]") {
   // The split study on the H100 (assets/measurements/h100-decode-splits.log): 8 K/V heads at N = 128K
   // ran fastest at S = 33 (264 CTAs, two on every SM), 6 % ahead of the default S = 17 (136 CTAs,
   // four SMs holding a second one).
