@@ -71,8 +71,8 @@ std::vector<Algo> parse_algos(const std::string& text, const AttentionProblem& p
 
 // Options that describe a problem on a GPU; a --scenario gives the defaults, flags override.
 struct ProblemFlags {
-  std::string scenario, gpu, algo, dtype, pass, block_mask;
-  std::int64_t batch = 0, heads = 0, seq_len = 0, head_dim = 0, query_len = 0, kv_heads = 0, splits = 0;
+  std::string scenario, gpu, algo, dtype, pass, block_mask, splits;
+  std::int64_t batch = 0, heads = 0, seq_len = 0, head_dim = 0, query_len = 0, kv_heads = 0;
   double unified_max = 0;
   bool causal = false;
   CLI::Option *o_scenario{}, *o_gpu{}, *o_algo{}, *o_dtype{}, *o_batch{}, *o_heads{}, *o_seq_len{}, *o_head_dim{}, *o_causal{};
@@ -96,12 +96,17 @@ struct ProblemFlags {
     o_query_len = cmd.add_option("--query-len", query_len, "NQ query rows, the last NQ positions (decoding) [N]");
     o_kv_heads = cmd.add_option("--kv-heads", kv_heads, "HKV K/V heads shared by H/HKV query heads (GQA, MQA) [H]");
     o_splits = cmd.add_option("--splits", splits,
-                              rooms_taking(&ShapeSupport::splits) + ": K/V splits per (batch, K/V head) [fill every SM once]");
+                              rooms_taking(&ShapeSupport::splits) +
+                                  ": K/V splits per (batch, K/V head), or auto (simulate): the count the timing engine "
+                                  "predicts fastest [fill every SM once]");
     o_unified_max = cmd.add_option("--unified-max", unified_max,
                                    rooms_taking(&ShapeSupport::unified_max) + ": the unified max φ [from the scores' statistics]");
   }
 
-  Scenario resolve() const {
+  bool auto_splits() const { return *o_splits && splits == "auto"; }
+
+  // auto_allowed: only simulate searches the split counts (--splits auto).
+  Scenario resolve(bool auto_allowed = false) const {
     Scenario s = *o_scenario ? load_scenario(scenario) : Scenario{};
     if (*o_gpu) s.gpu = gpu;
     if (*o_algo && algo != "all") s.algorithms = parse_algos(algo);
@@ -122,7 +127,15 @@ struct ProblemFlags {
     if (*o_pass) s.passes = parse_passes(pass, "--pass");
     if (*o_query_len) s.problem.query_len = positive(query_len, "--query-len");
     if (*o_kv_heads) s.problem.kv_heads = positive(kv_heads, "--kv-heads");
-    if (*o_splits) s.problem.kv_splits = positive(splits, "--splits");
+    if (auto_splits()) {
+      if (!auto_allowed) fail_input("--splits: auto is for simulate; give a positive integer");
+    } else if (*o_splits) {
+      std::int64_t v = 0;
+      const auto [end, ec] = std::from_chars(splits.data(), splits.data() + splits.size(), v);
+      if (ec != std::errc{} || end != splits.data() + splits.size() || v <= 0)
+        fail_input("--splits: must be a positive integer or auto, got '{}'", splits);
+      s.problem.kv_splits = v;
+    }
     if (*o_unified_max) s.problem.unified_max = unified_max;
     if (*o_block_mask) s.problem.block_mask = parse_block_mask(block_mask);
     s.problem.validate();
@@ -238,6 +251,7 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     if (*flags->o_launch_smem) request.launch.smem_bytes_per_cta = positive(flags->launch_smem, "--launch-smem-bytes");
     request.launch.kv_descending = flags->kv_descending;
     request.launch.hbmlab_kernels = flags->hbmlab_kernels;
+    request.auto_splits = flags->problem.auto_splits();
     const std::string& n = flags->numerics;
     request.numerics = n == "auto" ? NumericsMode::automatic : n == "full" ? NumericsMode::full
                      : n == "sampled" ? NumericsMode::sampled : n == "off" ? NumericsMode::off
@@ -286,7 +300,7 @@ void print_steps(std::ostream& out, const SimulationResult& r, std::int64_t limi
 int run_simulate(const SimulateFlags& f, std::ostream& out) {
   if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
   if (f.steps_limit < 0) fail_input("--steps-limit: must be 0 or more, got {}", f.steps_limit);
-  const Scenario s = f.problem.resolve();
+  const Scenario s = f.problem.resolve(/*auto_allowed=*/true);
   const std::vector<SimulationResult> results = simulate_scenario(s, &f);
   if (!f.mask_out.empty()) {
     if (results.size() != 1) fail_input("--mask-out: choose one algorithm (--algo) for a mask file");

@@ -127,7 +127,48 @@ SimulateRequest request_for(const Scenario& s) {
   return request;
 }
 
+namespace {
+
+// --splits auto. A split count matters by how its CTAs fill the SMs: S·B·HKV·Tr CTAs make whole
+// or ragged waves, and more splits mean more partials for the combine to read back. So the
+// candidates are the counts just below and above k SMs' worth of CTAs for k = 1 to 4 (each k one
+// more CTA on every SM), and the engine times each; the fastest wins, the smaller S on a tie.
+SimulationResult simulate_auto_splits(const SimulateRequest& request) {
+  SimulateRequest trial = request;
+  trial.auto_splits = false;
+  trial.numerics = NumericsMode::off;
+  trial.record_timeline = false;
+  trial.problem.kv_splits = 0;  // the room's default first: its grid gives Tc, Tr and the instances
+  const SimulationResult first = simulate(trial);
+  const std::int64_t per_split = request.algo->instances(first.problem) * first.Tr;
+  std::vector<std::int64_t> counts{first.problem.kv_splits};
+  for (std::int64_t k = 1; k <= 4; ++k) {
+    const std::int64_t ctas = k * request.gpu.sm_count;
+    for (const std::int64_t s : {ctas / per_split, ceil_div(ctas, per_split)}) counts.push_back(std::clamp<std::int64_t>(s, 1, first.Tc));
+  }
+  std::ranges::sort(counts);
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  std::vector<SimulationResult::SplitCandidate> candidates;
+  SimulationResult::SplitCandidate best;
+  for (const std::int64_t s : counts) {
+    trial.problem.kv_splits = s;
+    const double t = s == first.problem.kv_splits ? first.time.predicted_s : simulate(trial).time.predicted_s;
+    candidates.push_back({s, t});
+    if (best.splits == 0 || t < best.predicted_s) best = candidates.back();
+  }
+  SimulateRequest chosen = request;
+  chosen.auto_splits = false;
+  chosen.problem.kv_splits = best.splits;
+  SimulationResult r = simulate(chosen);
+  r.split_candidates = std::move(candidates);
+  return r;
+}
+
+}  // namespace
+
 SimulationResult simulate(const SimulateRequest& request) {
+  if (request.auto_splits && request.algo->supports().splits && !request.counts_only)
+    return simulate_auto_splits(request);
   request.problem.validate();
   request.algo->check_problem(request.problem);
   SimulationResult r;

@@ -30,6 +30,9 @@ struct SimulateRequest {
   // Only the paper's counts: no numerics, no timing engine. Time is then a roofline estimate
   // (model "roofline"), the L2 is reported off and DRAM traffic equals the count.
   bool counts_only = false;
+  // Split-KV rooms (--splits auto): time the split counts that fill the SMs once to four times over
+  // and keep the one the engine predicts fastest (SimulationResult::split_candidates).
+  bool auto_splits = false;
 };
 
 struct NumericsResult {
@@ -75,6 +78,13 @@ struct SimulationResult {
   NumericsResult numerics;
   TimeEstimate time;
   EngineResult engine;  // kernels, L2 and DRAM traffic, timeline
+  // With auto_splits: each split count timed and the engine's prediction for it, smallest S first;
+  // problem.kv_splits is the fastest of them.
+  struct SplitCandidate {
+    std::int64_t splits = 0;
+    double predicted_s = 0;
+  };
+  std::vector<SplitCandidate> split_candidates;
 };
 
 SimulationResult simulate(const SimulateRequest& request);

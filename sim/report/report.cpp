@@ -155,6 +155,12 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
                  format_count(double(g.N) / double(g.splits)), format_count(double(g.splits * g.Tr * r.algo->instances(p))),
                  g.splits);
   }
+  if (!r.split_candidates.empty()) {
+    std::string tried;
+    for (const auto& c : r.split_candidates)
+      tried += fmt::format("{}{} ({})", tried.empty() ? "" : ", ", c.splits, format_seconds(c.predicted_s));
+    fmt::print(out, "            --splits auto: S = {}, the fastest the engine predicts of S = {}\n", p.kv_splits, tried);
+  }
   if (p.unified_max) fmt::print(out, "  φ         unified max {:.4g}: every split's e^(x − φ) against the same max\n", *p.unified_max);
   if (r.mask) {
     const double dense = double(r.mask->dense_total.hbm_bytes());
@@ -349,6 +355,11 @@ Json simulation_json(const SimulationResult& r) {
   for (const KernelTiming& k : r.engine.kernels) on_chip += k.on_chip, kernels_s += k.time_s;
   out["on_chip"] = on_chip_json(on_chip, kernels_s, r.gpu);
   if (p.kv_splits > 0) out["blocks"]["splits"] = r.algo->grid(p, r.blocks.blocks).splits;
+  if (!r.split_candidates.empty()) {
+    Json tried = Json::array();
+    for (const auto& c : r.split_candidates) tried.push_back({{"splits", c.splits}, {"predicted_s", c.predicted_s}});
+    out["blocks"]["splits_auto"] = tried;
+  }
   if (r.algo->heads_per_instance(p) > 1) out["instances"] = {{"count", r.algo->instances(p)}, {"what", r.algo->instance_name(p)}};
   if (r.numerics.recomputed_rows > 0) out["numerics"]["recomputed_rows"] = r.numerics.recomputed_rows;
   if (decoding(p)) {

@@ -716,9 +716,58 @@ TEST_CASE("which rooms `--algo all` runs on which problem", "[cli][decode]") {
   CHECK_THAT(decode.out, Catch::Contains("standard — "));
 }
 
+TEST_CASE("splits auto: the split count the engine predicts fastest, with the counts it timed", "[engine][decode]") {
+  // The split study on the H100 (assets/measurements/h100-decode-splits.log): 8 K/V heads at N = 128K
+  // ran fastest at S = 33 (264 CTAs, two on every SM), 6 % ahead of the default S = 17 (136 CTAs,
+  // four SMs holding a second one).
+  SimulateRequest r;
+  r.gpu = load_gpu("h100-sxm");
+  r.problem = decode_problem(1, 32, 8, 131072, 128, 1, 0);
+  r.block_rows = 16;
+  r.block_cols = 64;
+  r.numerics = NumericsMode::off;
+  r.algo = kFD;
+  const SimulationResult fixed = simulate(r);
+  CHECK(fixed.problem.kv_splits == 17);
+  CHECK(fixed.split_candidates.empty());
+  r.auto_splits = true;
+  const SimulationResult chosen = simulate(r);
+  const auto& tried = chosen.split_candidates;
+  REQUIRE(tried.size() >= 2);
+  CHECK(chosen.problem.kv_splits == 33);
+  bool default_tried = false;
+  for (const auto& c : tried) {
+    INFO("S = " << c.splits);
+    CHECK(c.predicted_s >= chosen.time.predicted_s);
+    if (c.splits != 17) continue;
+    default_tried = true;
+    CHECK(c.predicted_s == fixed.time.predicted_s);
+  }
+  CHECK(default_tried);
+  CHECK(chosen.time.predicted_s < fixed.time.predicted_s);
+  CHECK(std::is_sorted(tried.begin(), tried.end(), [](const auto& a, const auto& b) { return a.splits < b.splits; }));
+  // A room without splits ignores it.
+  r.algo = algo_named("flash2");
+  CHECK(simulate(r).split_candidates.empty());
+
+  const Run cli = run({"simulate", "--algo", "flash-decoding", "--gpu", "h100-sxm", "--heads", "32", "--kv-heads", "8",
+                       "--seq-len", "131072", "--query-len", "1", "--head-dim", "128", "--block-rows", "16",
+                       "--block-cols", "64", "--numerics", "off", "--splits", "auto"});
+  REQUIRE(cli.code == 0);
+  CHECK_THAT(cli.out, Catch::Contains("--splits auto: S = 33, the fastest the engine predicts of S = "));
+  const Run json = run({"simulate", "--algo", "flash-decoding", "--seq-len", "4096", "--query-len", "1", "--heads", "8",
+                        "--numerics", "off", "--splits", "auto", "--json"});
+  REQUIRE(json.code == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"splits_auto\""));
+  const Run sweep = run({"sweep", "--splits", "auto"});
+  CHECK(sweep.code == 2);
+  CHECK_THAT(sweep.err, Catch::Contains("--splits: auto is for simulate"));
+}
+
 TEST_CASE("decoding bad input: exit 2 and one line naming the option", "[cli][errors][decode]") {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"simulate", "--algo", "flash-decoding", "--splits", "0"}, "--splits"},
+      {{"simulate", "--algo", "flash-decoding", "--splits", "some"}, "--splits"},
       {{"simulate", "--algo", "flash-decoding", "--seq-len", "1024", "--splits", "1000"}, "--splits"},
       {{"simulate", "--algo", "flash-decoding", "--heads", "32", "--kv-heads", "3"}, "--kv-heads"},
       {{"simulate", "--algo", "flash-decoding", "--seq-len", "64", "--query-len", "65"}, "--query-len"},
