@@ -714,8 +714,8 @@ void HandleShortcuts(AppState& app) {
     app.settings.side_by_side = !app.settings.side_by_side;
     rebuild(app);
   }
-  const Tab tabs[] = {Tab::softmax, Tab::io, Tab::explorer, Tab::timeline, Tab::measured};
-  for (int k = 0; k < 5; ++k)
+  const Tab tabs[] = {Tab::softmax, Tab::io, Tab::explorer, Tab::timeline, Tab::measured, Tab::onchip};
+  for (int k = 0; k < 6; ++k)
     if (pressed(GLFW_KEY_1 + k, false)) {
       app.tab = tabs[k];
       app.select_tab = true;
