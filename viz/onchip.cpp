@@ -117,6 +117,62 @@ void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
   if (!any) ImGui::TextDisabled("No recorded on-chip counters for this problem and algorithm.");
 }
 
+// A warp-specialised room's CTA at the replay's step: its ring of K/V stages in shared memory and what
+// each warpgroup does at this K_j (Algorithm::pipeline; the FlashAttention-3 paper's schedule).
+void ShowPipeline(const view::ReplayView& r, std::int64_t pos) {
+  const SimulationResult& res = r.result();
+  const std::optional<Pipeline> pipe = r.algo()->pipeline(res.problem, r.blocks());
+  if (!pipe || r.step_count() == 0) return;
+  std::int64_t j = 0;  // the K_j the consumers work on: the latest step that names one
+  for (std::int64_t k = std::clamp<std::int64_t>(pos, 0, r.step_count() - 1); k >= 0; --k)
+    if (r.steps()[static_cast<std::size_t>(k)].j >= 0) {
+      j = r.steps()[static_cast<std::size_t>(k)].j;
+      break;
+    }
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float fs = ImGui::GetFontSize(), height = ImGui::GetFrameHeight() * 1.4f;
+  const float gap = ImGui::GetStyle().ItemSpacing.x;
+  auto box = [&](ImVec2 p, float w, ImU32 fill, const std::string& text) {
+    dl->AddRectFilled(p, ImVec2(p.x + w, p.y + height), fill, 4.0f);
+    dl->PushClipRect(p, ImVec2(p.x + w, p.y + height), true);
+    dl->AddText(ImVec2(p.x + 5, p.y + (height - fs) / 2), kTextOnBar, text.c_str());
+    dl->PopClipRect();
+  };
+  ImGui::Text("K/V ring in shared memory: %lld stages (at K_%lld of %lld)", static_cast<long long>(pipe->stages),
+              static_cast<long long>(j), static_cast<long long>(res.Tc));
+  ImVec2 p = ImGui::GetCursorScreenPos();
+  const float stage_w = (ImGui::GetContentRegionAvail().x - gap * float(pipe->stages - 1)) / float(pipe->stages);
+  for (std::int64_t s = 0; s < pipe->stages; ++s) {
+    const std::int64_t jj = j + (s - j % pipe->stages + pipe->stages) % pipe->stages;  // the block this stage holds
+    const bool current = jj == j;
+    const std::string text = jj >= res.Tc      ? fmt::format("stage {}: empty", s)
+                             : current          ? fmt::format("stage {}: K_{}, V_{} in use by wgmma", s, jj, jj)
+                                                : fmt::format("stage {}: K_{}, V_{} arriving (TMA)", s, jj, jj);
+    box(ImVec2(p.x + float(s) * (stage_w + gap), p.y), stage_w,
+        current ? tensor_colour(Tensor::K) : IM_COL32(150, 150, 165, 255), text);
+  }
+  ImGui::Dummy(ImVec2(ImGui::GetContentRegionAvail().x, height));
+  ImGui::Text("Warpgroups of 128 threads, one CTA of %lld query rows", static_cast<long long>(r.blocks().Br));
+  const float label_w = ImGui::CalcTextSize("consumer 0 ").x + gap;
+  const float w = ImGui::GetContentRegionAvail().x - label_w;
+  ImGui::TextUnformatted("producer");
+  ImGui::SameLine(label_w);
+  p = ImGui::GetCursorScreenPos();
+  box(p, w, IM_COL32(150, 150, 165, 255),
+      j + 1 < res.Tc ? fmt::format("TMA: K_{}, V_{} into a free stage; then waits", j + 1, j + 1) : std::string("waits: no block left"));
+  ImGui::Dummy(ImVec2(w, height));
+  // Pingpong: at each K_j the consumers take turns on the tensor cores, the others in their softmax.
+  for (std::int64_t g = 0; g < pipe->consumer_warpgroups; ++g) {
+    const bool gemm = (j + g) % pipe->consumer_warpgroups == 0;
+    ImGui::Text("consumer %lld", static_cast<long long>(g + 1));
+    ImGui::SameLine(label_w);
+    p = ImGui::GetCursorScreenPos();
+    box(p, w, gemm ? IM_COL32(90, 170, 110, 255) : IM_COL32(200, 120, 200, 255),
+        gemm ? fmt::format("GEMMs: S = Q K_{}ᵀ and P̃ V (wgmma)", j) : fmt::format("softmax of S_{} (exponent unit)", j));
+    ImGui::Dummy(ImVec2(w, height));
+  }
+}
+
 void ShowOnChipOf(AppState& app, const view::ReplayView& r, double most_bytes, bool measured) {
   const SimulationResult& res = r.result();
   ImGui::PushStyleColor(ImGuiCol_Text, algo_colour(r.algo()));
@@ -130,6 +186,9 @@ void ShowOnChipOf(AppState& app, const view::ReplayView& r, double most_bytes, b
       ImGui::TextDisabled("This kernel's warp layout is not described yet: no on-chip counts (docs/on-chip.md).");
       continue;
     }
+    if (r.algo()->pipeline(res.problem, r.blocks()) && c.wgmma == 0)
+      TextWrappedColoured(ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                          "(counted with FlashAttention-2's warp layout: hbmlab's wgmma layout is not wired to this room yet)");
     const SmemBytes t = c.total();
     std::array<double, kTensorCount> read{};
     for (Tensor tensor : kAllTensors) read[static_cast<std::size_t>(tensor)] = double(c[tensor].read + c[tensor].mma_read);
@@ -171,6 +230,14 @@ void ShowOnChipPanel(AppState& app) {
       }
   ImGui::TextWrapped("Bytes per kernel, all heads. Shares: a pipe's work at the preset's microbenchmarked rate over the "
                      "kernel's predicted time.");
+  for (int side = 0; side < 2; ++side)
+    if (app.replay[side] && app.replay[side]->algo()->pipeline(app.replay[side]->result().problem, app.replay[side]->blocks())) {
+      ImGui::Separator();
+      ImGui::PushStyleColor(ImGuiCol_Text, algo_colour(app.replay[side]->algo()));
+      ImGui::TextUnformatted(to_string(app.replay[side]->algo()).data());
+      ImGui::PopStyleColor();
+      ShowPipeline(*app.replay[side], side == 0 ? app.play.pos : pos_b(app));
+    }
   for (int side = 0; side < 2; ++side) {
     if (!app.replay[side]) continue;
     ImGui::Separator();
