@@ -451,6 +451,9 @@ int run_gui(const hbmlab::GuiOptions& options) {
   if (!options.screenshot.empty() && saved) std::cout << "saved " << options.screenshot << "\n";
   if (!options.screenshot.empty() && app.tab == Tab::explorer && !app.explorer_runs.empty())
     std::cout << "explorer: " << app.explorer_runs.size() << " cells measured on " << app.explorer_runs.front().row.gpu << "\n";
+  if (!options.screenshot.empty() && app.tab == Tab::onchip && app.replay[0])
+    std::cout << "inside the SM: " << MeasuredOnChipRows(app, app.replay[0]->result()).size()
+              << " recorded runs with on-chip counters for this problem\n";
 
   // Background jobs still running own their state (viz/platform.hpp: Job) and are left to finish.
   ImGui_ImplOpenGL3_Shutdown();

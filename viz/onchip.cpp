@@ -67,6 +67,21 @@ void ShareBar(const char* label, float label_w, const std::optional<double>& sha
   ImGui::Dummy(ImVec2(width, height));
 }
 
+}  // namespace
+
+std::vector<const ValidationRow*> MeasuredOnChipRows(const AppState& app, const SimulationResult& res) {
+  std::vector<const ValidationRow*> rows;
+  if (!app.measured) return rows;
+  for (const ValidationRow& row : app.measured->rows)
+    if (row.measured_on_chip.any() && row.algo == res.algo && row.problem.seq_len == res.problem.seq_len &&
+        row.problem.head_dim == res.problem.head_dim && row.problem.causal == res.problem.causal &&
+        row.problem.instances() == res.problem.instances())
+      rows.push_back(&row);
+  return rows;
+}
+
+namespace {
+
 // Recorded Nsight Compute counters of this problem and room beside the prediction (h100-onchip.json).
 void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
   request_measured(app);
@@ -75,12 +90,9 @@ void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
     return;
   }
   bool any = false;
-  for (const ValidationRow& row : app.measured->rows) {
+  for (const ValidationRow* found : MeasuredOnChipRows(app, res)) {
+    const ValidationRow& row = *found;
     const MeasuredOnChip& m = row.measured_on_chip;
-    if (!m.any() || row.algo != res.algo || row.problem.seq_len != res.problem.seq_len ||
-        row.problem.head_dim != res.problem.head_dim || row.problem.causal != res.problem.causal ||
-        row.problem.instances() != res.problem.instances())
-      continue;
     if (!any) ImGui::TextUnformatted("Measured by Nsight Compute on an H100, this problem:");
     any = true;
     const OnChipCounts& c = row.predicted_on_chip;

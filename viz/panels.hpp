@@ -29,6 +29,10 @@ void ShowOnChipPanel(AppState& app);
 void ShowHelpOverlay(AppState& app);
 void HandleShortcuts(AppState& app);
 
+// The recorded runs of this problem and room that carry on-chip counters (h100-onchip.json), once the
+// measurements are read.
+std::vector<const ValidationRow*> MeasuredOnChipRows(const AppState& app, const SimulationResult& res);
+
 // Text helpers shared by the panels.
 void TextWrappedColoured(ImU32 colour, const char* text);
 void PanelTitle(const char* title, bool highlighted);
