@@ -657,7 +657,7 @@ constexpr Shortcut kShortcuts[] = {
     {"+  /  −", "play faster / slower"},
     {"Page Down / Page Up", "next / previous lesson stage"},
     {"B", "side by side with a second algorithm"},
-    {"1 … 5", "softmax, IO, explorer, timeline, measured tab"},
+    {"1 … 6", "softmax, IO, explorer, timeline, measured, inside-the-SM tab"},
     {"H or F1", "this help; Esc closes it"},
 };
 
