@@ -86,24 +86,28 @@ namespace {
 void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
   request_measured(app);
   if (!app.measured) {
-    ImGui::TextDisabled(app.measured_error.empty() ? "Reading the recorded measurements…" : "%s", app.measured_error.c_str());
+    if (app.measured_error.empty()) ImGui::TextDisabled("Reading the recorded measurements…");
+    else TextWrappedColoured(IM_COL32(255, 110, 100, 255), app.measured_error.c_str());
     return;
   }
   bool any = false;
   for (const ValidationRow* found : MeasuredOnChipRows(app, res)) {
     const ValidationRow& row = *found;
     const MeasuredOnChip& m = row.measured_on_chip;
-    if (!any) ImGui::TextUnformatted("Measured by Nsight Compute on an H100, this problem:");
+    if (!any) ImGui::Text("Measured by Nsight Compute on the %s, this problem:", row.gpu.c_str());
     any = true;
     const OnChipCounts& c = row.predicted_on_chip;
     ImGui::TextColored(ImVec4(0.6f, 0.85f, 1.0f, 1.0f), "%s, %lld × %lld blocks", row.source.c_str(),
                        static_cast<long long>(row.blocks.Br), static_cast<long long>(row.blocks.Bc));
     if (!ImGui::BeginTable(row.file.c_str(), 4, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit))
       continue;
-    ImGui::TableSetupColumn("warp level");
-    ImGui::TableSetupColumn("measured");
-    ImGui::TableSetupColumn("predicted");
-    ImGui::TableSetupColumn("error");
+    // Widths set, not fitted: the table often first shows on the frame a screenshot keeps.
+    const float pad = 2 * ImGui::GetStyle().CellPadding.x;
+    const float name_w = ImGui::CalcTextSize("shared → registers").x + pad, figure_w = ImGui::CalcTextSize("000,000,000").x + pad;
+    ImGui::TableSetupColumn("warp level", ImGuiTableColumnFlags_WidthFixed, name_w);
+    ImGui::TableSetupColumn("measured", ImGuiTableColumnFlags_WidthFixed, figure_w);
+    ImGui::TableSetupColumn("predicted", ImGuiTableColumnFlags_WidthFixed, figure_w);
+    ImGui::TableSetupColumn("error", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("+0.00%").x + pad);
     ImGui::TableHeadersRow();
     auto line = [](const char* what, double measured, double predicted, bool bytes) {
       if (std::isnan(measured)) return;
@@ -120,7 +124,7 @@ void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
     };
     const SmemBytes t = c.total();
     line("ldmatrix", m.ldmatrix_instructions, double(c.ldmatrix), false);
-    line("mma.sync", m.mma_instructions, double(c.mma + 4 * c.wgmma), false);
+    line("mma", m.mma_instructions, double(c.mma + 4 * c.wgmma), false);  // ncu counts a wgmma as 4 warp instructions
     line("ex2", m.ex2_instructions, double(c.ex2), false);
     line("shared → registers", m.smem_ld_bytes, double(t.read), true);
     line("wgmma operands", m.smem_mma_bytes, double(t.mma_read), true);
