@@ -6,7 +6,7 @@
 // Scripted mode: HBMLAB_GUI_SCRIPT="key=value,..." with
 //   stage=K (1-based lesson stage), walk (every stage in turn over --frames), at=F (position as a
 //   fraction of the replay), play, algo=NAME, pass=backward (with algo), side,
-//   tab=softmax|io|explorer|timeline|measured,
+//   tab=softmax|io|explorer|timeline|measured|onchip,
 //   open=PATH (load a scenario file from the window), resize (resize and minimise the window),
 //   extremes (push every control to its limits), mouse=X:Y (pointer at fractions of the window),
 //   help (show the help overlay).
@@ -111,7 +111,8 @@ void ShowTabs(AppState& app) {
                         {"IO and bounds", Tab::io, ShowIoPanel},
                         {"Block size vs SRAM", Tab::explorer, ShowExplorerPanel},
                         {"Timeline", Tab::timeline, ShowTimelinePanel},
-                        {"Measured", Tab::measured, ShowMeasuredPanel}};
+                        {"Measured", Tab::measured, ShowMeasuredPanel},
+                        {"Inside the SM", Tab::onchip, ShowOnChipPanel}};
   for (const Item& it : items) {
     const ImGuiTabItemFlags flags = app.select_tab && app.tab == it.tab ? ImGuiTabItemFlags_SetSelected : 0;
     if (ImGui::BeginTabItem(it.name, nullptr, flags)) {
@@ -250,13 +251,10 @@ void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, i
       app.play.playing = s.play;
     }
     if (s.play) app.play.playing = true;
-    const std::pair<const char*, Tab> tabs[] = {{"softmax", Tab::softmax}, {"io", Tab::io}, {"explorer", Tab::explorer},
-                                                {"timeline", Tab::timeline}, {"measured", Tab::measured}};
-    for (const auto& [name, tab] : tabs)
-      if (s.tab == name) {
-        app.tab = tab;
-        app.select_tab = true;
-      }
+    if (const std::optional<Tab> tab = tab_named(s.tab)) {
+      app.tab = *tab;
+      app.select_tab = true;
+    }
     app.show_help = s.help;
   }
   if (s.walk && frames > 0 && !app.scenario.stages.empty()) {  // every stage, a slice of frames each
@@ -453,6 +451,9 @@ int run_gui(const hbmlab::GuiOptions& options) {
   if (!options.screenshot.empty() && saved) std::cout << "saved " << options.screenshot << "\n";
   if (!options.screenshot.empty() && app.tab == Tab::explorer && !app.explorer_runs.empty())
     std::cout << "explorer: " << app.explorer_runs.size() << " cells measured on " << app.explorer_runs.front().row.gpu << "\n";
+  if (!options.screenshot.empty() && app.tab == Tab::onchip && app.replay[0])
+    std::cout << "inside the SM: " << MeasuredOnChipRows(app, app.replay[0]->result()).size()
+              << " recorded runs with on-chip counters for this problem\n";
 
   // Background jobs still running own their state (viz/platform.hpp: Job) and are left to finish.
   ImGui_ImplOpenGL3_Shutdown();

@@ -16,6 +16,8 @@ L3=lessons/03-block-size-against-sram
 L4=lessons/04-backward-recompute-instead-of-store
 L6=lessons/06-skip-what-you-dont-need
 L5=lessons/05-decoding-one-query-a-long-cache
+L7=lessons/07-past-hbm-shared-memory-and-tensor-cores
+L8=lessons/08-hopper-the-same-bytes-in-half-the-time
 shot lesson1-standard-fills-hbm "stage=2,at=0.2,tab=io" --scenario $L1
 shot lesson1-count-the-bytes "stage=5,at=0.6,tab=io" --scenario $L1
 shot lesson2-tiles-in-sram "stage=1,at=0.33" --scenario $L2
@@ -35,6 +37,10 @@ shot lesson5-split-kv "stage=2,at=0.5" --scenario $L5
 shot lesson5-combine "stage=3,at=0.988" --scenario $L5
 shot lesson5-fallback "stage=5,at=1" --scenario $L5
 shot lesson5-decode-is-memory-bound "stage=6,at=1" --scenario $L5
+shot lesson7-inside-the-sm "stage=3,at=0.5" --scenario $L7
+shot lesson7-measured-on-chip "stage=4,at=0.5" --scenario $L7
+shot lesson8-same-bytes "stage=1,at=0.5" --scenario $L8
+shot lesson8-pingpong "stage=4,at=0.45" --scenario $L8
 shot timeline "stage=5,at=0.5,tab=timeline" --scenario $L1
 FRAMES=14 shot explorer-measured-h100 "at=0.5,tab=explorer,mouse=0.79:0.294" --scenario workloads/h100-flash2-4k
 shot measured-vs-predicted "at=0.5,tab=measured" --scenario $L3

@@ -657,7 +657,7 @@ constexpr Shortcut kShortcuts[] = {
     {"+  /  −", "play faster / slower"},
     {"Page Down / Page Up", "next / previous lesson stage"},
     {"B", "side by side with a second algorithm"},
-    {"1 … 5", "softmax, IO, explorer, timeline, measured tab"},
+    {"1 … 6", "softmax, IO, explorer, timeline, measured, inside-the-SM tab"},
     {"H or F1", "this help; Esc closes it"},
 };
 
@@ -714,8 +714,8 @@ void HandleShortcuts(AppState& app) {
     app.settings.side_by_side = !app.settings.side_by_side;
     rebuild(app);
   }
-  const Tab tabs[] = {Tab::softmax, Tab::io, Tab::explorer, Tab::timeline, Tab::measured};
-  for (int k = 0; k < 5; ++k)
+  const Tab tabs[] = {Tab::softmax, Tab::io, Tab::explorer, Tab::timeline, Tab::measured, Tab::onchip};
+  for (int k = 0; k < 6; ++k)
     if (pressed(GLFW_KEY_1 + k, false)) {
       app.tab = tabs[k];
       app.select_tab = true;

@@ -15,7 +15,7 @@ ImVec4 tensor_colour_v(Tensor t);
 ImU32 algo_colour(Algo a);  // the room's WindowTraits::colour
 
 // Layout: controls on the left; memory hierarchy over the attention matrix in the middle; the
-// tabbed panels (softmax, IO and bounds, explorer, timeline, measured) on the right.
+// tabbed panels (softmax, IO and bounds, explorer, timeline, measured, inside the SM) on the right.
 void ShowControlsPanel(AppState& app);
 void ShowLessonPanel(AppState& app);
 void ShowMemoryPanel(AppState& app);
@@ -25,8 +25,13 @@ void ShowIoPanel(AppState& app);
 void ShowExplorerPanel(AppState& app);
 void ShowTimelinePanel(AppState& app);
 void ShowMeasuredPanel(AppState& app);
+void ShowOnChipPanel(AppState& app);
 void ShowHelpOverlay(AppState& app);
 void HandleShortcuts(AppState& app);
+
+// The recorded runs of this problem and room that carry on-chip counters (h100-onchip.json), once the
+// measurements are read.
+std::vector<const ValidationRow*> MeasuredOnChipRows(const AppState& app, const SimulationResult& res);
 
 // Text helpers shared by the panels.
 void TextWrappedColoured(ImU32 colour, const char* text);

@@ -14,6 +14,15 @@ namespace hbmlab::viz {
 
 const GpuSpec& current_gpu(const AppState& app) { return app.gpus[static_cast<std::size_t>(app.settings.gpu)]; }
 
+std::optional<Tab> tab_named(std::string_view panel) {
+  const std::pair<std::string_view, Tab> tabs[] = {{"softmax", Tab::softmax},   {"io", Tab::io},
+                                                   {"explorer", Tab::explorer}, {"timeline", Tab::timeline},
+                                                   {"measured", Tab::measured}, {"onchip", Tab::onchip}};
+  for (const auto& [name, tab] : tabs)
+    if (panel == name) return tab;
+  return std::nullopt;
+}
+
 Algo partner_of(Algo algo) { return algo_named(algo->window().partner, algo->pass()); }
 
 view::ReplayRequest replay_request(const AppState& app, Algo algo) {
@@ -101,7 +110,9 @@ void apply_stage(AppState& app, int stage) {
   const std::optional<double> phi = st.unified_max ? st.unified_max : app.scenario.problem.unified_max;
   const bool new_problem = (st.causal && *st.causal != s.causal) || (st.block_mask && *st.block_mask != s.block_mask) ||
                            phi != s.unified_max;
-  const bool new_algo = algo != s.algo || new_problem;
+  const bool new_side = st.side_by_side && *st.side_by_side != s.side_by_side;
+  const bool new_algo = algo != s.algo || new_problem || new_side;
+  if (st.side_by_side) s.side_by_side = *st.side_by_side;
   s.algo = algo;
   if (s.algo_b->pass() != pass) s.algo_b = parse_algo(s.algo_b->name(), pass).value_or(partner_of(algo));
   if (s.algo_b == s.algo) s.algo_b = partner_of(algo);
@@ -109,13 +120,10 @@ void apply_stage(AppState& app, int stage) {
   if (st.block_mask) s.block_mask = *st.block_mask;
   s.unified_max = phi;
   app.highlight = st.panel;
-  const std::pair<const char*, Tab> tabs[] = {{"softmax", Tab::softmax}, {"io", Tab::io}, {"explorer", Tab::explorer},
-                                              {"timeline", Tab::timeline}, {"measured", Tab::measured}};
-  for (const auto& [name, tab] : tabs)
-    if (st.panel == name) {
-      app.tab = tab;
-      app.select_tab = true;
-    }
+  if (const std::optional<Tab> tab = tab_named(st.panel)) {
+    app.tab = *tab;
+    app.select_tab = true;
+  }
   if (new_algo || !app.replay[0]) {
     app.play.pos = 0;
     rebuild(app);
@@ -258,13 +266,15 @@ void poll_jobs(AppState& app, bool wait) {
       app.times_ready = true;
     }
   }
-  if (wait && app.tab == Tab::measured) {
+  // The Inside-the-SM tab sets the recorded on-chip counters beside its figures.
+  const bool tab_reads_measured = app.tab == Tab::measured || app.tab == Tab::onchip;
+  if (wait && tab_reads_measured) {
     request_measured(app);
     app.measured_job.wait(240);
   }
   // In the page, whose one thread also draws, the Measured tab's records are predicted only while
   // the tab is shown (each can take a second), so that the lessons elsewhere stay fluid.
-  const bool measured_advances = !platform::kBrowser || wait || app.tab == Tab::measured;
+  const bool measured_advances = !platform::kBrowser || wait || tab_reads_measured;
   std::optional<ValidationReport> measured;
   if (measured_advances && app.measured_job.take(measured, error)) {
     app.measured = std::move(measured);

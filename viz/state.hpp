@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/cli/cli.hpp"
@@ -27,7 +28,9 @@ template <class T>
 using Job = platform::Job<T>;
 
 // The tabs of the right-hand pane, which lesson stages bring forward by their `panel` key.
-enum class Tab { softmax, io, explorer, timeline, measured };
+enum class Tab { softmax, io, explorer, timeline, measured, onchip };
+// The tab a stage's `panel` key (or a screenshot's tab=) names; none for the panels that are not tabs.
+std::optional<Tab> tab_named(std::string_view panel);
 
 // The algorithm a room names to be shown beside it (WindowTraits::partner).
 Algo partner_of(Algo algo);

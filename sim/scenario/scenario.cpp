@@ -162,7 +162,8 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
     for (const toml::node& item : *list) {
       const auto* t = item.as_table();
       if (!t) fail_input("{}: stages: expected [[stages]] tables", r.at(item));
-      r.only_keys(*t, "stages.", {"title", "caption", "algorithm", "pass", "panel", "causal", "block_mask", "unified_max"});
+      r.only_keys(*t, "stages.",
+                  {"title", "caption", "algorithm", "pass", "panel", "causal", "block_mask", "unified_max", "side_by_side"});
       LessonStage stage;
       for (auto&& [key, node] : *t) {
         const std::string name = "stages." + std::string(key.str());
@@ -175,6 +176,7 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
           if (!stage.pass) fail_input("{}: {}: unknown pass '{}' (expected forward or backward)", r.at(node), name, text);
         }
         else if (key == "causal") stage.causal = r.boolean(node, name);
+        else if (key == "side_by_side") stage.side_by_side = r.boolean(node, name);
         else if (key == "block_mask") {
           stage.block_mask = r.text(node, name);
           try {
@@ -186,9 +188,10 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
         else if (key == "unified_max") stage.unified_max = r.number(node, name);
         else if (key == "panel") {
           stage.panel = r.text(node, name);
-          static const std::set<std::string, std::less<>> panels = {"memory", "matrix", "softmax", "io", "explorer", "timeline", "measured"};
+          static const std::set<std::string, std::less<>> panels = {"memory",   "matrix",   "softmax", "io",
+                                                                    "explorer", "timeline", "measured", "onchip"};
           if (!panels.contains(stage.panel))
-            fail_input("{}: {}: unknown panel '{}' (expected memory, matrix, softmax, io, explorer, timeline or measured)",
+            fail_input("{}: {}: unknown panel '{}' (expected memory, matrix, softmax, io, explorer, timeline, measured or onchip)",
                        r.at(node), name, stage.panel);
         }
       }

@@ -17,7 +17,8 @@ struct LessonStage {
   std::string caption;
   std::optional<Algo> algorithm;  // the algorithm this stage shows, if one (its forward room)
   std::optional<Pass> pass;       // the pass it shows (`pass = "backward"`); none: the pass on screen
-  std::string panel;              // the GUI panel to bring forward: memory, matrix, softmax, io, explorer, timeline
+  std::string panel;              // the GUI panel to bring forward: memory, matrix, softmax, io, explorer, timeline, measured, onchip
+  std::optional<bool> side_by_side;  // the stage shows the lesson's second algorithm beside the first, or stops
   std::optional<bool> causal;             // the stage turns the causal mask on or off
   std::optional<std::string> block_mask;  // the stage's --block-mask SPEC ("" for none), checked on reading
   // FlashDecoding++'s φ for this stage only (a φ that makes rows fall back); a stage without it runs

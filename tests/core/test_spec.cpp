@@ -74,7 +74,7 @@ TEST_CASE("every embedded scenario parses, lessons have stages", "[spec][scenari
     }
     CHECK_NOTHROW(load_gpu(s.gpu));
   }
-  CHECK(lessons >= 3);
+  CHECK(lessons >= 8);
   CHECK(load_scenario(kDefaultLesson).number == 1);
 }
 
@@ -94,4 +94,20 @@ TEST_CASE("malformed scenarios name file, line and key", "[spec][scenario][error
   CHECK_THROWS_WITH(parse_scenario("[workload\n", "w.toml"), Catch::StartsWith("w.toml:1:"));
   CHECK_THROWS_WITH(parse_scenario(replace(good, "[workload]", "[lesson]"), "w.toml"),
                     Catch::Contains("stages: a lesson needs at least one"));
+}
+
+TEST_CASE("a lesson stage may show two rooms side by side and the Inside-the-SM tab", "[spec][scenario]") {
+  const std::string lesson = "[lesson]\ntitle = \"t\"\n[problem]\nseq_len = 64\nhead_dim = 8\n[[stages]]\ncaption = \"c\"\n";
+  const Scenario s = parse_scenario(lesson + "side_by_side = true\npanel = \"onchip\"\n", "l.toml");
+  REQUIRE(s.stages[0].side_by_side);
+  CHECK(*s.stages[0].side_by_side);
+  CHECK(s.stages[0].panel == "onchip");
+  CHECK_FALSE(parse_scenario(lesson, "l.toml").stages[0].side_by_side);
+  CHECK_THROWS_WITH(parse_scenario(lesson + "side_by_side = \"yes\"\n", "l.toml"), Catch::StartsWith("l.toml:8: stages.side_by_side:"));
+  CHECK_THROWS_WITH(parse_scenario(lesson + "panel = \"sm\"\n", "l.toml"),
+                    Catch::Contains("stages.panel: unknown panel 'sm'") && Catch::Contains("measured or onchip"));
+  // Lesson 8 opens flash2 beside flash3 and closes on flash3 alone.
+  const Scenario hopper = load_scenario("lessons/08-hopper-the-same-bytes-in-half-the-time");
+  CHECK(hopper.stages.front().side_by_side.value_or(false));
+  CHECK_FALSE(hopper.stages.back().side_by_side.value_or(true));
 }
