@@ -146,7 +146,7 @@ SimulationResult simulate_auto_splits(const SimulateRequest& request) {
     const std::int64_t ctas = k * request.gpu.sm_count;
     for (const std::int64_t s : {ctas / per_split, ceil_div(ctas, per_split)}) counts.push_back(std::clamp<std::int64_t>(s, 1, first.Tc));
   }
-  std::ranges::sort(counts);
+  std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   std::vector<SimulationResult::SplitCandidate> candidates;
   SimulationResult::SplitCandidate best;
