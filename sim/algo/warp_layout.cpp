@@ -206,6 +206,22 @@ OnChipCounts wgmma_forward_pair(const WgmmaForwardLayout& l) {
   return c;
 }
 
+OnChipCounts wgmma_forward_kernel(const KernelPlan& plan, const WgmmaForwardLayout& l) {
+  OnChipCounts pair = wgmma_forward_pair(l);
+  pair[Tensor::K].fill += l.Bc * l.d * l.elem_bytes;  // K_j and V_j into the ring (TMA)
+  pair[Tensor::V].fill += l.Bc * l.d * l.elem_bytes;
+  OnChipCounts cta;
+  cta.modelled = true;
+  const std::int64_t Br = 64 * l.warpgroups;
+  cta[Tensor::Q].fill = Br * l.d * l.elem_bytes;
+  cta[Tensor::O].write = Br * l.d * l.elem_bytes;
+  OnChipCounts c = per_kernel(plan, pair, cta);
+  c.layout = fmt::format("{} consumer warpgroups x 64 query rows; wgmma reads Q_i, K_j and V_j from shared memory "
+                         "(no ldmatrix); S and P stay in registers; K/V arrive by TMA; O leaves through shared memory",
+                         l.warpgroups);
+  return c;
+}
+
 std::int64_t computed_pairs(const KernelPlan& plan) {
   std::int64_t pairs = 0;
   for (const CtaProgram& prog : plan.programs)

@@ -127,6 +127,9 @@ struct WgmmaForwardLayout {
   std::int64_t elem_bytes = 2;
 };
 OnChipCounts wgmma_forward_pair(const WgmmaForwardLayout& l);
+// A kernel of that layout (hbmlab's gpu/flash3.cu): its pairs, plus per CTA Q_i's fill by the copy
+// engine and O_i stored from registers into shared memory for the bulk tensor store.
+OnChipCounts wgmma_forward_kernel(const KernelPlan& plan, const WgmmaForwardLayout& l);
 
 // The (i, j) pairs a plan's CTAs compute: its phases that do matmul work, over all instances.
 std::int64_t computed_pairs(const KernelPlan& plan);

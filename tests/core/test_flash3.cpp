@@ -46,6 +46,25 @@ TEST_CASE("flash3's working set counts its K/V ring; its plan names the warpgrou
   CHECK(plans[0].overlap.find("2 K/V stages") != std::string::npos);
 }
 
+TEST_CASE("flash3's on-chip counts are its wgmma kernel's, not flash2's ldmatrix", "[flash3][on_chip]") {
+  const AttentionProblem p{1, 16, 4096, 128, Dtype::fp16, false};
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  const KernelPlan f3 = algo_named("flash3")->plan_kernels(p, {128, 128}, gpu, EngineOptions{}).at(0);
+  const KernelPlan f2 = algo_named("flash2")->plan_kernels(p, {128, 128}, gpu, EngineOptions{}).at(0);
+  const std::int64_t pairs = 16 * 32 * 32;  // Tr × Tc per head, 16 heads, not causal
+  REQUIRE(f3.on_chip.modelled);
+  CHECK(f3.on_chip.ldmatrix == 0);
+  CHECK(f3.on_chip.mma == 0);
+  CHECK(f3.on_chip.wgmma == pairs * 2 * (128 / 16 + 128 / 16));  // two consumer warpgroups
+  CHECK(f3.on_chip.wgmma_flops == f2.on_chip.mma_flops());     // the same FLOPs on another pipe
+  // wgmma reads all of K_j and V_j once per consumer warpgroup; nothing goes through registers.
+  CHECK(f3.on_chip[Tensor::K].mma_read == pairs * 2 * 128 * 128 * 2);
+  CHECK(f3.on_chip.total().read == 0);
+  CHECK(f2.on_chip.total().read > 0);
+  // The copy engine fills shared memory with what flash2's cp.async does.
+  CHECK(f3.on_chip.total().fill == f2.on_chip.total().fill);
+}
+
 TEST_CASE("flash3 narrates its steps in FlashAttention-3's words", "[flash3][narration]") {
   const Algo f3 = algo_named("flash3");
   const std::vector<Step> steps = record_steps(f3, AttentionProblem{1, 1, 256, 64, Dtype::fp16, false}, {128, 128});

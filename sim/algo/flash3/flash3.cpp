@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "sim/algo/tiled_room.hpp"
+#include "sim/algo/warp_layout.hpp"
 
 namespace hbmlab {
 
@@ -89,6 +90,10 @@ public:
       plan.library_gemm = true;
       if (!options.launch.threads_per_cta) plan.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
       if (!options.launch.smem_bytes_per_cta) plan.smem_bytes_per_cta = working_set_bytes(p, b);
+      // The kernel's own on-chip traffic: wgmma's operands from shared memory, not flash2's ldmatrix.
+      if (p.elem_bytes() == 2)
+        plan.on_chip = wgmma_forward_kernel(
+            plan, {.Bc = b.Bc, .d = p.head_dim, .warpgroups = consumer_warpgroups(b), .elem_bytes = p.elem_bytes()});
     }
     return plans;
   }
