@@ -132,7 +132,9 @@ PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_
 // FLOP/s per SM at which a kernel's matmuls run.
 double matmul_rate_of(const KernelPlan& k, const Rates& r) {
   if (k.matmul_on_fp32_units) return r.non_matmul_per_sm;
-  return k.library_gemm ? r.gemm_per_sm : r.matmul_per_sm;
+  // wgmma kernels (flash3) where the preset gives no pipe rates: the rate of a library GEMM, which on
+  // Hopper runs on wgmma too.
+  return k.library_gemm || k.on_chip.wgmma_flops > 0 ? r.gemm_per_sm : r.matmul_per_sm;
 }
 
 struct Resident {
