@@ -755,6 +755,9 @@ TEST_CASE("the SM's pipes time a kernel with exact on-chip counts (toy, by hand)
   SECTION("CTAs resident on one SM take turns on the pipes") {
     // Three CTAs of 4 MMAs on two SMs: SM 0 holds two of them, 2 × 64 cycles.
     CHECK(run_plans({with_pipes(3, 12, 0, 0, 0)}, toy, {}).predicted_s == Approx(launch + 128e-9));
+    // With 10 ex2 each (320 exps: 20 cycles) a CTA's phase is 84 cycles and the two add: 168. Had
+    // one CTA's exps hidden under the other's MMAs, the tensor pipe's 128 would set the step.
+    CHECK(run_plans({with_pipes(3, 12, 30, 0, 0)}, toy, {}).predicted_s == Approx(launch + 168e-9));
   }
   SECTION("one warp alone reaches a sub-partition's mma.sync rate") {
     KernelPlan k = with_pipes(1, 4, 0, 0, 0);
