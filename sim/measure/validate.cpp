@@ -194,6 +194,63 @@ void read_sdpa_backward(const Json& r, const std::string& where, const std::stri
   report.rows.push_back(row);
 }
 
+// cuDNN's Hopper forward (PyTorch's cuDNN SDPA backend on sm_90), read as the room that names its
+// kernel (flash3: a producer warpgroup filling a K/V ring by TMA, consumer warpgroups on wgmma).
+// Its name carries the consumer warpgroup's tile, `_64x128x128_`: 64 rows of Q_i, Bc = 128 keys,
+// d; the CTA holds one producer and (threads/128 − 1) consumer warpgroups, so Br is 64 times the
+// consumers. ncu gives threads, shared memory and registers. Records that profiled something else
+// (no such kernel, or more than it) are listed as skipped.
+void read_cudnn_forward(const Json& r, const std::string& where, const std::string& path, const std::string& gpu,
+                        ValidationReport& report) {
+  static const std::regex tile(R"(_(\d+)x(\d+)x(\d+)_\d+x\d+x\d+_)");
+  const Json* kernel = nullptr;
+  int kernels = 0;
+  if (r.contains("ncu_kernels"))
+    for (const Json& k : r.at("ncu_kernels")) {
+      ++kernels;
+      const std::string name = k.value("kernel", "");
+      if (room_for_kernel(name, Pass::forward, false)) kernel = &k;
+    }
+  std::smatch m;
+  const std::string name = kernel ? kernel->value("kernel", "") : "";
+  if (!kernel || kernels != 1 || !std::regex_search(name, m, tile)) {
+    report.skipped.push_back(where + ": cudnn backend: not one fused forward kernel of a modelled room with its "
+                                     "tile (_MxNxD_) in its name");
+    return;
+  }
+  std::optional<ValidationRow> found = sdpa_row(name, Pass::forward, false, "sdpa cudnn", path, gpu, where, report);
+  if (!found) return;
+  ValidationRow& row = *found;
+  row.problem = sdpa_problem(r, where);
+  auto figure = [&](int k) { return std::strtod(m[k].str().c_str(), nullptr); };
+  const double threads = number_or_nan(*kernel, "launch__block_size");
+  if (!std::isfinite(threads) || threads < 256 || std::fmod(threads, 128) != 0) {
+    report.skipped.push_back(fmt::format("{}: cudnn backend: launch__block_size {} is not a producer and consumer "
+                                         "warpgroups", where, threads));
+    return;
+  }
+  if (figure(3) != double(row.problem.head_dim)) {
+    report.skipped.push_back(fmt::format("{}: cudnn backend: the kernel's tile is for d = {}, the record's d is {}",
+                                         where, figure(3), row.problem.head_dim));
+    return;
+  }
+  const double consumers = threads / 128 - 1;
+  row.blocks = {launch_figure(figure(1) * consumers, where + ": tile rows × consumer warpgroups"),
+                launch_figure(figure(2), where + ": tile columns (Bc)")};
+  row.launch.threads_per_cta = launch_figure(threads, where + ": launch__block_size");
+  const double regs = number_or_nan(*kernel, "launch__registers_per_thread");
+  const double smem = number_or_nan(*kernel, "launch__shared_mem_per_block_dynamic") +
+                      number_or_nan(*kernel, "launch__shared_mem_per_block_static");
+  if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
+  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+  row.measured_time_s = number_or_nan(*kernel, "gpu__time_duration.sum") * 1e-9;
+  row.measured_dram_read = number_or_nan(*kernel, "dram__bytes_read.sum");
+  row.measured_dram_write = number_or_nan(*kernel, "dram__bytes_write.sum");
+  row.measured_l2_read = number_or_nan(*kernel, "lts__t_sectors_srcunit_tex_op_read.sum") * 32;
+  check_row(row, where);
+  report.rows.push_back(row);
+}
+
 // The calibration file's SDPA records: PyTorch's FlashAttention-2 forward, modelled as it was
 // launched. Its kernel name carries Flash_fwd_kernel_traits<d, Br, Bc, warps, ...>; ncu gives the
 // shared memory and registers; the kernel visits K_j, V_j from the last block down. Records of the
@@ -212,6 +269,10 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
     if (backend == "math") {
       report.skipped.push_back(where + ": math backend: PyTorch upcasts to fp32 and runs about a dozen kernels "
                                        "(copies, masks, FFMA GEMMs); hbmlab's standard is three fp16 kernels");
+      continue;
+    }
+    if (backend == "cudnn" && r.value("pass", "forward") == "forward") {
+      read_cudnn_forward(r, where, path, gpu, report);
       continue;
     }
     if (backend != "flash") {

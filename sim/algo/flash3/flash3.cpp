@@ -98,6 +98,12 @@ public:
     return plans;
   }
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr; }
+  // cuDNN's Hopper forward (PyTorch's cuDNN SDPA backend on sm_90): the same structure, a producer
+  // warpgroup and consumer warpgroups on wgmma, so its records are read as this room.
+  std::span<const std::string_view> external_kernels() const override {
+    static constexpr std::string_view kernels[] = {"sdpa_sm90_flash_fprop_wgmma"};
+    return kernels;
+  }
 
   // [SECTION] The window
 
