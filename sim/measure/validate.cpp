@@ -194,6 +194,8 @@ void read_sdpa_backward(const Json& r, const std::string& where, const std::stri
   report.rows.push_back(row);
 }
 
+MeasuredOnChip read_on_chip(const Json& r, const std::string& where);
+
 // cuDNN's Hopper forward (PyTorch's cuDNN SDPA backend on sm_90), read as the room that names its
 // kernel (flash3: a producer warpgroup filling a K/V ring by TMA, consumer warpgroups on wgmma).
 // Its name carries the consumer warpgroup's tile, `_64x128x128_`: 64 rows of Q_i, Bc = 128 keys,
@@ -247,6 +249,7 @@ void read_cudnn_forward(const Json& r, const std::string& where, const std::stri
   row.measured_dram_read = number_or_nan(*kernel, "dram__bytes_read.sum");
   row.measured_dram_write = number_or_nan(*kernel, "dram__bytes_write.sum");
   row.measured_l2_read = number_or_nan(*kernel, "lts__t_sectors_srcunit_tex_op_read.sum") * 32;
+  row.measured_on_chip = read_on_chip(r, where);  // gpu/bench/flash3_onchip.sh's records carry them
   check_row(row, where);
   report.rows.push_back(row);
 }
@@ -592,8 +595,13 @@ void predict_measurements(ValidationReport& report, const Progress& progress) {
         row.predicted_on_chip = {};
         for (const KernelTiming& k : e.kernels) row.predicted_on_chip += k.on_chip;
         const double cycles = e.predicted_s * spec.clock_mhz * 1e6 * double(spec.sm_count);
-        if (spec.mma_sync_flops_per_cycle_per_sm > 0 && cycles > 0)
-          row.predicted_tensor_busy = double(row.predicted_on_chip.mma_flops()) / (spec.mma_sync_flops_per_cycle_per_sm * cycles);
+        const OnChipCounts& c = row.predicted_on_chip;
+        const bool rates = (c.mma == 0 || spec.mma_sync_flops_per_cycle_per_sm > 0) &&
+                           (c.wgmma == 0 || spec.wgmma_flops_per_cycle_per_sm > 0);
+        if (rates && cycles > 0)  // each instruction kind's FLOPs at its own measured rate
+          row.predicted_tensor_busy =
+              (c.mma > 0 ? double(c.mma_flops()) / spec.mma_sync_flops_per_cycle_per_sm : 0.0) / cycles +
+              (c.wgmma > 0 ? double(c.wgmma_flops) / spec.wgmma_flops_per_cycle_per_sm : 0.0) / cycles;
       },
       progress);
   summarise_measurements(report);
@@ -670,6 +678,54 @@ std::string ms_text(double s) { return std::isfinite(s) ? fmt::format("{:.3f}", 
 // A cut-off as given on the command line: 0.1 → "10%", 0.025 → "2.5%".
 std::string cutoff_text(double fraction) { return fmt::format("{:g}%", 100 * fraction); }
 
+// The records that carry on-chip counters: the bytes shared memory hands to registers and to the
+// tensor cores (loads, stores and wgmma's operand reads together), measured against the warp
+// layout's exact count, and the tensor pipe's busy fraction against the predicted time's.
+void print_on_chip(std::ostream& out, const ValidationReport& r) {
+  std::vector<const ValidationRow*> rows;
+  for (const ValidationRow& row : r.rows)
+    if (row.measured_on_chip.any()) rows.push_back(&row);
+  if (rows.empty()) return;
+  fmt::print(out, "On chip, for the records that carry Nsight Compute's counters\n");
+  fmt::print(out, "  {:<15} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>8} {:>8}\n", "source", "N", "d", "mask",
+             "Br×Bc", "smem GB", "pred", "err", "ex2 M", "pred", "tensor", "pred");
+  auto num = [](double x, const char* f) { return std::isfinite(x) ? fmt::format(fmt::runtime(f), x) : std::string("—"); };
+  for (const ValidationRow* row : rows) {
+    const MeasuredOnChip& m = row->measured_on_chip;
+    const SmemBytes t = row->predicted_on_chip.total();
+    double measured = 0;  // the fields a record has (older records carry no wgmma operand bytes)
+    int have = 0;
+    for (double b : {m.smem_ld_bytes, m.smem_st_bytes, m.smem_mma_bytes})
+      if (std::isfinite(b)) measured += b, ++have;
+    if (have == 0) measured = kNaN;
+    const double predicted = double(t.read + t.write + t.mma_read);
+    fmt::print(out, "  {:<15} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>8} {:>8}\n", row->source,
+               row->problem.seq_len, row->problem.head_dim, row->problem.causal ? "causal" : "full",
+               fmt::format("{}×{}", row->blocks.Br, row->blocks.Bc), num(measured / 1e9, "{:.2f}"),
+               num(predicted / 1e9, "{:.2f}"), percent_text(predicted / measured - 1), num(m.ex2_instructions / 1e6, "{:.1f}"),
+               num(double(row->predicted_on_chip.ex2) / 1e6, "{:.1f}"), num(m.tensor_pipe_busy, "{:.2f}"),
+               num(row->predicted_tensor_busy, "{:.2f}"));
+  }
+  std::vector<double> errors;
+  for (const ValidationRow* row : rows) {
+    const MeasuredOnChip& m = row->measured_on_chip;
+    const SmemBytes t = row->predicted_on_chip.total();
+    double measured = 0;
+    for (double b : {m.smem_ld_bytes, m.smem_st_bytes, m.smem_mma_bytes})
+      if (std::isfinite(b)) measured += b;
+    if (measured > 0) errors.push_back(double(t.read + t.write + t.mma_read) / measured - 1);
+  }
+  if (!errors.empty()) {
+    const ValidationSummary smem = summarise(errors, 0.05);
+    fmt::print(out, "  shared-memory bytes: mean |error| {} over {} records, worst {}; {} of {} within 5%\n",
+               percent_text(smem.mean_abs).substr(1), smem.count, percent_text(smem.worst), smem.within, smem.count);
+  }
+  fmt::print(out, "  (smem: bytes shared memory hands to registers and tensor cores, loads + stores + wgmma operand\n"
+                  "   reads, ncu's wavefronts × 128 against the kernel's warp layout; ex2: exponent-unit instructions;\n"
+                  "   tensor: the tensor pipe's busy fraction, measured, and its FLOPs at the measured rate over the\n"
+                  "   predicted time)\n\n");
+}
+
 }  // namespace
 
 void print_validation(std::ostream& out, const ValidationReport& r) {
@@ -689,6 +745,7 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
   fmt::print(out, "  (DRAM rd in MB: measured dram__bytes_read.sum against predicted DRAM reads after the L2; time:\n"
                   "   measured kernel duration against predicted; K/V: the order flash2 visits K/V blocks in, asc from\n"
                   "   the first, desc from the last as PyTorch's FlashAttention-2 does)\n\n");
+  print_on_chip(out, r);
   auto summary_line = [&](const char* what, const ValidationSummary& s) {
     fmt::print(out, "{} mean |error| {} over {} records, worst {}; {} of {} within {}\n", what,
                percent_text(s.mean_abs).substr(1), s.count, percent_text(s.worst), s.within, s.count,
@@ -740,7 +797,8 @@ nlohmann::ordered_json validation_json(const ValidationReport& r) {
       rows.back()["measured"]["on_chip"] = measured;
       rows.back()["predicted"]["on_chip"] = {
           {"smem_ld_bytes", t.read},        {"smem_st_bytes", t.write},  {"smem_mma_bytes", t.mma_read},
-          {"mma_instructions", c.mma},      {"ldmatrix_instructions", c.ldmatrix},
+          {"mma_instructions", c.mma + 4 * c.wgmma},  // ncu counts a wgmma as 4 warp instructions
+          {"ldmatrix_instructions", c.ldmatrix},
           {"ex2_instructions", c.ex2},      {"tensor_pipe_busy", num(row.predicted_tensor_busy)}};
     }
   }

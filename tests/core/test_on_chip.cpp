@@ -242,3 +242,30 @@ TEST_CASE("on-chip: lesson 8's flash2 and flash3 move the same HBM bytes", "[on_
   CHECK(pipe->stages == 2);
   CHECK(pipe->consumer_warpgroups == 2);
 }
+
+// hbmlab's flash3 kernel and cuDNN's Hopper forward under ncu (gpu/bench/flash3_onchip.sh): the
+// wgmma layout's counts stand beside the counters, in --json (wgmma as ncu counts it, 4 warp
+// instructions each) and in validate's text ("On chip" table and its shared-memory summary).
+TEST_CASE("on-chip: validate sets the wgmma records' counters beside the layout's", "[on_chip][validate]") {
+  for (const char* name : {"h100-flash3-onchip.json", "h100-cudnn-onchip.json"}) {
+    const std::string file = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/" + name;
+    if (!std::filesystem::exists(file)) continue;
+    INFO(name);
+    ValidationReport report = validate_measurements({file}, std::nullopt);
+    REQUIRE(report.rows.size() == 4);
+    const Json j = validation_json(report);
+    for (const Json& row : j["rows"]) {
+      CHECK(row["algorithm"] == "flash3");
+      const double measured = row["measured"]["on_chip"]["mma_instructions"].get<double>();
+      const double predicted = row["predicted"]["on_chip"]["mma_instructions"].get<double>();
+      // cuDNN runs 64-row warpgroups on 128 rows; hbmlab's d = 64 kernel 192 rows on three: both exact.
+      CHECK(predicted == Approx(measured).epsilon(0.025));
+      const double smem = row["measured"]["on_chip"]["smem_mma_bytes"].get<double>();
+      CHECK(row["predicted"]["on_chip"]["smem_mma_bytes"].get<double>() == Approx(smem).epsilon(0.08));
+    }
+    std::ostringstream out;
+    print_validation(out, report);
+    CHECK(out.str().find("On chip, for the records that carry Nsight Compute's counters") != std::string::npos);
+    CHECK(out.str().find("shared-memory bytes: mean |error|") != std::string::npos);
+  }
+}
