@@ -112,7 +112,7 @@ constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
 
 // Shared memory of one CTA: K_j, V_j (each d/64 chunks of Bc rows × 128 bytes), the ring of Q_i and
 // dO_i (kStages each, d/64 chunks of Br rows × 128 bytes), two dS_ijᵀ buffers (Bc keys × Br queries:
-// one 128-byte row per key), the ring's L_i and D_i (fp32), then the mbarriers. Every tile is in the 128-byte swizzle.
+// one 128-byte row per key), two buffers of L_i and D_i (fp32), then the mbarriers. Every tile is in the 128-byte swizzle.
 template <int kD>
 struct Flash3BackwardSmem {
   static constexpr int kChunks = kD / 64;
@@ -124,8 +124,8 @@ struct Flash3BackwardSmem {
   static constexpr int kQ = kV + kKVBytes;
   static constexpr int kdO = kQ + kStages * kRowBytes;
   static constexpr int kdS = kdO + kStages * kRowBytes;
-  static constexpr int kLD = kdS + 2 * kDSBytes;        // kStages × (L_i, D_i): 2·Br floats
-  static constexpr int kBarriers = kLD + kStages * 2 * kBr * 4;  // kv_full, full[stages], empty[stages]
+  static constexpr int kLD = kdS + 2 * kDSBytes;       // two (L_i, D_i): 2·Br floats each
+  static constexpr int kBarriers = kLD + 2 * 2 * kBr * 4;  // kv_full, full[stages], empty[stages]
   static constexpr int kBytes = kBarriers + 8 * (1 + 2 * kStages) + 1024;  // + room to align the base to 1024
 };
 
@@ -146,7 +146,7 @@ flash3_backward_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_c
   const std::uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
   const std::uint32_t sram_K = base + Smem::kK, sram_V = base + Smem::kV;
   const std::uint32_t sram_Q = base + Smem::kQ, sram_dO = base + Smem::kdO, sram_dS = base + Smem::kdS;
-  const float* sram_LD = reinterpret_cast<const float*>(smem_raw + (base - smem_u32(smem_raw)) + Smem::kLD);
+  float* sram_LD = reinterpret_cast<float*>(smem_raw + (base - smem_u32(smem_raw)) + Smem::kLD);
   const std::uint32_t kv_full = base + Smem::kBarriers;
   auto full = [&](int s) { return kv_full + 8 * (1 + s); };
   auto empty = [&](int s) { return kv_full + 8 * (1 + kStages + s); };
@@ -166,7 +166,7 @@ flash3_backward_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_c
     prefetch_tensor_map(&map_dO);
     mbar_init(kv_full, 1);
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(full(s), 2);  // the copies' arrival, and the L_i, D_i warp's
+      mbar_init(full(s), 1);
       mbar_init(empty(s), kConsumerWarps);
     }
     fence_barrier_init();
@@ -174,29 +174,9 @@ flash3_backward_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_c
   __syncthreads();
 
   // [producer] line 6: K_j, V_j once; line 9: Q_i, dO_i of the n-th row block into stage n mod
-  // stages once both consumer warpgroups have emptied it (its previous use), each box 64 columns, by
-  // thread 0; L_i and D_i by warp 1 with plain loads (rows past N: L = +inf, so P = 0), its
-  // stores released to the consumers by its arrival on the same barrier.
+  // stages once both consumer warpgroups have emptied it (its previous use). Each box is 64 columns.
   if (tid < 128) {
     setmaxnreg_dec<kProducerRegisters>();
-    if (tid >= 32 && tid < 64) {
-      float* LD = reinterpret_cast<float*>(smem_raw + (base - smem_u32(smem_raw)) + Smem::kLD);
-      const float* L = hbm_L + static_cast<std::int64_t>(bh) * N;
-      const float* D = hbm_D + static_cast<std::int64_t>(bh) * N;
-      const int lane = tid - 32;
-      for (int n = 0; n < steps; ++n) {
-        const int s = n % kStages, row0 = (i_begin + n) * kBr;
-        mbar_wait(empty(s), ((n / kStages) & 1) ^ 1);
-#pragma unroll
-        for (int h = 0; h < kBr / 32; ++h) {
-          const int q = row0 + h * 32 + lane;
-          LD[s * 2 * kBr + h * 32 + lane] = q < N ? L[q] : INFINITY;
-          LD[s * 2 * kBr + kBr + h * 32 + lane] = q < N ? D[q] : 0.f;
-        }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(full(s));
-      }
-    }
     if (tid == 0) {
       mbar_arrive_expect_tx(kv_full, 2 * Smem::kKVBytes);
 #pragma unroll
@@ -226,6 +206,21 @@ flash3_backward_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_c
   const int key_row = key0 + wg * 64 + warp * 16 + lane / 4;
   const std::uint32_t wg_K = sram_K + wg * 64 * 128, wg_V = sram_V + wg * 64 * 128;
   float* dQ_accum = hbm_dQ_accum + static_cast<std::int64_t>(bh) * N * kD;
+  // L_i and D_i of the n-th row block, one value per consumer thread of the first 2·Br (rows past N:
+  // L = +inf, so P = 0), read from HBM a step ahead and stored before the step's named barrier into
+  // buffer n mod 2, which the next step reads.
+  const float* L = hbm_L + static_cast<std::int64_t>(bh) * N;
+  const float* D = hbm_D + static_cast<std::int64_t>(bh) * N;
+  auto read_LD = [&](int n) {
+    const int q = (i_begin + n) * kBr + ctid % kBr;
+    if (ctid >= 2 * kBr || q >= N) return ctid < kBr ? INFINITY : 0.f;
+    return ctid < kBr ? L[q] : D[q];
+  };
+  auto store_LD = [&](int n, float v) {
+    if (ctid < 2 * kBr) sram_LD[(n % 2) * 2 * kBr + ctid] = v;
+  };
+  store_LD(0, read_LD(0));
+  named_sync(1, 256);
 
   float reg_dK[kD / 2], reg_dV[kD / 2];  // m64nD accumulators, the whole loop
 #pragma unroll
@@ -235,8 +230,9 @@ flash3_backward_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_c
   for (int n = 0; n < steps; ++n) {  // line 8
     const int i = i_begin + n, s = n % kStages, q0 = i * kBr;
     const std::uint32_t sQ = sram_Q + s * Smem::kRowBytes, sdO = sram_dO + s * Smem::kRowBytes;
-    const float* sL = sram_LD + s * 2 * kBr;
+    const float* sL = sram_LD + (n % 2) * 2 * kBr;
     const float* sD = sL + kBr;
+    const float next_LD = n + 1 < steps ? read_LD(n + 1) : 0.f;
     mbar_wait(full(s), (n / kStages) & 1);
 
     // line 10: S_ijᵀ = K_j Q_iᵀ; line 13: dP_ijᵀ = V_j dO_iᵀ (d/16 k16 steps; the swizzle lets a
@@ -294,6 +290,7 @@ flash3_backward_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_c
         asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at), "r"(reg_dS[t / 2][(t % 2) * 2 + h]) : "memory");
       }
     fence_proxy_async();  // the stores, visible to the tensor cores
+    if (n + 1 < steps) store_LD(n + 1, next_LD);  // buffer (n + 1) mod 2, last read in the previous step
 
     // line 12: dV_j += P_ijᵀ dO_i; line 16: dK_j += dS_ijᵀ Q_i (k runs over the Br queries; the two
     // 64-column chunks of dO_i, Q_i lie Br·128 bytes apart).

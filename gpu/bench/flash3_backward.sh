@@ -19,13 +19,14 @@ if has test; then
 fi
 if has sass; then
   echo "== SASS of flash3_backward_kernel: instruction counts"
-  cuobjdump -sass -fun flash3_backward_kernel "$BIN/hbmlab" 2>/dev/null |
+  cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+  "$cuobjdump" -sass "$BIN/hbmlab" | awk '/Function : .*flash3_backward_kernelI6__halfLi128ELb0E/{on=1; next} /Function :/{on=0} on' |
     grep -oE "(HGMMA|UTMALDG|SYNCS|USETMAXREG|RED|STL|LDL)[.A-Z0-9x]*" | sort | uniq -c | sort -rn | head -20
 fi
 if has quick; then
   echo "== flash3 and flash2 backward at N = 4096, 16384"
   "$BIN/hbmlab" measure --pass backward --algo flash3,flash2 --seq-len 4096,16384 --head-dim 64,128 --causal both \
-    --counters none --reps 20 2>&1 | tail -20
+    --counters none --reps 20 2>&1 | tail -16
 fi
 if has san; then
   for tool in memcheck racecheck synccheck; do
