@@ -165,12 +165,14 @@ public:
     return p.elem_bytes() * (2 * b.Bc * d + 2 * kStages * b.Br * d + 2 * b.Bc * b.Br) + kStatBytes * 2 * 2 * b.Br;
   }
   static constexpr std::int64_t kStages = 2;  // the Q_i, dO_i ring
-  static constexpr std::int64_t kConsumerWarpgroups = 2;
-  // Registers per thread of the compiled kernel: 65,536 over its 384 threads, in steps of 8 (the
-  // producer gives its share to the consumers with setmaxnreg at run time: 24 and 240).
-  static constexpr std::int64_t kRegisters = 168;
-  std::optional<Pipeline> pipeline(const AttentionProblem&, Blocks) const override {
-    return Pipeline{kStages, kConsumerWarpgroups};
+  // Consumer warpgroups of 64 keys of K_j each (the kernel's Bc = 128: two), at least one.
+  static std::int64_t consumer_warpgroups(Blocks b) { return std::max<std::int64_t>(1, b.Bc / 64); }
+  // Registers per thread as ptxas allots them: the register file over the CTA's threads, in steps of
+  // 8, at most 255 (the kernel's 384 threads: 168; at run time setmaxnreg gives the producer 24 and
+  // the consumers 240).
+  static std::int64_t registers(std::int64_t threads) { return std::min<std::int64_t>(255, 65536 / threads / 8 * 8); }
+  std::optional<Pipeline> pipeline(const AttentionProblem&, Blocks b) const override {
+    return Pipeline{kStages, consumer_warpgroups(b)};
   }
   Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override { return base().paper_blocks(M, d, N); }
   void emit(const AttentionProblem& p, Blocks b, StepSink& sink) const override { base().emit(p, b, sink); }
@@ -188,14 +190,14 @@ public:
     main.overlap = fmt::format(
         "producer warpgroup (TMA) keeps {} Q_i/dO_i stages in flight; {} consumer warpgroups issue S, dP, dV, dK "
         "and dQ as wgmma; dQ_i added with fp32 atomics in the L2",
-        kStages, kConsumerWarpgroups);
+        kStages, consumer_warpgroups(b));
     main.library_gemm = true;  // wgmma: the preset's gemm_efficiency, as flash3's forward
-    if (!options.launch.threads_per_cta) main.threads_per_cta = 128 * (1 + kConsumerWarpgroups);
+    if (!options.launch.threads_per_cta) main.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
     if (!options.launch.smem_bytes_per_cta) main.smem_bytes_per_cta = working_set_bytes(p, b);
-    if (!options.launch.registers_per_thread) main.registers_per_thread = kRegisters;
+    if (!options.launch.registers_per_thread) main.registers_per_thread = registers(main.threads_per_cta);
     if (p.elem_bytes() == 2)
       main.on_chip = wgmma_backward_kernel(
-          main, {.Br = b.Br, .Bc = b.Bc, .d = p.head_dim, .warpgroups = kConsumerWarpgroups, .elem_bytes = p.elem_bytes()});
+          main, {.Br = b.Br, .Bc = b.Bc, .d = p.head_dim, .warpgroups = consumer_warpgroups(b), .elem_bytes = p.elem_bytes()});
     return plans;
   }
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return base().roofline_ctas_per_instance(g); }
