@@ -3,8 +3,12 @@
 // launch plan with one producer and two consumer warpgroups.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <filesystem>
+
 #include "sim/engine/replay.hpp"
 #include "sim/engine/simulate.hpp"
+#include "sim/measure/validate.hpp"
 #include "sim/report/report.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
@@ -122,6 +126,35 @@ TEST_CASE("flash3 backward's SM is its own: working set, warpgroups, registers, 
   // The D kernel and dQ's conversion are flash2 backward's.
   CHECK(plans[0].name == flash2[0].name);
   CHECK(plans[2].name == flash2[2].name);
+  // wgmma at the library GEMM rate (cuDNN's kernel), hbmlab's own kernel at the mma.sync kernels' rate.
+  EngineOptions hbmlab;
+  hbmlab.launch.hbmlab_kernels = true;
+  CHECK_FALSE(f3->plan_kernels(p, b, gpu, hbmlab)[1].library_gemm);
+}
+
+TEST_CASE("validate reads cuDNN's backward and hbmlab's flash3 backward as the flash3 backward room",
+          "[flash3][backward][validate]") {
+  const std::string dir = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/";
+  if (!std::filesystem::exists(dir + "h100-flash3-backward-cudnn.json")) return;
+  // cuDNN: its three kernels under ncu (h100-flash3-backward-cudnn.json), the main one's tile 64 keys ×
+  // 64 queries a consumer warpgroup, two consumer warpgroups (384 threads): Br × Bc = 64 × 128.
+  const ValidationReport cudnn = read_measurements({dir + "h100-flash3-backward-cudnn.json"}, std::nullopt);
+  REQUIRE(cudnn.rows.size() == 24);
+  for (const ValidationRow& row : cudnn.rows) {
+    CHECK(row.algo == algo_named("flash3", Pass::backward));
+    CHECK(row.source == "sdpa cudnn backward");
+    CHECK(row.blocks == Blocks{64, 128});
+    CHECK(row.launch.threads_per_cta == 384);
+  }
+  // DRAM reads: the room's (flash2 backward's) count, within 10 % of both kernels' on every record.
+  const ValidationReport r =
+      validate_measurements({dir + "h100-flash3-backward-cudnn.json", dir + "h100-flash3-backward.json"}, std::nullopt);
+  REQUIRE(r.rows.size() == 24 + 36);
+  for (const ValidationRow& row : r.rows) {
+    INFO(row.source << " N=" << row.problem.seq_len << " d=" << row.problem.head_dim << " causal=" << row.problem.causal);
+    CHECK(row.algo == algo_named("flash3", Pass::backward));
+    CHECK(std::abs(row.dram_read_error()) <= 0.10);
+  }
 }
 
 TEST_CASE("flash3 narrates its steps in FlashAttention-3's words", "[flash3][narration]") {

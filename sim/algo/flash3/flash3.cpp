@@ -158,6 +158,12 @@ public:
     return "FlashAttention-3 backward (FlashAttention-3 paper, Algorithm 3; FlashAttention-2's HBM accesses)";
   }
   ShapeSupport supports() const override { return base().supports(); }
+  // cuDNN's sm90 backward (PyTorch SDPA's cuDNN backend): its main kernel, a wgmma one with a producer
+  // and two consumer warpgroups (hbmlab validate reads its records as this room, the three kernels summed).
+  std::span<const std::string_view> external_kernels() const override {
+    static constexpr std::string_view kernels[] = {"sdpa_sm90_flash_bprop"};
+    return kernels;
+  }
   // The kernel's shared memory: K_j and V_j (Bc × d each), two stages of Q_i and dO_i (Br × d each),
   // two dS_ijᵀ buffers (Bc × Br) and two of L_i, D_i (fp32). dK_j, dV_j stay in registers.
   std::int64_t working_set_bytes(const AttentionProblem& p, Blocks b) const override {
@@ -191,7 +197,11 @@ public:
         "producer warpgroup (TMA) keeps {} Q_i/dO_i stages in flight; {} consumer warpgroups issue S, dP, dV, dK "
         "and dQ as wgmma; dQ_i added with fp32 atomics in the L2",
         kStages, consumer_warpgroups(b));
-    main.library_gemm = true;  // wgmma: the preset's gemm_efficiency, as flash3's forward
+    // wgmma at the preset's gemm_efficiency, as flash3's forward and cuDNN's backward sustain it;
+    // hbmlab's kernel (the records of gpu/flash3_backward.cu) at matmul_efficiency: it issues each
+    // step's products, elementwise work and dQ atomics one after the other in a warpgroup (no
+    // pingpong, no overlap within a warpgroup), so its tensor cores wait as mma.sync kernels' do.
+    main.library_gemm = !options.launch.hbmlab_kernels;
     if (!options.launch.threads_per_cta) main.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
     if (!options.launch.smem_bytes_per_cta) main.smem_bytes_per_cta = working_set_bytes(p, b);
     if (!options.launch.registers_per_thread) main.registers_per_thread = registers(main.threads_per_cta);
