@@ -222,6 +222,52 @@ OnChipCounts wgmma_forward_kernel(const KernelPlan& plan, const WgmmaForwardLayo
   return c;
 }
 
+OnChipCounts wgmma_backward_pair(const WgmmaBackwardLayout& l) {
+  OnChipCounts c;
+  c.modelled = true;
+  const std::int64_t G = l.warpgroups, e = l.elem_bytes, Br = l.Br, Bc = l.Bc, d = l.d;
+  // S_ijᵀ, dP_ijᵀ: each warpgroup its keys of K_j, V_j and all of Q_i, dO_i.
+  c[Tensor::K].mma_read = Bc * d * e;
+  c[Tensor::V].mma_read = Bc * d * e;
+  c[Tensor::Q].mma_read = G * Br * d * e;
+  c[Tensor::dO].mma_read = G * Br * d * e;
+  // dV_j += P_ijᵀ dO_i, dK_j += dS_ijᵀ Q_i: P and dS from registers, dO_i and Q_i again.
+  c[Tensor::dO].mma_read += G * Br * d * e;
+  c[Tensor::Q].mma_read += G * Br * d * e;
+  // dS_ijᵀ stored (a 32-bit store per accumulator pair), then dQ_i = dS_ij K_j: every warpgroup reads
+  // all of dS_ijᵀ and its d/G columns of K_j.
+  c[Tensor::dS].write = Bc * Br * e;
+  c.st_shared = ceil_div(Bc * Br * e, 32 * 4);
+  c[Tensor::dS].mma_read = G * Bc * Br * e;
+  c[Tensor::K].mma_read += Bc * d * e;
+  // Q_i, dO_i into the ring (TMA); L_i, D_i stored by the consumers (one st.shared each from the
+  // first 2·Br threads), every warp reading the Br/8·2 values its threads hold of each.
+  c[Tensor::Q].fill = Br * d * e;
+  c[Tensor::dO].fill = Br * d * e;
+  for (Tensor t : {Tensor::lse, Tensor::D}) {
+    c[t].write = kStatBytes * Br;
+    c[t].read = 4 * G * kStatBytes * Br;
+  }
+  c.st_shared += 2 * ceil_div(Br, 32);
+  c.ld_shared = 4 * G * 2 * 2 * ceil_div(Br, 8);
+  c.wgmma = G * (2 * ceil_div(d, 16) + 2 * ceil_div(Br, 16) + ceil_div(Bc, 16));
+  c.wgmma_flops = 10 * Br * Bc * d;  // five products of 2·Br·Bc·d
+  c.ex2 = ceil_div(Br * Bc, 32);
+  return c;
+}
+
+OnChipCounts wgmma_backward_kernel(const KernelPlan& plan, const WgmmaBackwardLayout& l) {
+  OnChipCounts cta;
+  cta.modelled = true;
+  cta[Tensor::K].fill = cta[Tensor::V].fill = l.Bc * l.d * l.elem_bytes;  // once per CTA (TMA)
+  OnChipCounts c = per_kernel(plan, wgmma_backward_pair(l), cta);
+  c.layout = fmt::format("{} consumer warpgroups x {} keys; wgmma reads K_j, V_j, Q_i, dO_i and dS^T from shared memory "
+                         "(no ldmatrix); P, dS in registers for dV, dK; dS^T through shared memory for dQ_i ({} columns "
+                         "per warpgroup); Q_i, dO_i arrive by TMA",
+                         l.warpgroups, l.Bc / l.warpgroups, l.d / l.warpgroups);
+  return c;
+}
+
 std::int64_t computed_pairs(const KernelPlan& plan) {
   std::int64_t pairs = 0;
   for (const CtaProgram& prog : plan.programs)

@@ -131,6 +131,24 @@ OnChipCounts wgmma_forward_pair(const WgmmaForwardLayout& l);
 // engine and O_i stored from registers into shared memory for the bulk tensor store.
 OnChipCounts wgmma_forward_kernel(const KernelPlan& plan, const WgmmaForwardLayout& l);
 
+// FlashAttention-3's backward on wgmma (hbmlab's gpu/flash3_backward.cu): one CTA per K_j, V_j
+// (Bc keys), `warpgroups` consumer warpgroups of Bc/warpgroups keys each, looping over Br-row blocks
+// Q_i, dO_i that the copy engine brings into a ring. Per (i, j) each warpgroup issues S_ijᵀ = K_j Q_iᵀ
+// and dP_ijᵀ = V_j dO_iᵀ (d/16 wgmma m64n{Br}k16 each, both operands from shared memory: its own
+// keys of K_j, V_j and all of Q_i, dO_i), dV_j += P_ijᵀ dO_i and dK_j += dS_ijᵀ Q_i (Br/16 m64n{d}k16
+// each, P and dS from registers, all of dO_i and Q_i again), stores dS_ijᵀ to shared memory, and
+// dQ_i = dS_ij K_j on its d/warpgroups columns (Bc/16 m64n{d/warpgroups}k16, all of dS_ijᵀ and
+// those columns of K_j), added to the fp32 accumulator in HBM from registers. L_i and D_i are staged
+// through shared memory by st.shared and read back by every warp. dK_j and dV_j are written from
+// registers; nothing goes through ldmatrix.
+struct WgmmaBackwardLayout {
+  std::int64_t Br = 0, Bc = 0, d = 0, warpgroups = 2;
+  std::int64_t elem_bytes = 2;
+};
+OnChipCounts wgmma_backward_pair(const WgmmaBackwardLayout& l);
+// A kernel of that layout: its pairs (with Q_i and dO_i filled by TMA), plus per CTA K_j and V_j's fill.
+OnChipCounts wgmma_backward_kernel(const KernelPlan& plan, const WgmmaBackwardLayout& l);
+
 // The (i, j) pairs a plan's CTAs compute: its phases that do matmul work, over all instances.
 std::int64_t computed_pairs(const KernelPlan& plan);
 

@@ -155,6 +155,33 @@ void read_sdpa_launch(const Json& kernel, const std::smatch& traits, const std::
   if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
 }
 
+// A backward record's kernels under ncu: time and traffic summed over those whose name holds
+// `family`, and the main one, whose name holds `main_name` (null if none).
+struct KernelSums {
+  const Json* main = nullptr;
+  double time_ns = 0, dram_read = 0, dram_write = 0, l2_read_sectors = 0;
+  void fill(ValidationRow& row) const {
+    row.measured_time_s = time_ns * 1e-9;
+    row.measured_dram_read = dram_read;
+    row.measured_dram_write = dram_write;
+    row.measured_l2_read = l2_read_sectors * 32;
+  }
+};
+KernelSums sum_kernels(const Json& r, std::string_view family, std::string_view main_name) {
+  KernelSums s;
+  if (r.contains("ncu_kernels"))
+    for (const Json& k : r.at("ncu_kernels")) {
+      const std::string name = k.value("kernel", "");
+      if (name.find(family) == std::string::npos) continue;
+      if (name.find(main_name) != std::string::npos) s.main = &k;
+      s.time_ns += number_or_nan(k, "gpu__time_duration.sum");
+      s.dram_read += number_or_nan(k, "dram__bytes_read.sum");
+      s.dram_write += number_or_nan(k, "dram__bytes_write.sum");
+      s.l2_read_sectors += number_or_nan(k, "lts__t_sectors_srcunit_tex_op_read.sum");
+    }
+  return s;
+}
+
 // PyTorch's FlashAttention-2 backward ("pass": "backward" in a record): its three kernels, as the flash2
 // backward room plans them, D = rowsum(dO ∘ O) (flash_bwd_dot_do_o_kernel, which also clears the fp32
 // dQ accumulator), one CTA per K_j, V_j (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, whose name carries
@@ -163,18 +190,8 @@ void read_sdpa_launch(const Json& kernel, const std::smatch& traits, const std::
 void read_sdpa_backward(const Json& r, const std::string& where, const std::string& path, const std::string& gpu,
                         ValidationReport& report) {
   static const std::regex traits(R"(Flash_bwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
-  const Json* main = nullptr;
-  double time_ns = 0, dram_read = 0, dram_write = 0, l2_read_sectors = 0;
-  if (r.contains("ncu_kernels"))
-    for (const Json& k : r.at("ncu_kernels")) {
-      const std::string name = k.value("kernel", "");
-      if (name.find("flash_bwd") == std::string::npos) continue;
-      if (name.find("flash_bwd_dq_dk_dv_loop") != std::string::npos) main = &k;
-      time_ns += number_or_nan(k, "gpu__time_duration.sum");
-      dram_read += number_or_nan(k, "dram__bytes_read.sum");
-      dram_write += number_or_nan(k, "dram__bytes_write.sum");
-      l2_read_sectors += number_or_nan(k, "lts__t_sectors_srcunit_tex_op_read.sum");
-    }
+  const KernelSums sums = sum_kernels(r, "flash_bwd", "flash_bwd_dq_dk_dv_loop");
+  const Json* main = sums.main;
   std::smatch m;
   const std::string name = main ? main->value("kernel", "") : "";
   if (!main || !std::regex_search(name, m, traits)) {
@@ -186,10 +203,46 @@ void read_sdpa_backward(const Json& r, const std::string& where, const std::stri
   ValidationRow& row = *found;
   row.problem = sdpa_problem(r, where);
   read_sdpa_launch(*main, m, where + ": ncu_kernels: Flash_bwd_kernel_traits", where, row);
-  row.measured_time_s = time_ns * 1e-9;
-  row.measured_dram_read = dram_read;
-  row.measured_dram_write = dram_write;
-  row.measured_l2_read = l2_read_sectors * 32;
+  sums.fill(row);
+  check_row(row, where);
+  report.rows.push_back(row);
+}
+
+// cuDNN's backward ("backend": "cudnn", "pass": "backward"): D = rowsum(dO ∘ O)
+// (cudnn::compute_dot_do_o_specialized), the main wgmma kernel (cudnn_generated_fort_native_sdpa_sm90_
+// flash_bprop_wgmma_..._{keys}x{queries}x{d}_...) and the dQ conversion (cudnn::convert_dq_to_16bits),
+// read as the room that names the main kernel (flash3 backward). The tile is a consumer warpgroup's
+// (wgmma's m64: 64 keys), so Bc = 64 × the consumer warpgroups (ncu's block size / 128, less the
+// producer) and Br = the tile's queries, as FlashAttention-3's backward lays out its CTA. Time and
+// traffic are the three kernels' sums; the launch (threads, registers, shared memory) is the main
+// kernel's, from ncu. (cuDNN's kernel is persistent, one CTA per SM; the room plans one per K_j.)
+void read_cudnn_backward(const Json& r, const std::string& where, const std::string& path, const std::string& gpu,
+                         ValidationReport& report) {
+  static const std::regex tile(R"(_(\d+)x(\d+)x(\d+)_)");
+  const KernelSums sums = sum_kernels(r, "cudnn", "flash_bprop");
+  const Json* main = sums.main;
+  std::smatch m;
+  const std::string name = main ? main->value("kernel", "") : "";
+  if (!main || !std::regex_search(name, m, tile)) {
+    report.skipped.push_back(where + ": no cuDNN flash_bprop kernel with its Br x Bc x d tile in ncu_kernels");
+    return;
+  }
+  std::optional<ValidationRow> found = sdpa_row(name, Pass::backward, false, "sdpa cudnn backward", path, gpu, where, report);
+  if (!found) return;
+  ValidationRow& row = *found;
+  row.problem = sdpa_problem(r, where);
+  auto figure = [&](const char* key) { return number_or_nan(*main, key); };
+  const double consumers = std::max(1.0, figure("launch__block_size") / 128 - 1);
+  row.blocks = {launch_figure(std::strtod(m[2].str().c_str(), nullptr), where + ": the kernel's tile (queries)"),
+                launch_figure(std::strtod(m[1].str().c_str(), nullptr) * (std::isfinite(consumers) ? consumers : 1.0),
+                              where + ": the kernel's tile (keys) × consumer warpgroups")};
+  if (std::isfinite(figure("launch__block_size")))
+    row.launch.threads_per_cta = launch_figure(figure("launch__block_size"), where + ": launch__block_size");
+  if (std::isfinite(figure("launch__registers_per_thread")))
+    row.launch.registers_per_thread = launch_figure(figure("launch__registers_per_thread"), where + ": launch__registers_per_thread");
+  const double smem = figure("launch__shared_mem_per_block_dynamic") + figure("launch__shared_mem_per_block_static");
+  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+  sums.fill(row);
   check_row(row, where);
   report.rows.push_back(row);
 }
@@ -267,6 +320,10 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
     const std::string backend = r.value("backend", "");
     if (r.value("pass", "forward") == "backward" && backend == "flash") {
       read_sdpa_backward(r, where, path, gpu, report);
+      continue;
+    }
+    if (r.value("pass", "forward") == "backward" && backend == "cudnn") {
+      read_cudnn_backward(r, where, path, gpu, report);
       continue;
     }
     if (backend == "math") {
