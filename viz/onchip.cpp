@@ -95,7 +95,7 @@ void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
   for (const ValidationRow* found : MeasuredOnChipRows(app, res)) {
     const ValidationRow& row = *found;
     const MeasuredOnChip& m = row.measured_on_chip;
-    if (!any) ImGui::Text("Measured on the %s (Nsight Compute, or CUPTI in hbmlab measure --on-chip), this problem:", row.gpu.c_str());
+    if (!any) ImGui::TextWrapped("Measured on the %s (Nsight Compute, or CUPTI in hbmlab measure --on-chip), this problem:", row.gpu.c_str());
     any = true;
     const OnChipCounts& c = row.predicted_on_chip;
     const std::string file = row.file.substr(row.file.find_last_of('/') + 1);
@@ -237,7 +237,7 @@ void ShowRoofline(const AppState& app) {
     const double x0 = std::pow(10, lx0), ridge = ceil.tensor_flop_per_s / bytes_per_s;
     dl->AddLine(ImVec2(X(x0), Y(bytes_per_s * x0)), ImVec2(X(ridge), Y(ceil.tensor_flop_per_s)), colour, 2.0f);
     const double xl = std::max(x0 * 1.2, std::pow(10, ly0 + 0.25) / bytes_per_s);  // near the plot's foot
-    dl->AddText(ImVec2(X(xl) + fs * 0.4f, Y(bytes_per_s * xl) - fs * 1.1f), colour, name);
+    dl->AddText(ImVec2(X(xl) + fs * 0.6f, Y(bytes_per_s * xl) + fs * 0.1f), colour, name);  // below the line
   };
   slope(ceil.hbm_bytes_per_s, hbm, "HBM");
   slope(ceil.smem_bytes_per_s, smem, "shared memory");
