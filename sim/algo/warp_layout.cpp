@@ -236,7 +236,8 @@ namespace {
 // warp's lanes, so a warp instruction per 32 elements, the last partly active.
 std::int64_t warp_steps(std::int64_t n) { return ceil_div(n, 32); }
 
-// Loads and stores of `count` warp instructions, `lane_bytes` per active lane, `lanes` active lanes in all.
+// `count` warp-level loads (stores) from (to) shared memory moving `bytes` in all: what the active
+// lanes receive (give), 4 or 8 or 16 bytes each.
 void smem_load(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t bytes) {
   c[t].read += bytes;
   c.ld_shared += count;
@@ -320,9 +321,8 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l) {
     }
   }
   c = c.times(plan.instances);
-  c.layout = fmt::format("8 warps, fp32 FMAs (no tensor cores); a thread per score of S_ij and per element of O_i, "
-                         "each reading its operands from shared memory (Q_i, P_ij 16 bytes at a time, K_j, V_j 4); "
-                         "a warp per row for the softmax");
+  c.layout = "8 warps, fp32 FMAs (no tensor cores); a thread per score of S_ij and per element of O_i, each reading "
+             "its operands from shared memory (Q_i, P_ij 16 bytes at a time, K_j, V_j 4); a warp per row for the softmax";
   return c;
 }
 
@@ -337,14 +337,20 @@ OnChipCounts standard_qk_kernel(const KernelPlan& plan, const StandardLayout& l)
   const std::int64_t d = l.d, e = l.elem_bytes;
   const OnChipCounts gemm =
       warp_gemm({.a = Tensor::Q, .b = Tensor::K, .M = l.Br, .N = l.Bc, .K = d, .Wm = 2, .Wn = 2}, e);
-  for (std::int64_t i = 0; i < g.Tr; ++i)
-    for (std::int64_t j = 0; j < g.Tc; ++j) {
-      // Q_i and K_j stored 16 bytes a lane (rows past N as zeros), then the GEMM.
-      smem_store(c, Tensor::Q, warp_steps(l.Br * d / 8), l.Br * d * e);
-      smem_store(c, Tensor::K, warp_steps(l.Bc * d / 8), l.Bc * d * e);
-      c += gemm;
-      wmma_stage(c, Tensor::S, l.Br, l.Bc, g.rows(i), g.cols(j));
-    }
+  // A tile: Q_i and K_j stored 16 bytes a lane (rows past N as zeros), the GEMM, S_ij staged. Only
+  // the last row and column of tiles are ragged; the others are all alike.
+  auto tile = [&](std::int64_t rows, std::int64_t cols) {
+    OnChipCounts t = gemm;
+    smem_store(t, Tensor::Q, warp_steps(l.Br * d / 8), l.Br * d * e);
+    smem_store(t, Tensor::K, warp_steps(l.Bc * d / 8), l.Bc * d * e);
+    wmma_stage(t, Tensor::S, l.Br, l.Bc, rows, cols);
+    return t;
+  };
+  const std::int64_t full_r = l.N / l.Br, full_c = l.N / l.Bc;
+  c += tile(l.Br, l.Bc).times(full_r * full_c);
+  if (full_c < g.Tc) c += tile(l.Br, g.cols(g.Tc - 1)).times(full_r);
+  if (full_r < g.Tr) c += tile(g.rows(g.Tr - 1), l.Bc).times(full_c);
+  if (full_r < g.Tr && full_c < g.Tc) c += tile(g.rows(g.Tr - 1), g.cols(g.Tc - 1));
   c = c.times(plan.instances);
   c.layout = "4 warps on 2x2, WMMA (ldmatrix.x4 fragments): each warp reads half of Q_i and half of K_j per tile; "
              "Q_i, K_j stored through registers; S_ij staged in fp32";

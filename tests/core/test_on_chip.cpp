@@ -287,6 +287,10 @@ TEST_CASE("on-chip: standard's three kernels follow gpu/standard.cu", "[on_chip]
   CHECK(pv.ldmatrix == (B * B * 2 + 4 * B * d * 2) / 512 * Tc * ctas);
   CHECK(pv.mma == (B / 16) * (d / 8) * (B / 16) * Tc * ctas);
   CHECK(pv[Tensor::O].write == B * d * 4 * ctas);
+  // A ragged last row and column of tiles: S's staging reads back only the real N × N scores.
+  const std::vector<KernelPlan> ragged = hbmlab_plans("standard", AttentionProblem(1, heads, 1000, d), B, B);
+  CHECK(ragged[0].on_chip[Tensor::S].read == 1000 * 1000 * 4 * heads);
+  CHECK(ragged[0].on_chip[Tensor::S].write == B * B * 4 * tiles);  // whole tiles stored
   // A library's launch (the default) is not gpu/standard.cu: no layout described.
   CHECK_FALSE(hbmlab_plans("standard", AttentionProblem(1, heads, N, d), B, B, false)[0].on_chip.modelled);
 }
