@@ -29,6 +29,7 @@ shot lesson4-what-the-forward-keeps "stage=1,at=0.3" --scenario $L4
 shot lesson4-dq-every-inner-step "stage=3,at=0.4" --scenario $L4
 shot lesson4-recompute-against-bytes "stage=5,at=0.5" --scenario $L4
 shot lesson4-measured-backward "stage=6,at=0.5" --scenario $L4
+shot lesson4-hopper-backward "stage=7,at=0.5" --scenario $L4
 shot lesson6-sliding-window "stage=3,at=0.5" --scenario $L6
 shot lesson6-butterfly "stage=4,at=0.5" --scenario $L6
 shot lesson6-bytes-fall-with-density "stage=5,at=0.5" --scenario $L6
