@@ -26,9 +26,18 @@ namespace hbmlab::gpu {
 #if HBMLAB_HAVE_CUPTI_HEADERS
 namespace {
 
-const char* kMetrics[] = {"dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
-                          "lts__t_sectors_srcunit_tex_op_write.sum"};
-constexpr std::size_t kMetricCount = sizeof(kMetrics) / sizeof(kMetrics[0]);
+// The traffic metrics, then the on-chip ones (read only when asked); the wavefront is 128 bytes.
+const char* kMetrics[] = {"dram__bytes_read.sum",
+                          "dram__bytes_write.sum",
+                          "lts__t_sectors_srcunit_tex_op_read.sum",
+                          "lts__t_sectors_srcunit_tex_op_write.sum",
+                          "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                          "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+                          "smsp__inst_executed_op_ldsm.sum",
+                          "smsp__inst_executed_pipe_tensor_op_hmma.sum",
+                          "sm__inst_executed_pipe_xu.sum",
+                          "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"};
+constexpr std::size_t kTrafficMetrics = 4, kAllMetrics = sizeof(kMetrics) / sizeof(kMetrics[0]);
 
 // [SECTION] the CUPTI entry points, resolved at run time
 struct Cupti {
@@ -126,7 +135,8 @@ template <typename P> P params(std::size_t size) {
 
 class CuptiRangeCounters final : public RangeCounters {
  public:
-  bool init(std::string* why) {
+  bool init(std::string* why, bool on_chip) {
+    metrics_ = on_chip ? kAllMetrics : kTrafficMetrics;
     if (!c_.load(why)) return false;
     try {
       CUDA_CHECK(cudaFree(nullptr));  // make the primary context current
@@ -156,7 +166,7 @@ class CuptiRangeCounters final : public RangeCounters {
       auto add = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
       add.pHostObject = host_;
       add.ppMetricNames = kMetrics;
-      add.numMetrics = kMetricCount;
+      add.numMetrics = metrics_;
       CUPTI_CALL(c_, cuptiProfilerHostConfigAddMetrics, add);
       auto size = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(
           CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
@@ -177,7 +187,7 @@ class CuptiRangeCounters final : public RangeCounters {
           CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
       ds.pRangeProfilerObject = profiler_;
       ds.pMetricNames = kMetrics;
-      ds.numMetrics = kMetricCount;
+      ds.numMetrics = metrics_;
       ds.maxNumOfRanges = 1;
       ds.maxNumRangeTreeNodes = 1;
       CUPTI_CALL(c_, cuptiRangeProfilerGetCounterDataSize, ds);
@@ -254,7 +264,7 @@ class CuptiRangeCounters final : public RangeCounters {
     info.counterDataImageSize = counter_data_.size();
     CUPTI_CALL(c_, cuptiRangeProfilerGetCounterDataInfo, info);
     if (info.numTotalRanges < 1) throw std::runtime_error("CUPTI range profiler recorded no range");
-    double values[kMetricCount] = {};
+    double values[kAllMetrics] = {};
     auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
         CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
     eval.pHostObject = host_;
@@ -262,32 +272,42 @@ class CuptiRangeCounters final : public RangeCounters {
     eval.counterDataImageSize = counter_data_.size();
     eval.rangeIndex = 0;
     eval.ppMetricNames = kMetrics;
-    eval.numMetrics = kMetricCount;
+    eval.numMetrics = metrics_;
     eval.pMetricValues = values;
     CUPTI_CALL(c_, cuptiProfilerHostEvaluateToGpuValues, eval);
     out.dram_read_bytes = values[0];
     out.dram_write_bytes = values[1];
     out.l2_sm_read_bytes = values[2] * 32;
     out.l2_sm_write_bytes = values[3] * 32;
+    if (metrics_ == kAllMetrics) {
+      out.on_chip = true;
+      out.smem_ld_bytes = values[4] * 128;
+      out.smem_st_bytes = values[5] * 128;
+      out.ldmatrix_instructions = values[6];
+      out.mma_instructions = values[7];
+      out.ex2_instructions = values[8];
+      out.tensor_pipe_busy = values[9] / 100;
+    }
     return out;
   }
 
  private:
   Cupti c_;
   std::vector<std::uint8_t> availability_, config_, counter_data_;
+  std::size_t metrics_ = kTrafficMetrics;
   CUpti_Profiler_Host_Object* host_ = nullptr;
   CUpti_RangeProfiler_Object* profiler_ = nullptr;
 };
 
 }  // namespace
 
-std::unique_ptr<RangeCounters> RangeCounters::create(std::string* why_not) {
+std::unique_ptr<RangeCounters> RangeCounters::create(std::string* why_not, bool on_chip) {
   auto counters = std::make_unique<CuptiRangeCounters>();
-  if (!counters->init(why_not)) return nullptr;
+  if (!counters->init(why_not, on_chip)) return nullptr;
   return counters;
 }
 #else
-std::unique_ptr<RangeCounters> RangeCounters::create(std::string* why_not) {
+std::unique_ptr<RangeCounters> RangeCounters::create(std::string* why_not, bool) {
   *why_not = "built without the CUPTI Range Profiler headers (cupti_range_profiler.h, CUDA 12.6+)";
   return nullptr;
 }

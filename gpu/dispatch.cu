@@ -29,7 +29,10 @@ std::span<const KernelFamily* const> kernel_families() {
     };
 #if HBMLAB_WITH_FLASH3
     // gpu/flash3.cu (sm_90a), after flash2, only where the GPU is a Hopper
-    if (flash3_available()) f.insert(f.begin() + 3, HBMLAB_KERNELS(flash3_kernels));
+    if (flash3_available()) {
+      f.insert(f.begin() + 3, HBMLAB_KERNELS(flash3_kernels));
+      f.push_back(HBMLAB_KERNELS(flash3_backward_kernels));  // gpu/flash3_backward.cu (sm_90a)
+    }
 #endif
     return f;
   }();

@@ -1,5 +1,5 @@
 // hbmlab's CUDA attention kernels, seen from the host. Each kernel family is one .cu file
-// (standard.cu, flash1.cu, flash2.cu, flash_decoding.cu, flash2_backward.cu) that runs one room of sim/algo: it implements KernelFamily
+// (standard.cu, flash1.cu, flash2.cu, flash3.cu, flash_decoding.cu, flash2_backward.cu, flash3_backward.cu) that runs one room of sim/algo: it implements KernelFamily
 // with its table of compiled (d, Br, Bc) shapes, the HBM tensors it needs beyond Q, K, V and O, its
 // tolerance against the fp64 reference, and what the profiler calls it. One line of dispatch.cu
 // lists it. Tensors are row-major, Q and O [B·H][NQ][d], K and V [B·HKV][N][d], in the problem dtype

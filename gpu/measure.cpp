@@ -79,6 +79,8 @@ Options (lists are comma-separated):
   --warmup W           untimed launches first (default 5)
   --warm-l2            do not flush the L2 between repetitions (default: flush, read 256 MiB)
   --counters MODE      cupti (default: DRAM and L2 traffic per record, CUPTI Range Profiler) | none
+  --on-chip            with cupti: also the on-chip counters per record (shared-memory wavefronts,
+                       ldmatrix, tensor and exponent-unit instructions, tensor-pipe busy; more passes)
   --stress             also check each configuration on the large_logits and dominant_key inputs
   --check-only         check, do not time
   --profile-pass       launch each record once between hbmlab_marker kernels (for ncu); no file
@@ -119,6 +121,7 @@ struct Options {
   double max_scratch_gb = 24;
   int reps = 50, warmup = 5;
   bool warm_l2 = false, stress = false, check_only = false, profile_pass = false, list = false, debug = false;
+  bool on_chip = false;
   std::uint64_t seed = 1;
   std::string out;
   std::string counters = "cupti";
@@ -240,6 +243,8 @@ Options parse(const std::vector<std::string>& args) {
       const std::string v = value();
       if (v != "cupti" && v != "none") throw BadOption("--counters: '" + v + "' (cupti, none)");
       o.counters = v;
+    } else if (a == "--on-chip") {
+      o.on_chip = true;
     } else if (a == "--debug") {
       o.debug = true;
     } else if (a == "--list") {
@@ -248,6 +253,7 @@ Options parse(const std::vector<std::string>& args) {
       throw BadOption(a + ": unknown option (see hbmlab measure --help)");
     }
   }
+  if (o.on_chip && o.counters != "cupti") throw BadOption("--on-chip: needs --counters cupti (the on-chip counters come through CUPTI)");
   // The rooms of the pass that have kernels: all of them by default, else the ones named.
   const auto has_kernels = [](Algo algo) {
     for (const KernelFamily* f : kernel_families())
@@ -424,11 +430,15 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
   std::string counters_note = "none (--counters none)";
   if (o.counters == "cupti" && !o.check_only) {
     std::string why;
-    counters = RangeCounters::create(&why);
+    counters = RangeCounters::create(&why, o.on_chip);
     if (counters) {
       counters_note = "cupti-range-profiler: one user range per record around its whole launch sequence, "
                       "L2 flushed (256 MiB read) before each replay pass; dram__bytes_read/write.sum, "
                       "lts__t_sectors_srcunit_tex_op_read/write.sum x 32 bytes";
+      if (o.on_chip)
+        counters_note += "; on-chip: l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld/st.sum x 128 bytes, "
+                         "smsp__inst_executed_op_ldsm.sum, smsp__inst_executed_pipe_tensor_op_hmma.sum, "
+                         "sm__inst_executed_pipe_xu.sum, sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed / 100";
     } else {
       counters_note = "none: " + why;
       err << "hbmlab measure: hardware counters are not available (" << why << "); recording times only\n";
@@ -517,6 +527,14 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
       rec["l2_sm_read_bytes"] = static_cast<std::int64_t>(tc.l2_sm_read_bytes);
       rec["l2_sm_write_bytes"] = static_cast<std::int64_t>(tc.l2_sm_write_bytes);
       rec["counter_passes"] = tc.passes;
+      if (tc.on_chip) {  // the fields `hbmlab validate` compares with the warp layout's counts
+        rec["smem_ld_bytes"] = static_cast<std::int64_t>(tc.smem_ld_bytes);
+        rec["smem_st_bytes"] = static_cast<std::int64_t>(tc.smem_st_bytes);
+        rec["ldmatrix_instructions"] = static_cast<std::int64_t>(tc.ldmatrix_instructions);
+        rec["mma_instructions"] = static_cast<std::int64_t>(tc.mma_instructions);
+        rec["ex2_instructions"] = static_cast<std::int64_t>(tc.ex2_instructions);
+        rec["tensor_pipe_busy"] = tc.tensor_pipe_busy;
+      }
       out << "  DRAM r/w " << std::fixed << std::setprecision(1) << tc.dram_read_bytes / 1e6 << "/"
           << tc.dram_write_bytes / 1e6 << " MB" << std::defaultfloat;
     }

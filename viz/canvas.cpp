@@ -764,6 +764,53 @@ ImU32 kernel_colour(std::int32_t k) {
   return palette[static_cast<std::size_t>(k) % 5];
 }
 
+// A warp-specialised room (FlashAttention-3's pingpong): one CTA of its longest kernel over its first
+// K/V blocks, a row per warpgroup. The producer's TMA keeps the ring `stages` blocks ahead; in each
+// block's time the consumer warpgroups take turns, one on the tensor cores (S = Q_i K_jᵀ, P̃ V_j)
+// while the other exponentiates its previous S. Widths from the kernel's predicted time per CTA.
+void ShowWarpgroupRoles(const SimulationResult& res, const Pipeline& pipe) {
+  const KernelTiming* main = nullptr;
+  for (const KernelTiming& k : res.engine.kernels)
+    if (!main || k.time_s > main->time_s) main = &k;
+  if (!main || res.Tc <= 0 || pipe.consumer_warpgroups <= 0) return;
+  const double cta_s = main->time_s / double(std::max<std::int64_t>(main->waves, 1)), step_s = cta_s / double(res.Tc);
+  const std::int64_t shown = std::min<std::int64_t>(res.Tc, 4), G = pipe.consumer_warpgroups;
+  ImGui::TextWrapped("Warpgroups of one %s CTA (pingpong), its first %lld of %lld K/V blocks, about %s each:",
+                     main->name.c_str(), static_cast<long long>(shown), static_cast<long long>(res.Tc),
+                     format_seconds(step_s).c_str());
+  const float fs = ImGui::GetFontSize(), row_h = fs * 1.35f, gap = 2;
+  const ImU32 kTextOnBox = IM_COL32(10, 10, 10, 255);
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  const ImVec2 size(ImGui::GetContentRegionAvail().x, row_h * float(G + 1) + fs * 0.3f);
+  ImGui::InvisibleButton("warpgroups", size);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float left = p0.x + ImGui::CalcTextSize("consumer 2 ").x, slot = (p0.x + size.x - left) / float(shown);
+  auto box = [&](float x0, float x1, int row, ImU32 fill, const std::string& text) {
+    const ImVec2 a(x0 + gap, p0.y + row_h * float(row)), b(x1 - gap, p0.y + row_h * float(row + 1) - gap);
+    dl->AddRectFilled(a, b, fill, 3.0f);
+    dl->PushClipRect(a, b, true);
+    dl->AddText(ImVec2(a.x + 3, a.y + (row_h - gap - fs) / 2), kTextOnBox, text.c_str());
+    dl->PopClipRect();
+  };
+  Text(dl, ImVec2(p0.x, p0.y + (row_h - fs) / 2), kDim, "producer");
+  for (std::int64_t g = 0; g < G; ++g)
+    Text(dl, ImVec2(p0.x, p0.y + row_h * float(g + 1) + (row_h - fs) / 2), kDim, fmt::format("consumer {}", g + 1));
+  for (std::int64_t j = 0; j < shown; ++j) {
+    const float x = left + slot * float(j);
+    // The producer refills the stage freed at block j with block j + stages (a TMA, then it waits).
+    const std::int64_t next = j + pipe.stages;
+    if (next < res.Tc)
+      box(x, x + slot * 0.5f, 0, IM_COL32(150, 150, 165, 255), fmt::format("TMA K_{}", next));
+    for (std::int64_t g = 0; g < G; ++g)
+      for (int half = 0; half < 2; ++half) {
+        const bool gemm = (half + g) % 2 == 0;
+        box(x + slot * 0.5f * float(half), x + slot * 0.5f * float(half + 1), int(g + 1),
+            gemm ? IM_COL32(90, 170, 110, 255) : IM_COL32(200, 120, 200, 255),
+            gemm ? fmt::format("mma K_{}", j) : half == 0 && j == 0 ? std::string("waits") : fmt::format("exp S_{}", half == 0 ? j - 1 : j));
+      }
+  }
+}
+
 }  // namespace
 
 void ShowTimelinePanel(AppState& app) {
@@ -788,6 +835,10 @@ void ShowTimelinePanel(AppState& app) {
                        static_cast<long long>(kt.ctas), static_cast<long long>(kt.ctas_per_sm), kt.occupancy_limit.c_str(),
                        static_cast<long long>(kt.waves));
   }
+  for (const auto& side : app.replay)  // either side's warp-specialised room
+    if (side)
+      if (const std::optional<Pipeline> pipe = side->algo()->pipeline(side->result().problem, side->blocks()))
+        ShowWarpgroupRoles(side->result(), *pipe);
   // The roofline in one line: where the problem sits against the ridge point, and the time its DRAM
   // bytes take at full bandwidth.
   if (t.dram_bytes > 0) {

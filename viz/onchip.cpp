@@ -8,6 +8,7 @@
 
 #include "sim/common/units.hpp"
 #include "sim/report/on_chip_json.hpp"
+#include "sim/view/roofline_view.hpp"
 #include "viz/panels.hpp"
 
 namespace hbmlab::viz {
@@ -94,11 +95,12 @@ void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
   for (const ValidationRow* found : MeasuredOnChipRows(app, res)) {
     const ValidationRow& row = *found;
     const MeasuredOnChip& m = row.measured_on_chip;
-    if (!any) ImGui::Text("Measured by Nsight Compute on the %s, this problem:", row.gpu.c_str());
+    if (!any) ImGui::TextWrapped("Measured on the %s (Nsight Compute, or CUPTI in hbmlab measure --on-chip), this problem:", row.gpu.c_str());
     any = true;
     const OnChipCounts& c = row.predicted_on_chip;
-    ImGui::TextColored(ImVec4(0.6f, 0.85f, 1.0f, 1.0f), "%s, %lld × %lld blocks", row.source.c_str(),
-                       static_cast<long long>(row.blocks.Br), static_cast<long long>(row.blocks.Bc));
+    const std::string file = row.file.substr(row.file.find_last_of('/') + 1);
+    ImGui::TextColored(ImVec4(0.6f, 0.85f, 1.0f, 1.0f), "%s, %lld × %lld blocks (%s)", row.source.c_str(),
+                       static_cast<long long>(row.blocks.Br), static_cast<long long>(row.blocks.Bc), file.c_str());
     if (!ImGui::BeginTable(row.file.c_str(), 4, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit))
       continue;
     // Widths set, not fitted: the table often first shows on the frame a screenshot keeps.
@@ -189,6 +191,93 @@ void ShowPipeline(const view::ReplayView& r, std::int64_t pos) {
   }
 }
 
+// The roofline with the shared-memory ceiling: every kernel of the rooms on show as two points at its
+// predicted FLOP/s, one per HBM byte (red) and one per shared-memory byte (blue), joined; the ceilings
+// are the preset's HBM and shared-memory bandwidths and tensor peak (view::roofline_view).
+void ShowRoofline(const AppState& app) {
+  std::vector<std::pair<const view::ReplayView*, view::RooflineView>> rooms;
+  for (const auto& r : app.replay)
+    if (r) rooms.emplace_back(r.get(), view::roofline_view(r->result()));
+  if (rooms.empty()) return;
+  const view::RooflineView& ceil = rooms.front().second;
+  if (ceil.tensor_flop_per_s <= 0 || ceil.hbm_bytes_per_s <= 0 || ceil.smem_bytes_per_s <= 0) return;
+  ImGui::TextWrapped("Roofline, log-log: FLOP/s against FLOPs per byte. Red: per HBM byte, under the HBM slope "
+                     "(%.2f TB/s); blue: per shared-memory byte, under the shared-memory slope (%.0f TB/s, all SMs); "
+                     "the tensor peak %.0f TFLOP/s%s.",
+                     ceil.hbm_bytes_per_s / 1e12, ceil.smem_bytes_per_s / 1e12, ceil.tensor_flop_per_s / 1e12,
+                     ceil.mma_sync_flop_per_s > 0 ? fmt::format(" (dashed: mma.sync's measured {:.0f})", ceil.mma_sync_flop_per_s / 1e12).c_str() : "");
+  // Axis ranges in log10, from the points and the ridges.
+  double x_lo = 1e300, x_hi = 0, y_lo = 1e300;
+  for (const auto& [r, v] : rooms)
+    for (const view::RooflinePoint& p : v.points) {
+      x_lo = std::min({x_lo, p.flop_per_smem_byte(), p.flop_per_dram_byte()});
+      x_hi = std::max({x_hi, p.flop_per_smem_byte(), p.flop_per_dram_byte()});
+      y_lo = std::min(y_lo, p.flop_per_s());
+    }
+  x_lo = std::min(x_lo, ceil.smem_ridge()), x_hi = std::max(x_hi, ceil.hbm_ridge());
+  const double lx0 = std::floor(std::log10(x_lo)) - 0.3, lx1 = std::ceil(std::log10(x_hi)) + 0.3;
+  const double ly1 = std::log10(ceil.tensor_flop_per_s) + 0.4;
+  const double ly0 = std::min(std::floor(std::log10(std::min(y_lo, ceil.tensor_flop_per_s))) - 0.3, ly1 - 2);
+  const float fs = ImGui::GetFontSize();
+  const ImVec2 size(ImGui::GetContentRegionAvail().x, fs * 16);
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton("roofline", size);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float left = p0.x + fs * 3.5f, right = p0.x + size.x - fs * 0.5f, top = p0.y + fs * 0.3f, bottom = p0.y + size.y - fs * 1.4f;
+  auto X = [&](double x) { return left + (right - left) * float((std::log10(x) - lx0) / (lx1 - lx0)); };
+  auto Y = [&](double y) { return bottom - (bottom - top) * float((std::log10(y) - ly0) / (ly1 - ly0)); };
+  const ImU32 frame = IM_COL32(110, 110, 125, 255), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  const ImU32 hbm = kHbmColour, smem = IM_COL32(80, 140, 220, 255), peak = IM_COL32(90, 170, 110, 255);
+  dl->AddRectFilled(ImVec2(left, top), ImVec2(right, bottom), IM_COL32(28, 28, 34, 255));
+  dl->PushClipRect(ImVec2(left, top), ImVec2(right, bottom), true);
+  for (double e = std::ceil(lx0); e <= lx1; e += 1) dl->AddLine(ImVec2(X(std::pow(10, e)), top), ImVec2(X(std::pow(10, e)), bottom), IM_COL32(50, 50, 60, 255));
+  for (double e = std::ceil(ly0); e <= ly1; e += 1) dl->AddLine(ImVec2(left, Y(std::pow(10, e))), ImVec2(right, Y(std::pow(10, e))), IM_COL32(50, 50, 60, 255));
+  // A bandwidth ceiling: FLOP/s = bytes/s × FLOPs per byte, up to the tensor peak.
+  auto slope = [&](double bytes_per_s, ImU32 colour, const char* name) {
+    const double x0 = std::pow(10, lx0), ridge = ceil.tensor_flop_per_s / bytes_per_s;
+    dl->AddLine(ImVec2(X(x0), Y(bytes_per_s * x0)), ImVec2(X(ridge), Y(ceil.tensor_flop_per_s)), colour, 2.0f);
+    const double xl = std::max(x0 * 1.2, std::pow(10, ly0 + 0.25) / bytes_per_s);  // near the plot's foot
+    dl->AddText(ImVec2(X(xl) + fs * 0.6f, Y(bytes_per_s * xl) + fs * 0.1f), colour, name);  // below the line
+  };
+  slope(ceil.hbm_bytes_per_s, hbm, "HBM");
+  slope(ceil.smem_bytes_per_s, smem, "shared memory");
+  const double ridge = std::min(ceil.smem_ridge(), ceil.hbm_ridge());
+  dl->AddLine(ImVec2(X(ridge), Y(ceil.tensor_flop_per_s)), ImVec2(right, Y(ceil.tensor_flop_per_s)), peak, 2.0f);
+  dl->AddText(ImVec2(right - ImGui::CalcTextSize("tensor peak").x - 4, Y(ceil.tensor_flop_per_s) - fs * 1.2f), peak, "tensor peak");
+  if (ceil.mma_sync_flop_per_s > 0) {
+    const float y = Y(ceil.mma_sync_flop_per_s);
+    for (float x = X(ceil.mma_sync_flop_per_s / ceil.smem_bytes_per_s); x < right; x += 10) dl->AddLine(ImVec2(x, y), ImVec2(std::min(x + 5, right), y), peak, 1.5f);
+    dl->AddText(ImVec2(right - ImGui::CalcTextSize("mma.sync").x - 4, y + 2), peak, "mma.sync");
+  }
+  // The kernels: two discs joined, ringed in the room's colour, named at the shared-memory point.
+  for (const auto& [r, v] : rooms)
+    for (const view::RooflinePoint& p : v.points) {
+      const ImVec2 a(X(p.flop_per_dram_byte()), Y(p.flop_per_s())), b(X(p.flop_per_smem_byte()), Y(p.flop_per_s()));
+      dl->AddLine(a, b, IM_COL32(200, 200, 210, 160), 1.0f);
+      dl->AddCircleFilled(a, fs * 0.35f, hbm);
+      dl->AddCircleFilled(b, fs * 0.35f, smem);
+      dl->AddCircle(a, fs * 0.45f, algo_colour(r->algo()), 0, 1.5f);
+      dl->AddCircle(b, fs * 0.45f, algo_colour(r->algo()), 0, 1.5f);
+      dl->AddText(ImVec2(b.x + fs * 0.5f, b.y + 2), ImGui::GetColorU32(ImGuiCol_Text), p.kernel.c_str());
+    }
+  dl->PopClipRect();
+  dl->AddRect(ImVec2(left, top), ImVec2(right, bottom), frame);
+  for (double e = std::ceil(lx0); e <= lx1; e += 1)
+    dl->AddText(ImVec2(X(std::pow(10, e)) - fs * 0.5f, bottom + 2), dim, fmt::format("1e{:.0f}", e).c_str());
+  for (double e = std::ceil(ly0); e <= ly1; e += 1)
+    dl->AddText(ImVec2(p0.x, Y(std::pow(10, e)) - fs * 0.5f), dim, format_si(std::pow(10, e), "FLOP/s").c_str());
+  if (ImGui::IsItemHovered()) {
+    std::string tip;
+    for (const auto& [r, v] : rooms) {
+      for (const view::RooflinePoint& p : v.points)
+        tip += fmt::format("{}: {:.3g} FLOP per HBM byte, {:.3g} per shared-memory byte, {} predicted\n", p.kernel,
+                           p.flop_per_dram_byte(), p.flop_per_smem_byte(), format_si(p.flop_per_s(), "FLOP/s"));
+      for (const std::string& why : v.left_out) tip += "not drawn: " + why + "\n";
+    }
+    ImGui::SetTooltip("%s", tip.c_str());
+  }
+}
+
 void ShowOnChipOf(AppState& app, const view::ReplayView& r, double most_bytes, bool measured) {
   const SimulationResult& res = r.result();
   ImGui::PushStyleColor(ImGuiCol_Text, algo_colour(r.algo()));
@@ -246,6 +335,8 @@ void ShowOnChipPanel(AppState& app) {
       }
   ImGui::TextWrapped("Bytes per kernel, all heads. Shares: a pipe's work at the preset's microbenchmarked rate over the "
                      "kernel's predicted time.");
+  ImGui::Separator();
+  ShowRoofline(app);
   for (int side = 0; side < 2; ++side)
     if (app.replay[side] && app.replay[side]->algo()->pipeline(app.replay[side]->result().problem, app.replay[side]->blocks())) {
       ImGui::Separator();

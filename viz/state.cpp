@@ -108,8 +108,12 @@ void apply_stage(AppState& app, int stage) {
   const Algo algo = parse_algo((st.algorithm ? *st.algorithm : s.algo)->name(), pass).value_or(s.algo);
   // A stage's φ holds for that stage only: the others run the lesson's own.
   const std::optional<double> phi = st.unified_max ? st.unified_max : app.scenario.problem.unified_max;
+  // So does a stage's GPU: the others run the lesson's.
+  const std::string& gpu_name = st.gpu ? *st.gpu : app.scenario.gpu;
+  const auto gpu = std::find_if(app.gpus.begin(), app.gpus.end(), [&](const GpuSpec& g) { return g.name == gpu_name; });
+  const int gpu_index = gpu == app.gpus.end() ? s.gpu : static_cast<int>(gpu - app.gpus.begin());
   const bool new_problem = (st.causal && *st.causal != s.causal) || (st.block_mask && *st.block_mask != s.block_mask) ||
-                           phi != s.unified_max;
+                           phi != s.unified_max || gpu_index != s.gpu;
   const bool new_side = st.side_by_side && *st.side_by_side != s.side_by_side;
   const bool new_algo = algo != s.algo || new_problem || new_side;
   if (st.side_by_side) s.side_by_side = *st.side_by_side;
@@ -119,6 +123,7 @@ void apply_stage(AppState& app, int stage) {
   if (st.causal) s.causal = *st.causal;
   if (st.block_mask) s.block_mask = *st.block_mask;
   s.unified_max = phi;
+  s.gpu = gpu_index;
   app.highlight = st.panel;
   if (const std::optional<Tab> tab = tab_named(st.panel)) {
     app.tab = *tab;

@@ -3,7 +3,9 @@
 # each problem's backward once between hbmlab_marker kernels inside an NVTX range "sdpa", for Nsight
 # Compute (--ncu-pass); without it, the shapes and the device only. merge_ncu.py joins the two into a
 # calibration-style file whose "sdpa" records carry "pass": "backward" (sim/measure/validate.cpp, read_sdpa).
+# --backend cudnn: cuDNN's backward instead (its own kernels, which validate reads as the flash3 backward room).
 # Run: gpu/bench/backward.sh OUT sdpa   (python3 backward_sdpa.py --out shapes.json; ncu ... backward_sdpa.py --ncu-pass)
+#      gpu/bench/flash3_backward.sh OUT cudnn   (the same with --backend cudnn)
 import argparse
 
 import numpy as np
@@ -20,23 +22,26 @@ TOKENS = 256 * 1024  # B·H·N per run, as `hbmlab measure --tokens`
 HEADS = 16
 
 
-def shapes(seq_lens, head_dims):
+BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+
+
+def shapes(seq_lens, head_dims, backend="flash"):
     out = []
     for d in head_dims:
         for N in seq_lens:
             bh = max(1, TOKENS // N)
             H = min(HEADS, bh)
             for causal in (False, True):
-                out.append({"backend": "flash", "B": bh // H, "H": H, "N": N, "d": d, "causal": causal, "dtype": "fp16"})
+                out.append({"backend": backend, "B": bh // H, "H": H, "N": N, "d": d, "causal": causal, "dtype": "fp16"})
     return out
 
 
 def backward_of(s, seed):
-    """q, k, v (B, H, N, d) contiguous, the flash forward run once, and the backward as a function."""
+    """q, k, v (B, H, N, d) contiguous, the backend's forward run once, and the backward as a function."""
     torch.manual_seed(seed)
     shape = (s["B"], s["H"], s["N"], s["d"])
     q, k, v = (torch.randn(shape, device="cuda", dtype=torch.float16, requires_grad=True) for _ in range(3))
-    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+    with sdpa_kernel([BACKENDS[s["backend"]]]):
         o = F.scaled_dot_product_attention(q, k, v, is_causal=s["causal"])
     dO = torch.randn_like(o)
     return lambda: torch.autograd.grad(o, (q, k, v), dO, retain_graph=True)
@@ -67,15 +72,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="backward-sdpa-shapes.json")
     ap.add_argument("--ncu-pass", action="store_true")
+    ap.add_argument("--backend", default="flash", choices=sorted(BACKENDS))
     ap.add_argument("--seq-lens", default=",".join(map(str, SEQ_LENS)))
     ap.add_argument("--head-dims", default=",".join(map(str, HEAD_DIMS)))
     args = ap.parse_args()
-    all_shapes = shapes([int(x) for x in args.seq_lens.split(",")], [int(x) for x in args.head_dims.split(",")])
+    all_shapes = shapes([int(x) for x in args.seq_lens.split(",")], [int(x) for x in args.head_dims.split(",")],
+                        args.backend)
     if args.ncu_pass:
         ncu_pass(all_shapes)
         return
     write_json(args.out, {"device": device_info(),
-                          "method": {"what": "PyTorch SDPA flash backward: torch.autograd.grad of one "
+                          "method": {"what": f"PyTorch SDPA {args.backend} backward: torch.autograd.grad of one "
                                              "F.scaled_dot_product_attention output (q, k, v (B, H, N, d) "
                                              "contiguous, fp16), the forward run once before",
                                      "time": "ncu gpu__time_duration.sum of each kernel, summed in validate"},

@@ -1,11 +1,11 @@
-# hbmlab's flash2 backward beside PyTorch SDPA's flash (FlashAttention-2) and cuDNN backward on the
-# same problems, in TFLOP/s: 2.5 × 4·N²·d·B·H (the backward's five N²d products to the forward's two),
+# hbmlab's backward kernels (flash2's, and flash3's where a file has them) beside PyTorch SDPA's flash
+# (FlashAttention-2) and cuDNN backward on the same problems, in TFLOP/s: 2.5 × 4·N²·d·B·H (the backward's five N²d products to the forward's two),
 # halved when causal. Reads a `hbmlab measure --pass backward` file for hbmlab's times; times PyTorch's
 # backward (torch.autograd.grad of one SDPA output, the forward run once beforehand) with CUDA events,
 # a 256 MiB buffer written between repetitions as `hbmlab measure` flushes the L2. PyTorch's kernels
 # take (B, N, H, d) memory: q, k, v made that way and viewed as (B, H, N, d) run its backward alone;
 # made (B, H, N, d) contiguous (the "flash, BHND" column) they cost it two layout copies besides.
-# Run: python3 gpu/bench/backward_speed.py OUT.json h100-backward.json   (prints markdown)
+# Run: python3 gpu/bench/backward_speed.py OUT.json h100-backward.json [more measure files]   (prints markdown)
 #      python3 gpu/bench/backward_speed.py --table OUT.json              (the table again, no GPU)
 import json
 import sys
@@ -48,7 +48,30 @@ def sdpa_backward_ms(p, flush):
     return out
 
 
+def table_by_kernel(rows):
+    """Rows of several hbmlab kernels ("hbmlab": {kernel: ms}): flash3 and flash2 beside PyTorch's."""
+    names = [k for k in ("flash3", "flash2") if any(k in r["hbmlab"] for r in rows)]
+    head = " | ".join(f"hbmlab {k} ms | TFLOP/s" for k in names)
+    print(f"| dtype | d | N | B·H | causal | {head} | PyTorch flash ms | TFLOP/s | cuDNN ms | TFLOP/s "
+          f"| {names[0]} ÷ cuDNN (speed) | {names[0]} ÷ flash (speed) |")
+    print("|---" * (11 + 2 * len(names)) + "|")
+    for r in rows:
+        p, f = r["problem"], backward_flops(r["problem"])
+
+        def cols(ms):
+            return (f"{ms:.3f}", f"{f / (ms * 1e-3) / 1e12:.0f}") if ms else ("—", "—")
+
+        flash, cudnn, first = r["sdpa"].get("flash"), r["sdpa"].get("cudnn"), r["hbmlab"].get(names[0])
+        mine = " | ".join(" | ".join(cols(r["hbmlab"].get(k))) for k in names)
+        print(f"| {p['dtype']} | {p['head_dim']} | {p['seq_len']} | {p['batch'] * p['heads']} | "
+              f"{'yes' if p['causal'] else 'no'} | {mine} | {' | '.join(cols(flash))} | {' | '.join(cols(cudnn))} | "
+              f"{f'{cudnn / first:.2f}' if cudnn and first else '—'} | {f'{flash / first:.2f}' if flash and first else '—'} |")
+
+
 def table(rows):
+    if rows and "hbmlab" in rows[0]:
+        table_by_kernel(rows)
+        return
     print("| dtype | d | N | B·H | causal | hbmlab ms | hbmlab TFLOP/s | PyTorch flash ms | TFLOP/s | cuDNN ms | TFLOP/s "
           "| hbmlab ÷ flash (speed) | flash, BHND ms |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -74,21 +97,32 @@ def main():
 
     flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     flush = lambda: flush_buf.add_(1)  # noqa: E731 (the 50 MB L2 keeps none of the last repetition)
-    rows = []
+    # One row per problem, each hbmlab kernel's median beside the others ("hbmlab": {kernel: ms}); with
+    # one file of flash2 records, the rows of the flash2-only table.
+    by_problem = {}
     for path in sys.argv[2:]:
         for rec in json.load(open(path))["records"]:
             if rec.get("pass") != "backward" or rec.get("time_ms_median") is None:
                 continue
-            rows.append({"kernel": "flash2 backward", "problem": rec["problem"], "blocks": rec["blocks"],
-                         "ms": rec["time_ms_median"], "sdpa": sdpa_backward_ms(rec["problem"], flush)})
-            torch.cuda.empty_cache()
+            key = json.dumps(rec["problem"], sort_keys=True)
+            row = by_problem.setdefault(key, {"problem": rec["problem"], "blocks": {}, "hbmlab": {}})
+            row["hbmlab"][rec["kernel"]] = rec["time_ms_median"]
+            row["blocks"][rec["kernel"]] = rec["blocks"]
+    rows = list(by_problem.values())
+    for row in rows:
+        row["sdpa"] = sdpa_backward_ms(row["problem"], flush)
+        torch.cuda.empty_cache()
+    if len(sys.argv) == 3 and all(list(r["hbmlab"]) == ["flash2"] for r in rows):
+        rows = [{"kernel": "flash2 backward", "problem": r["problem"], "blocks": r["blocks"]["flash2"],
+                 "ms": r["hbmlab"]["flash2"], "sdpa": r["sdpa"]} for r in rows]
     data = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version(),
             "method": "CUDA events, median of 50 after 5 warm-ups, a 256 MiB buffer written between repetitions; "
                       "PyTorch: torch.autograd.grad of one F.scaled_dot_product_attention output under sdpa_kernel "
                       "(flash or cuDNN), q, k, v made (B, N, H, d) and viewed as (B, H, N, d) (flash_bhnd: made "
                       "(B, H, N, d) contiguous, which adds two layout copies); hbmlab: the measure file's median; "
-                      "TFLOP/s = 2.5*4*N^2*d*B*H, halved when causal", "rows": rows}
+                      "TFLOP/s = 2.5*4*N^2*d*B*H, halved when causal; hbmlab's kernels: each measure file's median "
+                      "(rows[].hbmlab, by kernel)", "rows": rows}
     with open(sys.argv[1], "w") as f:
         json.dump(data, f, indent=1)
     table(rows)

@@ -29,7 +29,7 @@ static const std::vector<Algo>& rooms() {
       HBMLAB_ROOM(standard_backward_room),  // sim/algo/standard_backward: Algorithm 3
       HBMLAB_ROOM(flash1_backward_room),    // sim/algo/flash1_backward: FlashAttention, Algorithm 4
       HBMLAB_ROOM(flash2_backward_room),    // sim/algo/flash2_backward: FlashAttention-2, Algorithm 2
-      HBMLAB_ROOM(flash3_backward_room),    // sim/algo/flash3: flash2's backward under FlashAttention-3's name
+      HBMLAB_ROOM(flash3_backward_room),    // sim/algo/flash3: flash2 backward's HBM accesses, FlashAttention-3's SM
   };
   return all;
 }

@@ -387,6 +387,15 @@ protected:
     std::int32_t cta_ = -2;
   };
 
+  // Query rows per instance (one K/V head), GQA-packed: g·NQ.
+  static std::int64_t packed_rows(const AttentionProblem& p) { return p.heads / p.Hkv() * p.Nq(); }
+  // gpu/flash_decoding.cu's split kernel runs these blocks (16-bit dtypes, one or two m16 row groups,
+  // Br clamped to the g·NQ packed rows counts as the groups it pads to; 16 keys a warp per k16 step;
+  // d a multiple of 32): its warp layout describes them (DecodeSplitLayout).
+  static bool has_decode_layout(const AttentionProblem& p, Blocks b) {
+    return p.elem_bytes() == 2 && b.Br <= 32 && b.Bc % 64 == 0 && p.head_dim % 32 == 0;
+  }
+
   // The split kernel, GQA-packed: every CTA reads one K/V head's split once for the g query heads of
   // its group. Double-buffered like flash2's CTA, whose prologue and epilogue it shares.
   KernelPlan split_plan(const AttentionProblem& p, Blocks b, const GpuSpec& gpu, std::string name) const {

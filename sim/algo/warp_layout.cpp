@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/engine/plan.hpp"
+#include "sim/workload/problem.hpp"
 
 namespace hbmlab {
 SmemBytes OnChipCounts::total() const {
@@ -219,6 +220,297 @@ OnChipCounts wgmma_forward_kernel(const KernelPlan& plan, const WgmmaForwardLayo
   c.layout = fmt::format("{} consumer warpgroups x 64 query rows; wgmma reads Q_i, K_j and V_j from shared memory "
                          "(no ldmatrix); S and P stay in registers; K/V arrive by TMA; O leaves through shared memory",
                          l.warpgroups);
+  return c;
+}
+
+OnChipCounts wgmma_backward_pair(const WgmmaBackwardLayout& l) {
+  OnChipCounts c;
+  c.modelled = true;
+  const std::int64_t G = l.warpgroups, e = l.elem_bytes, Br = l.Br, Bc = l.Bc, d = l.d;
+  // S_ijᵀ, dP_ijᵀ: each warpgroup its keys of K_j, V_j and all of Q_i, dO_i.
+  c[Tensor::K].mma_read = Bc * d * e;
+  c[Tensor::V].mma_read = Bc * d * e;
+  c[Tensor::Q].mma_read = G * Br * d * e;
+  c[Tensor::dO].mma_read = G * Br * d * e;
+  // dV_j += P_ijᵀ dO_i, dK_j += dS_ijᵀ Q_i: P and dS from registers, dO_i and Q_i again.
+  c[Tensor::dO].mma_read += G * Br * d * e;
+  c[Tensor::Q].mma_read += G * Br * d * e;
+  // dS_ijᵀ stored (a 32-bit store per accumulator pair), then dQ_i = dS_ij K_j: every warpgroup reads
+  // all of dS_ijᵀ and its d/G columns of K_j.
+  c[Tensor::dS].write = Bc * Br * e;
+  c.st_shared = ceil_div(Bc * Br * e, 32 * 4);
+  c[Tensor::dS].mma_read = G * Bc * Br * e;
+  c[Tensor::K].mma_read += Bc * d * e;
+  // Q_i, dO_i into the ring (TMA); L_i, D_i stored by the consumers (one st.shared each from the
+  // first 2·Br threads), every warp reading the Br/8·2 values its threads hold of each.
+  c[Tensor::Q].fill = Br * d * e;
+  c[Tensor::dO].fill = Br * d * e;
+  for (Tensor t : {Tensor::lse, Tensor::D}) {
+    c[t].write = kStatBytes * Br;
+    c[t].read = 4 * G * kStatBytes * Br;
+  }
+  c.st_shared += 2 * ceil_div(Br, 32);
+  c.ld_shared = 4 * G * 2 * 2 * ceil_div(Br, 8);
+  c.wgmma = G * (2 * ceil_div(d, 16) + 2 * ceil_div(Br, 16) + ceil_div(Bc, 16));
+  c.wgmma_flops = 10 * Br * Bc * d;  // five products of 2·Br·Bc·d
+  c.ex2 = ceil_div(Br * Bc, 32);
+  return c;
+}
+
+OnChipCounts wgmma_backward_kernel(const KernelPlan& plan, const WgmmaBackwardLayout& l) {
+  OnChipCounts cta;
+  cta.modelled = true;
+  cta[Tensor::K].fill = cta[Tensor::V].fill = l.Bc * l.d * l.elem_bytes;  // once per CTA (TMA)
+  OnChipCounts c = per_kernel(plan, wgmma_backward_pair(l), cta);
+  c.layout = fmt::format("{} consumer warpgroups x {} keys; wgmma reads K_j, V_j, Q_i, dO_i and dS^T from shared memory "
+                         "(no ldmatrix); P, dS in registers for dV, dK; dS^T through shared memory for dQ_i ({} columns "
+                         "per warpgroup); Q_i, dO_i arrive by TMA",
+                         l.warpgroups, l.Bc / l.warpgroups, l.d / l.warpgroups);
+  return c;
+}
+
+OnChipCounts registers_only_kernel(std::string layout) {
+  OnChipCounts c;
+  c.modelled = true;
+  c.layout = std::move(layout);
+  return c;
+}
+
+namespace {
+
+// Warp-level instructions of `for (k = tid; k < n; k += threads)`: every 32 consecutive k are one
+// warp's lanes, so a warp instruction per 32 elements, the last partly active.
+std::int64_t warp_steps(std::int64_t n) { return ceil_div(n, 32); }
+
+// `count` warp-level loads (stores) from (to) shared memory moving `bytes` in all: what the active
+// lanes receive (give), 4 or 8 or 16 bytes each.
+void smem_load(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t bytes) {
+  c[t].read += bytes;
+  c.ld_shared += count;
+}
+void smem_store(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t bytes) {
+  c[t].write += bytes;
+  c.st_shared += count;
+}
+
+// Warp steps of `for (k = tid; k < rows·per_row; k += threads) { r = k / per_row; e = k % per_row;
+// if (r ≥ valid_rows || e ≥ valid_cols) continue; ... }` that have at least one lane at work.
+std::int64_t active_steps(std::int64_t rows, std::int64_t per_row, std::int64_t valid_rows, std::int64_t valid_cols) {
+  std::int64_t steps = 0;
+  for (std::int64_t k0 = 0; k0 < rows * per_row; k0 += 32)
+    for (std::int64_t k = k0; k < std::min(k0 + 32, rows * per_row); ++k)
+      if (k / per_row < valid_rows && k % per_row < valid_cols) {
+        ++steps;
+        break;
+      }
+  return steps;
+}
+
+// WMMA's fp32 accumulator tile (rows × cols) stored to shared memory (8 bytes a lane) and read back
+// eight elements at a time as four 8-byte loads, `valid_rows` × `valid_cols` of it (the rest skipped).
+void wmma_stage(OnChipCounts& c, Tensor t, std::int64_t rows, std::int64_t cols, std::int64_t valid_rows,
+                std::int64_t valid_cols) {
+  smem_store(c, t, rows * cols * 4 / 256, rows * cols * 4);
+  smem_load(c, t, 4 * active_steps(rows, cols / 8, valid_rows, ceil_div(valid_cols, 8)), valid_rows * valid_cols * 4);
+}
+
+}  // namespace
+
+OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l) {
+  OnChipCounts c;
+  c.modelled = true;
+  const BlockGrid g(l.N, {l.Br, l.Bc}, l.causal);
+  const std::int64_t d = l.d;
+  for (std::int64_t j = 0; j < g.Tc; ++j) {
+    const std::int64_t c0 = g.col_begin(j), cols = g.cols(j);
+    // line 6: K_j, V_j into shared memory in fp32, an element per lane.
+    smem_store(c, Tensor::K, warp_steps(cols * d), 4 * cols * d);
+    smem_store(c, Tensor::V, warp_steps(cols * d), 4 * cols * d);
+    for (std::int64_t i = 0; i < g.Tr; ++i) {
+      if (g.skipped(i, j)) continue;
+      const std::int64_t r0 = g.row_begin(i), rows = g.rows(i);
+      // line 8: Q_i, O_i, ℓ_i, m_i.
+      smem_store(c, Tensor::Q, warp_steps(rows * d), 4 * rows * d);
+      smem_store(c, Tensor::O, warp_steps(rows * d), 4 * rows * d);
+      smem_store(c, Tensor::l, warp_steps(rows), 4 * rows);
+      smem_store(c, Tensor::m, warp_steps(rows), 4 * rows);
+      // line 9: a thread per score; a warp is 32 keys of one query row (Bc a multiple of 32). Lanes
+      // past K_j's last key, or after the query (causal), load nothing.
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t keys = l.causal ? std::clamp<std::int64_t>(r0 + r - c0 + 1, 0, cols) : cols;
+        for (std::int64_t q = 0; q < l.Bc; q += 32) {
+          const std::int64_t lanes = std::clamp<std::int64_t>(keys - q, 0, 32);
+          smem_store(c, Tensor::S, 1, 4 * 32);
+          if (lanes == 0) continue;
+          smem_load(c, Tensor::Q, d / 4, 4 * d * lanes);  // 16 bytes a lane, the row broadcast
+          smem_load(c, Tensor::K, d, 4 * d * lanes);
+        }
+      }
+      // lines 10–11: a warp per row; lane 0 updates m_i, ℓ_i and the two rescaling factors.
+      smem_load(c, Tensor::S, rows * 2 * (l.Bc / 32), rows * 2 * l.Bc * 4);
+      smem_store(c, Tensor::P, rows * (l.Bc / 32), rows * l.Bc * 4);
+      c.ex2 += rows * (l.Bc / 32 + 2);
+      smem_load(c, Tensor::m, rows, 4 * rows);
+      smem_load(c, Tensor::l, rows, 4 * rows);
+      smem_store(c, Tensor::m, rows, 4 * rows);
+      smem_store(c, Tensor::l, 3 * rows, 12 * rows);  // ℓ_new and the two factors
+      // line 12: a thread per element of O_i: P̃_ij four at a time (broadcast), V_j one at a time, then
+      // the two factors and O_i.
+      const std::int64_t steps = warp_steps(rows * d), lanes = rows * d;
+      smem_load(c, Tensor::P, steps * (cols / 4 + cols % 4), lanes * cols * 4);
+      smem_load(c, Tensor::V, steps * cols, lanes * cols * 4);
+      smem_load(c, Tensor::l, 2 * steps, 2 * lanes * 4);
+      smem_load(c, Tensor::O, steps, lanes * 4);
+      // line 13: ℓ_i, m_i out.
+      smem_load(c, Tensor::l, warp_steps(rows), 4 * rows);
+      smem_load(c, Tensor::m, warp_steps(rows), 4 * rows);
+    }
+  }
+  c = c.times(plan.instances);
+  c.layout = "8 warps, fp32 FMAs (no tensor cores); a thread per score of S_ij and per element of O_i, each reading "
+             "its operands from shared memory (Q_i, P_ij 16 bytes at a time, K_j, V_j 4); a warp per row for the softmax";
+  return c;
+}
+
+std::int64_t StandardLayout::softmax_threads() const {
+  return std::min<std::int64_t>(256, std::max<std::int64_t>(64, (N / 8 + 31) / 32 * 32));
+}
+
+OnChipCounts standard_qk_kernel(const KernelPlan& plan, const StandardLayout& l) {
+  OnChipCounts c;
+  c.modelled = true;
+  const BlockGrid g(l.N, {l.Br, l.Bc}, false);
+  const std::int64_t d = l.d, e = l.elem_bytes;
+  const OnChipCounts gemm =
+      warp_gemm({.a = Tensor::Q, .b = Tensor::K, .M = l.Br, .N = l.Bc, .K = d, .Wm = 2, .Wn = 2}, e);
+  // A tile: Q_i and K_j stored 16 bytes a lane (rows past N as zeros), the GEMM, S_ij staged. Only
+  // the last row and column of tiles are ragged; the others are all alike.
+  auto tile = [&](std::int64_t rows, std::int64_t cols) {
+    OnChipCounts t = gemm;
+    smem_store(t, Tensor::Q, warp_steps(l.Br * d / 8), l.Br * d * e);
+    smem_store(t, Tensor::K, warp_steps(l.Bc * d / 8), l.Bc * d * e);
+    wmma_stage(t, Tensor::S, l.Br, l.Bc, rows, cols);
+    return t;
+  };
+  const std::int64_t full_r = l.N / l.Br, full_c = l.N / l.Bc;
+  c += tile(l.Br, l.Bc).times(full_r * full_c);
+  if (full_c < g.Tc) c += tile(l.Br, g.cols(g.Tc - 1)).times(full_r);
+  if (full_r < g.Tr) c += tile(g.rows(g.Tr - 1), l.Bc).times(full_c);
+  if (full_r < g.Tr && full_c < g.Tc) c += tile(g.rows(g.Tr - 1), g.cols(g.Tc - 1));
+  c = c.times(plan.instances);
+  c.layout = "4 warps on 2x2, WMMA (ldmatrix.x4 fragments): each warp reads half of Q_i and half of K_j per tile; "
+             "Q_i, K_j stored through registers; S_ij staged in fp32";
+  return c;
+}
+
+OnChipCounts standard_softmax_kernel(const KernelPlan& plan, const StandardLayout& l) {
+  OnChipCounts c;
+  c.modelled = true;
+  const std::int64_t N = l.N, warps = l.softmax_threads() / 32;
+  smem_store(c, Tensor::S, 8 * warp_steps(N / 8), 4 * N);  // the row in fp32, an element per store
+  smem_store(c, Tensor::S, 2 * warps, 2 * warps * 4);      // two block reductions: lane 0 of each warp
+  smem_load(c, Tensor::S, 2 * warps, 2 * warps * warps * 4);  // then each warp reads the warps' partials
+  smem_load(c, Tensor::S, warp_steps(N), 4 * N);              // e^(x − max)
+  smem_store(c, Tensor::P, warp_steps(N), 4 * N);
+  c.ex2 = warp_steps(N);
+  smem_load(c, Tensor::P, 4 * warp_steps(N / 8), 4 * N);  // eight at a time as four 8-byte loads, to 16-byte stores
+  c = c.times(plan.instances * N);
+  c.layout = fmt::format("one CTA of {} threads per row of S: the row in fp32 in shared memory, exponentiated there",
+                         l.softmax_threads());
+  return c;
+}
+
+OnChipCounts standard_pv_kernel(const KernelPlan& plan, const StandardLayout& l) {
+  OnChipCounts c;
+  c.modelled = true;
+  const BlockGrid g(l.N, {l.Br, l.Bc}, false);
+  const std::int64_t d = l.d, e = l.elem_bytes;
+  const std::int64_t warp_rows = std::max<std::int64_t>(16, l.Br / 4), Wm = l.Br / warp_rows, Wn = 4 / Wm;
+  OnChipCounts step =
+      warp_gemm({.a = Tensor::P, .b = Tensor::V, .M = l.Br, .N = d, .K = l.Bc, .Wm = Wm, .Wn = Wn}, e);
+  step[Tensor::P].fill += l.Br * l.Bc * e;  // cp.async, zero-filled past N
+  step[Tensor::V].fill += l.Bc * d * e;
+  for (std::int64_t i = 0; i < g.Tr; ++i) {
+    c += step.times(g.Tc);
+    wmma_stage(c, Tensor::O, l.Br, d, g.rows(i), d);
+  }
+  c = c.times(plan.instances);
+  c.layout = fmt::format("4 warps on {}x{}, WMMA (ldmatrix.x4 fragments); P_ij, V_j by cp.async, two stages; O_i staged "
+                         "in fp32",
+                         Wm, Wn);
+  return c;
+}
+
+OnChipCounts decode_split_pair(const DecodeSplitLayout& l) {
+  const std::int64_t W = DecodeSplitLayout::kWarps, e = l.elem_bytes, groups = ceil_div(l.Br, 16);
+  // S = Q_i K_jᵀ: every warp reads all of Q_i and its Bc/4 keys of K_j.
+  OnChipCounts c = warp_gemm({.a = Tensor::Q, .b = Tensor::K, .M = 16 * groups, .N = l.Bc, .K = l.d, .Wm = 1, .Wn = W}, e);
+  // O += P̃ V_j, the warps splitting the keys: V_j read once, P̃ in registers.
+  const std::int64_t v_bytes = l.Bc * l.d * e;
+  c[Tensor::V].read += v_bytes;
+  c.ldmatrix += ceil_div(v_bytes, OnChipCounts::kLdmatrixBytes);
+  c.mma += groups * (l.d / 8) * ceil_div(l.Bc, 16);
+  c[Tensor::K].fill += l.Bc * l.d * e;
+  c[Tensor::V].fill += l.Bc * l.d * e;
+  // Each warp: exp2 of its scores, and (synchronised) of m_old − m_new for the two rows a lane holds.
+  c.ex2 = 16 * groups * l.Bc / 32 + (l.unified ? 0 : W * 2 * groups);
+  return c;
+}
+
+namespace {
+
+// The split CTA's merge, the part that does not depend on its rows: Q_i's fill; each warp stores its
+// fp32 O (8 bytes a lane) and m, ℓ, row max (lanes 0, 4, …, 28 of each row pair).
+OnChipCounts decode_merge_stores(const DecodeSplitLayout& l) {
+  OnChipCounts c;
+  c.modelled = true;
+  const std::int64_t W = DecodeSplitLayout::kWarps, groups = ceil_div(l.Br, 16);
+  c[Tensor::Q].fill = 16 * groups * l.d * l.elem_bytes;
+  smem_store(c, Tensor::O, W * groups * 2 * (l.d / 8), W * 16 * groups * l.d * 4);
+  smem_store(c, Tensor::m, W * groups * 2 * 2, W * groups * 2 * 2 * 8 * 4);
+  smem_store(c, Tensor::l, W * groups * 2, W * groups * 2 * 8 * 4);
+  return c;
+}
+
+// Then a thread per element of the real rows reads the four warps' O and ℓ (and m, synchronised, for
+// the weights e^(m_w − m)), ℓ and m broadcast across a row's lanes. Linear in `rows` (d a multiple of 32).
+OnChipCounts decode_merge_reads(const DecodeSplitLayout& l, std::int64_t rows) {
+  OnChipCounts c;
+  c.modelled = true;
+  const std::int64_t W = DecodeSplitLayout::kWarps, steps = warp_steps(rows * l.d);
+  smem_load(c, Tensor::O, W * steps, W * rows * l.d * 4);
+  smem_load(c, Tensor::l, W * steps, W * steps * 32 * 4);
+  if (l.unified) {
+    smem_load(c, Tensor::m, W * rows, W * rows * 4);  // the row max, at the row's first element
+  } else {
+    smem_load(c, Tensor::m, W * steps, W * steps * 32 * 4);
+    c.ex2 += W * steps;
+  }
+  return c;
+}
+
+}  // namespace
+
+OnChipCounts decode_split_cta(const DecodeSplitLayout& l, std::int64_t rows) {
+  OnChipCounts c = decode_merge_stores(l);
+  c += decode_merge_reads(l, rows);
+  return c;
+}
+
+OnChipCounts decode_split_kernel(const KernelPlan& plan, const DecodeSplitLayout& l, std::int64_t real_rows) {
+  OnChipCounts c = decode_split_pair(l).times(computed_pairs(plan));
+  c += decode_merge_stores(l).times(plan.ctas());
+  c += decode_merge_reads(l, real_rows);
+  c.layout = fmt::format("4 warps x {} keys of each K_j for all {} rows (ldmatrix); every warp reads all of Q_i; the "
+                         "warps' O, m, l merge through shared memory{}",
+                         l.Bc / 4, l.Br, l.unified ? "; unified max: no rescaling" : "");
+  return c;
+}
+
+OnChipCounts decode_combine_kernel(std::int64_t splits, std::int64_t synchronised_rows, std::int64_t unified_rows) {
+  OnChipCounts c = registers_only_kernel("a warp per query row, shuffles only: no shared memory");
+  (void)unified_rows;  // Σ_s O_part_s / Σ_s ℓ_s: no exponent
+  c.ex2 = synchronised_rows * (ceil_div(splits, 32) + splits);
   return c;
 }
 

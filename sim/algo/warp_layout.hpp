@@ -131,6 +131,83 @@ OnChipCounts wgmma_forward_pair(const WgmmaForwardLayout& l);
 // engine and O_i stored from registers into shared memory for the bulk tensor store.
 OnChipCounts wgmma_forward_kernel(const KernelPlan& plan, const WgmmaForwardLayout& l);
 
+// FlashAttention-3's backward on wgmma (hbmlab's gpu/flash3_backward.cu): one CTA per K_j, V_j
+// (Bc keys), `warpgroups` consumer warpgroups of Bc/warpgroups keys each, looping over Br-row blocks
+// Q_i, dO_i that the copy engine brings into a ring. Per (i, j) each warpgroup issues S_ijᵀ = K_j Q_iᵀ
+// and dP_ijᵀ = V_j dO_iᵀ (d/16 wgmma m64n{Br}k16 each, both operands from shared memory: its own
+// keys of K_j, V_j and all of Q_i, dO_i), dV_j += P_ijᵀ dO_i and dK_j += dS_ijᵀ Q_i (Br/16 m64n{d}k16
+// each, P and dS from registers, all of dO_i and Q_i again), stores dS_ijᵀ to shared memory, and
+// dQ_i = dS_ij K_j on its d/warpgroups columns (Bc/16 m64n{d/warpgroups}k16, all of dS_ijᵀ and
+// those columns of K_j), added to the fp32 accumulator in HBM from registers. L_i and D_i are staged
+// through shared memory by st.shared and read back by every warp. dK_j and dV_j are written from
+// registers; nothing goes through ldmatrix.
+struct WgmmaBackwardLayout {
+  std::int64_t Br = 0, Bc = 0, d = 0, warpgroups = 2;
+  std::int64_t elem_bytes = 2;
+};
+OnChipCounts wgmma_backward_pair(const WgmmaBackwardLayout& l);
+// A kernel of that layout: its pairs (with Q_i and dO_i filled by TMA), plus per CTA K_j and V_j's fill.
+OnChipCounts wgmma_backward_kernel(const KernelPlan& plan, const WgmmaBackwardLayout& l);
+
+// A kernel that touches no shared memory: every thread streams its 16-byte chunks through
+// registers (hbmlab's and PyTorch's D = rowsum(dO ∘ O) kernels, hbmlab's dQ conversion, and the
+// split-KV combine, one warp per query row with shuffle reductions). Zero bytes, described.
+OnChipCounts registers_only_kernel(std::string layout);
+
+// hbmlab's gpu/flash1.cu: one CTA of 256 threads (8 warps) per (batch, head), plain fp32 FMAs, no
+// tensor cores. Every shared-memory access is a 32-bit or 128-bit access per lane: K_j, V_j (per
+// outer step) and Q_i, O_i, ℓ_i, m_i (per pair) stored element-wise as fp32; S_ij = τ Q_i K_jᵀ with a
+// thread per score, reading its Q_i row four elements at a time (a broadcast: a warp shares the
+// row) and its K_j row one at a time; the softmax a warp per row; O_i a thread per element, reading
+// P̃_ij four at a time and V_j's column one at a time. Bytes are what the lanes receive or give:
+// 4 or 16 per active lane.
+struct Flash1Layout {
+  std::int64_t N = 0, Br = 0, Bc = 0, d = 0;
+  bool causal = false;
+  static constexpr std::int64_t kThreads = 256;
+};
+OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l);
+
+// hbmlab's gpu/standard.cu, its three kernels (N a multiple of 8: the 16-byte paths), 4 warps each:
+//  - qk_kernel, one Br × Bc tile of S per CTA on 2 × 2 warps (WMMA m16n16k16; ptxas lowers a
+//    fragment load from shared memory to one ldmatrix.x4 and the MMA to two m16n8k16): Q_i and K_j
+//    stored 16 bytes a lane, S_ij's fp32 accumulator stored (8 bytes a lane) and read back (8 bytes,
+//    four loads per 8 elements) to leave as 16-byte rows of the dtype;
+//  - softmax_kernel, one CTA per row of S: the row in fp32 (one 32-bit store per element), then
+//    e^(x − max) read, stored and exponentiated element by element, then read back 8 bytes at a time;
+//  - pv_kernel, one Br × d tile of O per CTA, P_ij and V_j arriving by cp.async, the warps on
+//    (Br / max(16, Br/4)) × the rest of 4; O's fp32 accumulator staged like S's.
+struct StandardLayout {
+  std::int64_t N = 0, Br = 0, Bc = 0, d = 0;
+  std::int64_t elem_bytes = 2;
+  std::int64_t softmax_threads() const;  // gpu/standard.cu's softmax_threads(N)
+};
+OnChipCounts standard_qk_kernel(const KernelPlan& plan, const StandardLayout& l);
+OnChipCounts standard_softmax_kernel(const KernelPlan& plan, const StandardLayout& l);
+OnChipCounts standard_pv_kernel(const KernelPlan& plan, const StandardLayout& l);
+
+// hbmlab's gpu/flash_decoding.cu decode_split_kernel: 4 warps, each taking a quarter of every K_j,
+// V_j's Bc keys for all Br packed query rows (Br/16 m16 groups). S = Q_i K_jᵀ: every warp reads all of
+// Q_i and its quarter of K_j (ldmatrix.x4); O += P̃ V_j: P̃ in registers, each warp its quarter of V_j
+// (ldmatrix.x4.trans). At the end the four warps' (m, ℓ, O) merge through shared memory in fp32.
+// `unified`: flashdecoding++'s split, with no running max (no rescale) and the row max kept for the
+// range check.
+struct DecodeSplitLayout {
+  std::int64_t Br = 16, Bc = 64, d = 128;
+  bool unified = false;
+  std::int64_t elem_bytes = 2;
+  static constexpr std::int64_t kWarps = 4;
+};
+OnChipCounts decode_split_pair(const DecodeSplitLayout& l);
+OnChipCounts decode_split_cta(const DecodeSplitLayout& l, std::int64_t rows);  // rows: the real rows of Q_i
+// real_rows: the real (unpadded) query rows summed over the plan's CTAs.
+OnChipCounts decode_split_kernel(const KernelPlan& plan, const DecodeSplitLayout& l, std::int64_t real_rows);
+
+// hbmlab's decode_combine_kernel: a warp per packed row, no shared memory; a synchronised row takes
+// e^(LSE_s − max) of every split twice (for the sum, a lane per split; for the weights, the warp per
+// split), a unified row (flashdecoding++ in range) none. `synchronised_rows`: over all instances.
+OnChipCounts decode_combine_kernel(std::int64_t splits, std::int64_t synchronised_rows, std::int64_t unified_rows);
+
 // The (i, j) pairs a plan's CTAs compute: its phases that do matmul work, over all instances.
 std::int64_t computed_pairs(const KernelPlan& plan);
 

@@ -155,6 +155,33 @@ void read_sdpa_launch(const Json& kernel, const std::smatch& traits, const std::
   if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
 }
 
+// A backward record's kernels under ncu: time and traffic summed over those whose name holds
+// `family`, and the main one, whose name holds `main_name` (null if none).
+struct KernelSums {
+  const Json* main = nullptr;
+  double time_ns = 0, dram_read = 0, dram_write = 0, l2_read_sectors = 0;
+  void fill(ValidationRow& row) const {
+    row.measured_time_s = time_ns * 1e-9;
+    row.measured_dram_read = dram_read;
+    row.measured_dram_write = dram_write;
+    row.measured_l2_read = l2_read_sectors * 32;
+  }
+};
+KernelSums sum_kernels(const Json& r, std::string_view family, std::string_view main_name) {
+  KernelSums s;
+  if (r.contains("ncu_kernels"))
+    for (const Json& k : r.at("ncu_kernels")) {
+      const std::string name = k.value("kernel", "");
+      if (name.find(family) == std::string::npos) continue;
+      if (name.find(main_name) != std::string::npos) s.main = &k;
+      s.time_ns += number_or_nan(k, "gpu__time_duration.sum");
+      s.dram_read += number_or_nan(k, "dram__bytes_read.sum");
+      s.dram_write += number_or_nan(k, "dram__bytes_write.sum");
+      s.l2_read_sectors += number_or_nan(k, "lts__t_sectors_srcunit_tex_op_read.sum");
+    }
+  return s;
+}
+
 // PyTorch's FlashAttention-2 backward ("pass": "backward" in a record): its three kernels, as the flash2
 // backward room plans them, D = rowsum(dO ∘ O) (flash_bwd_dot_do_o_kernel, which also clears the fp32
 // dQ accumulator), one CTA per K_j, V_j (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, whose name carries
@@ -163,18 +190,8 @@ void read_sdpa_launch(const Json& kernel, const std::smatch& traits, const std::
 void read_sdpa_backward(const Json& r, const std::string& where, const std::string& path, const std::string& gpu,
                         ValidationReport& report) {
   static const std::regex traits(R"(Flash_bwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
-  const Json* main = nullptr;
-  double time_ns = 0, dram_read = 0, dram_write = 0, l2_read_sectors = 0;
-  if (r.contains("ncu_kernels"))
-    for (const Json& k : r.at("ncu_kernels")) {
-      const std::string name = k.value("kernel", "");
-      if (name.find("flash_bwd") == std::string::npos) continue;
-      if (name.find("flash_bwd_dq_dk_dv_loop") != std::string::npos) main = &k;
-      time_ns += number_or_nan(k, "gpu__time_duration.sum");
-      dram_read += number_or_nan(k, "dram__bytes_read.sum");
-      dram_write += number_or_nan(k, "dram__bytes_write.sum");
-      l2_read_sectors += number_or_nan(k, "lts__t_sectors_srcunit_tex_op_read.sum");
-    }
+  const KernelSums sums = sum_kernels(r, "flash_bwd", "flash_bwd_dq_dk_dv_loop");
+  const Json* main = sums.main;
   std::smatch m;
   const std::string name = main ? main->value("kernel", "") : "";
   if (!main || !std::regex_search(name, m, traits)) {
@@ -186,10 +203,106 @@ void read_sdpa_backward(const Json& r, const std::string& where, const std::stri
   ValidationRow& row = *found;
   row.problem = sdpa_problem(r, where);
   read_sdpa_launch(*main, m, where + ": ncu_kernels: Flash_bwd_kernel_traits", where, row);
-  row.measured_time_s = time_ns * 1e-9;
-  row.measured_dram_read = dram_read;
-  row.measured_dram_write = dram_write;
-  row.measured_l2_read = l2_read_sectors * 32;
+  sums.fill(row);
+  check_row(row, where);
+  report.rows.push_back(row);
+}
+
+// cuDNN's backward ("backend": "cudnn", "pass": "backward"): D = rowsum(dO ∘ O)
+// (cudnn::compute_dot_do_o_specialized), the main wgmma kernel (cudnn_generated_fort_native_sdpa_sm90_
+// flash_bprop_wgmma_..._{keys}x{queries}x{d}_...) and the dQ conversion (cudnn::convert_dq_to_16bits),
+// read as the room that names the main kernel (flash3 backward). The tile is a consumer warpgroup's
+// (wgmma's m64: 64 keys), so Bc = 64 × the consumer warpgroups (ncu's block size / 128, less the
+// producer) and Br = the tile's queries, as FlashAttention-3's backward lays out its CTA. Time and
+// traffic are the three kernels' sums; the launch (threads, registers, shared memory) is the main
+// kernel's, from ncu. (cuDNN's kernel is persistent, one CTA per SM; the room plans one per K_j.)
+void read_cudnn_backward(const Json& r, const std::string& where, const std::string& path, const std::string& gpu,
+                         ValidationReport& report) {
+  static const std::regex tile(R"(_(\d+)x(\d+)x(\d+)_)");
+  const KernelSums sums = sum_kernels(r, "cudnn", "flash_bprop");
+  const Json* main = sums.main;
+  std::smatch m;
+  const std::string name = main ? main->value("kernel", "") : "";
+  if (!main || !std::regex_search(name, m, tile)) {
+    report.skipped.push_back(where + ": no cuDNN flash_bprop kernel with its Br x Bc x d tile in ncu_kernels");
+    return;
+  }
+  std::optional<ValidationRow> found = sdpa_row(name, Pass::backward, false, "sdpa cudnn backward", path, gpu, where, report);
+  if (!found) return;
+  ValidationRow& row = *found;
+  row.problem = sdpa_problem(r, where);
+  auto figure = [&](const char* key) { return number_or_nan(*main, key); };
+  const double consumers = std::max(1.0, figure("launch__block_size") / 128 - 1);
+  row.blocks = {launch_figure(std::strtod(m[2].str().c_str(), nullptr), where + ": the kernel's tile (queries)"),
+                launch_figure(std::strtod(m[1].str().c_str(), nullptr) * (std::isfinite(consumers) ? consumers : 1.0),
+                              where + ": the kernel's tile (keys) × consumer warpgroups")};
+  if (std::isfinite(figure("launch__block_size")))
+    row.launch.threads_per_cta = launch_figure(figure("launch__block_size"), where + ": launch__block_size");
+  if (std::isfinite(figure("launch__registers_per_thread")))
+    row.launch.registers_per_thread = launch_figure(figure("launch__registers_per_thread"), where + ": launch__registers_per_thread");
+  const double smem = figure("launch__shared_mem_per_block_dynamic") + figure("launch__shared_mem_per_block_static");
+  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+  sums.fill(row);
+  check_row(row, where);
+  report.rows.push_back(row);
+}
+
+MeasuredOnChip read_on_chip(const Json& r, const std::string& where);
+
+// cuDNN's Hopper forward (PyTorch's cuDNN SDPA backend on sm_90), read as the room that names its
+// kernel (flash3: a producer warpgroup filling a K/V ring by TMA, consumer warpgroups on wgmma).
+// Its name carries the consumer warpgroup's tile, `_64x128x128_`: 64 rows of Q_i, Bc = 128 keys,
+// d; the CTA holds one producer and (threads/128 − 1) consumer warpgroups, so Br is 64 times the
+// consumers. ncu gives threads, shared memory and registers. Records that profiled something else
+// (no such kernel, or more than it) are listed as skipped.
+void read_cudnn_forward(const Json& r, const std::string& where, const std::string& path, const std::string& gpu,
+                        ValidationReport& report) {
+  static const std::regex tile(R"(_(\d+)x(\d+)x(\d+)_\d+x\d+x\d+_)");
+  const Json* kernel = nullptr;
+  int kernels = 0;
+  if (r.contains("ncu_kernels"))
+    for (const Json& k : r.at("ncu_kernels")) {
+      ++kernels;
+      const std::string name = k.value("kernel", "");
+      if (room_for_kernel(name, Pass::forward, false)) kernel = &k;
+    }
+  std::smatch m;
+  const std::string name = kernel ? kernel->value("kernel", "") : "";
+  if (!kernel || kernels != 1 || !std::regex_search(name, m, tile)) {
+    report.skipped.push_back(where + ": cudnn backend: not one fused forward kernel of a modelled room with its "
+                                     "tile (_MxNxD_) in its name");
+    return;
+  }
+  std::optional<ValidationRow> found = sdpa_row(name, Pass::forward, false, "sdpa cudnn", path, gpu, where, report);
+  if (!found) return;
+  ValidationRow& row = *found;
+  row.problem = sdpa_problem(r, where);
+  auto figure = [&](int k) { return std::strtod(m[k].str().c_str(), nullptr); };
+  const double threads = number_or_nan(*kernel, "launch__block_size");
+  if (!std::isfinite(threads) || threads < 256 || std::fmod(threads, 128) != 0) {
+    report.skipped.push_back(fmt::format("{}: cudnn backend: launch__block_size {} is not a producer and consumer "
+                                         "warpgroups", where, threads));
+    return;
+  }
+  if (figure(3) != double(row.problem.head_dim)) {
+    report.skipped.push_back(fmt::format("{}: cudnn backend: the kernel's tile is for d = {}, the record's d is {}",
+                                         where, figure(3), row.problem.head_dim));
+    return;
+  }
+  const double consumers = threads / 128 - 1;
+  row.blocks = {launch_figure(figure(1) * consumers, where + ": tile rows × consumer warpgroups"),
+                launch_figure(figure(2), where + ": tile columns (Bc)")};
+  row.launch.threads_per_cta = launch_figure(threads, where + ": launch__block_size");
+  const double regs = number_or_nan(*kernel, "launch__registers_per_thread");
+  const double smem = number_or_nan(*kernel, "launch__shared_mem_per_block_dynamic") +
+                      number_or_nan(*kernel, "launch__shared_mem_per_block_static");
+  if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
+  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+  row.measured_time_s = number_or_nan(*kernel, "gpu__time_duration.sum") * 1e-9;
+  row.measured_dram_read = number_or_nan(*kernel, "dram__bytes_read.sum");
+  row.measured_dram_write = number_or_nan(*kernel, "dram__bytes_write.sum");
+  row.measured_l2_read = number_or_nan(*kernel, "lts__t_sectors_srcunit_tex_op_read.sum") * 32;
+  row.measured_on_chip = read_on_chip(r, where);  // gpu/bench/flash3_onchip.sh's records carry them
   check_row(row, where);
   report.rows.push_back(row);
 }
@@ -209,9 +322,17 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
       read_sdpa_backward(r, where, path, gpu, report);
       continue;
     }
+    if (r.value("pass", "forward") == "backward" && backend == "cudnn") {
+      read_cudnn_backward(r, where, path, gpu, report);
+      continue;
+    }
     if (backend == "math") {
       report.skipped.push_back(where + ": math backend: PyTorch upcasts to fp32 and runs about a dozen kernels "
                                        "(copies, masks, FFMA GEMMs); hbmlab's standard is three fp16 kernels");
+      continue;
+    }
+    if (backend == "cudnn" && r.value("pass", "forward") == "forward") {
+      read_cudnn_forward(r, where, path, gpu, report);
       continue;
     }
     if (backend != "flash") {
@@ -531,8 +652,13 @@ void predict_measurements(ValidationReport& report, const Progress& progress) {
         row.predicted_on_chip = {};
         for (const KernelTiming& k : e.kernels) row.predicted_on_chip += k.on_chip;
         const double cycles = e.predicted_s * spec.clock_mhz * 1e6 * double(spec.sm_count);
-        if (spec.mma_sync_flops_per_cycle_per_sm > 0 && cycles > 0)
-          row.predicted_tensor_busy = double(row.predicted_on_chip.mma_flops()) / (spec.mma_sync_flops_per_cycle_per_sm * cycles);
+        const OnChipCounts& c = row.predicted_on_chip;
+        const bool rates = (c.mma == 0 || spec.mma_sync_flops_per_cycle_per_sm > 0) &&
+                           (c.wgmma == 0 || spec.wgmma_flops_per_cycle_per_sm > 0);
+        if (rates && cycles > 0)  // each instruction kind's FLOPs at its own measured rate
+          row.predicted_tensor_busy =
+              (c.mma > 0 ? double(c.mma_flops()) / spec.mma_sync_flops_per_cycle_per_sm : 0.0) / cycles +
+              (c.wgmma > 0 ? double(c.wgmma_flops) / spec.wgmma_flops_per_cycle_per_sm : 0.0) / cycles;
       },
       progress);
   summarise_measurements(report);
@@ -609,6 +735,54 @@ std::string ms_text(double s) { return std::isfinite(s) ? fmt::format("{:.3f}", 
 // A cut-off as given on the command line: 0.1 → "10%", 0.025 → "2.5%".
 std::string cutoff_text(double fraction) { return fmt::format("{:g}%", 100 * fraction); }
 
+// The records that carry on-chip counters: the bytes shared memory hands to registers and to the
+// tensor cores (loads, stores and wgmma's operand reads together), measured against the warp
+// layout's exact count, and the tensor pipe's busy fraction against the predicted time's.
+void print_on_chip(std::ostream& out, const ValidationReport& r) {
+  std::vector<const ValidationRow*> rows;
+  for (const ValidationRow& row : r.rows)
+    if (row.measured_on_chip.any()) rows.push_back(&row);
+  if (rows.empty()) return;
+  fmt::print(out, "On chip, for the records that carry Nsight Compute's counters\n");
+  fmt::print(out, "  {:<15} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>8} {:>8}\n", "source", "N", "d", "mask",
+             "Br×Bc", "smem GB", "pred", "err", "ex2 M", "pred", "tensor", "pred");
+  auto num = [](double x, const char* f) { return std::isfinite(x) ? fmt::format(fmt::runtime(f), x) : std::string("—"); };
+  for (const ValidationRow* row : rows) {
+    const MeasuredOnChip& m = row->measured_on_chip;
+    const SmemBytes t = row->predicted_on_chip.total();
+    double measured = 0;  // the fields a record has (older records carry no wgmma operand bytes)
+    int have = 0;
+    for (double b : {m.smem_ld_bytes, m.smem_st_bytes, m.smem_mma_bytes})
+      if (std::isfinite(b)) measured += b, ++have;
+    if (have == 0) measured = kNaN;
+    const double predicted = double(t.read + t.write + t.mma_read);
+    fmt::print(out, "  {:<15} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>8} {:>8}\n", row->source,
+               row->problem.seq_len, row->problem.head_dim, row->problem.causal ? "causal" : "full",
+               fmt::format("{}×{}", row->blocks.Br, row->blocks.Bc), num(measured / 1e9, "{:.2f}"),
+               num(predicted / 1e9, "{:.2f}"), percent_text(predicted / measured - 1), num(m.ex2_instructions / 1e6, "{:.1f}"),
+               num(double(row->predicted_on_chip.ex2) / 1e6, "{:.1f}"), num(m.tensor_pipe_busy, "{:.2f}"),
+               num(row->predicted_tensor_busy, "{:.2f}"));
+  }
+  std::vector<double> errors;
+  for (const ValidationRow* row : rows) {
+    const MeasuredOnChip& m = row->measured_on_chip;
+    const SmemBytes t = row->predicted_on_chip.total();
+    double measured = 0;
+    for (double b : {m.smem_ld_bytes, m.smem_st_bytes, m.smem_mma_bytes})
+      if (std::isfinite(b)) measured += b;
+    if (measured > 0) errors.push_back(double(t.read + t.write + t.mma_read) / measured - 1);
+  }
+  if (!errors.empty()) {
+    const ValidationSummary smem = summarise(errors, 0.05);
+    fmt::print(out, "  shared-memory bytes: mean |error| {} over {} records, worst {}; {} of {} within 5%\n",
+               percent_text(smem.mean_abs).substr(1), smem.count, percent_text(smem.worst), smem.within, smem.count);
+  }
+  fmt::print(out, "  (smem: bytes shared memory hands to registers and tensor cores, loads + stores + wgmma operand\n"
+                  "   reads, ncu's wavefronts × 128 against the kernel's warp layout; ex2: exponent-unit instructions;\n"
+                  "   tensor: the tensor pipe's busy fraction, measured, and its FLOPs at the measured rate over the\n"
+                  "   predicted time)\n\n");
+}
+
 }  // namespace
 
 void print_validation(std::ostream& out, const ValidationReport& r) {
@@ -628,6 +802,7 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
   fmt::print(out, "  (DRAM rd in MB: measured dram__bytes_read.sum against predicted DRAM reads after the L2; time:\n"
                   "   measured kernel duration against predicted; K/V: the order flash2 visits K/V blocks in, asc from\n"
                   "   the first, desc from the last as PyTorch's FlashAttention-2 does)\n\n");
+  print_on_chip(out, r);
   auto summary_line = [&](const char* what, const ValidationSummary& s) {
     fmt::print(out, "{} mean |error| {} over {} records, worst {}; {} of {} within {}\n", what,
                percent_text(s.mean_abs).substr(1), s.count, percent_text(s.worst), s.within, s.count,
@@ -679,7 +854,8 @@ nlohmann::ordered_json validation_json(const ValidationReport& r) {
       rows.back()["measured"]["on_chip"] = measured;
       rows.back()["predicted"]["on_chip"] = {
           {"smem_ld_bytes", t.read},        {"smem_st_bytes", t.write},  {"smem_mma_bytes", t.mma_read},
-          {"mma_instructions", c.mma},      {"ldmatrix_instructions", c.ldmatrix},
+          {"mma_instructions", c.mma + 4 * c.wgmma},  // ncu counts a wgmma as 4 warp instructions
+          {"ldmatrix_instructions", c.ldmatrix},
           {"ex2_instructions", c.ex2},      {"tensor_pipe_busy", num(row.predicted_tensor_busy)}};
     }
   }

@@ -19,7 +19,7 @@ PipeBusy pipe_busy(const OnChipCounts& c, double time_s, const GpuSpec& gpu) {
   if (rates) p.tensor = busy(tensor_sm_cycles, 1.0);
   p.smem = busy(double(t.fill + t.read + t.mma_read + t.write), gpu.sram_bytes_per_cycle_per_sm);
   p.ex2 = busy(32.0 * double(c.ex2), gpu.ex2_per_cycle_per_sm);
-  double most = -1;
+  double most = 0;  // a kernel with no work on any pipe (registers only) has no limiter
   for (auto [name, value] : {std::pair{"tensor", &p.tensor}, std::pair{"smem", &p.smem}, std::pair{"ex2", &p.ex2}})
     if (*value && **value > most) most = **value, p.limiter = name;
   return p;

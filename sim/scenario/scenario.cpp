@@ -1,6 +1,7 @@
 // Reading workload and lesson files.
 #include "sim/scenario/scenario.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -10,6 +11,7 @@
 #include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
 #include "sim/scenario/embedded.hpp"
+#include "sim/spec/gpu_spec.hpp"
 
 namespace hbmlab {
 namespace {
@@ -163,7 +165,8 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
       const auto* t = item.as_table();
       if (!t) fail_input("{}: stages: expected [[stages]] tables", r.at(item));
       r.only_keys(*t, "stages.",
-                  {"title", "caption", "algorithm", "pass", "panel", "causal", "block_mask", "unified_max", "side_by_side"});
+                  {"title", "caption", "algorithm", "pass", "panel", "causal", "block_mask", "unified_max", "side_by_side",
+                   "gpu"});
       LessonStage stage;
       for (auto&& [key, node] : *t) {
         const std::string name = "stages." + std::string(key.str());
@@ -186,6 +189,12 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
           }
         }
         else if (key == "unified_max") stage.unified_max = r.number(node, name);
+        else if (key == "gpu") {
+          stage.gpu = r.text(node, name);
+          const std::vector<std::string> presets = gpu_preset_names();
+          if (std::find(presets.begin(), presets.end(), *stage.gpu) == presets.end())
+            fail_input("{}: {}: no GPU preset named '{}'", r.at(node), name, *stage.gpu);
+        }
         else if (key == "panel") {
           stage.panel = r.text(node, name);
           static const std::set<std::string, std::less<>> panels = {"memory",   "matrix",   "softmax", "io",

@@ -24,6 +24,9 @@ struct LessonStage {
   // FlashDecoding++'s φ for this stage only (a φ that makes rows fall back); a stage without it runs
   // the lesson's own problem.
   std::optional<double> unified_max;
+  // A GPU preset for this stage only (lesson 4's Hopper stage runs its problem on an H100); the
+  // others run the lesson's `gpu`.
+  std::optional<std::string> gpu;
 };
 
 struct Scenario {

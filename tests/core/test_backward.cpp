@@ -187,7 +187,8 @@ TEST_CASE("backward working sets hold more tiles than the forward; defaults fit;
         CHECK(b->working_set_bytes(p, blocks) >= f->working_set_bytes(p, blocks));
         continue;
       }
-      // flash3's backward is flash2's, beside a forward that holds a ring of K/V stages.
+      // flash3's backward keeps dK_j, dV_j in registers (no staging tiles), beside a forward that
+      // holds a ring of K/V stages.
       if (b->name() != "flash3") CHECK(b->working_set_bytes(p, blocks) > f->working_set_bytes(p, blocks));  // eight B × d tiles, not four
       if (d <= 64) CHECK(choice.origin == "paper default");  // Bc = ⌈M/(8d)⌉ fits as the forward's rule does
     }

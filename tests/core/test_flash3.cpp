@@ -3,8 +3,12 @@
 // launch plan with one producer and two consumer warpgroups.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <filesystem>
+
 #include "sim/engine/replay.hpp"
 #include "sim/engine/simulate.hpp"
+#include "sim/measure/validate.hpp"
 #include "sim/report/report.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
@@ -63,6 +67,94 @@ TEST_CASE("flash3's on-chip counts are its wgmma kernel's, not flash2's ldmatrix
   CHECK(f2.on_chip.total().read > 0);
   // The copy engine fills shared memory with what flash2's cp.async does.
   CHECK(f3.on_chip.total().fill == f2.on_chip.total().fill);
+}
+
+TEST_CASE("flash3 backward moves exactly flash2 backward's HBM bytes for the same blocks", "[io][flash3][backward]") {
+  const Algo f2 = algo_named("flash2", Pass::backward), f3 = algo_named("flash3", Pass::backward);
+  for (std::int64_t N : {16, 97, 1000, 6000})
+    for (std::int64_t d : {64, 128})
+      for (bool causal : {false, true})
+        for (Blocks b : {Blocks{64, 128}, Blocks{128, 64}}) {
+          const AttentionProblem p{2, 4, N, d, Dtype::fp16, causal};
+          INFO("N=" << N << " d=" << d << " causal=" << causal << " Br=" << b.Br << " Bc=" << b.Bc);
+          const Counts c2 = count_problem(f2, p, b), c3 = count_problem(f3, p, b);
+          CHECK(c3.hbm == c2.hbm);
+          CHECK(c3.matmul_flops == c2.matmul_flops);
+          CHECK(c3.hbm_bytes() == c2.hbm_bytes());
+          CHECK(f3->closed_form(p, b).hbm == count_instance(f3, p, b).hbm);
+        }
+}
+
+TEST_CASE("flash3 backward's SM is its own: working set, warpgroups, registers, wgmma counts", "[flash3][backward][on_chip]") {
+  const Algo f2 = algo_named("flash2", Pass::backward), f3 = algo_named("flash3", Pass::backward);
+  // d = 128, 64 × 128: K_j, V_j (128 × 128) + 2 stages × (Q_i + dO_i) (64 × 128) + 2 dS_ijᵀ (128 × 64) in
+  // fp16, 2 × (L_i, D_i) in fp32: 164,864 bytes (gpu/flash3_backward.cu's, less its barriers and alignment).
+  const AttentionProblem p{1, 40, 6000, 128, Dtype::fp16, false};
+  const Blocks b{64, 128};
+  CHECK(f3->working_set_bytes(p, b) == 2 * (2 * 128 * 128 + 2 * 2 * 64 * 128 + 2 * 128 * 64) + 4 * 2 * 2 * 64);
+  CHECK(f3->working_set_bytes(p, b) == 164'864);
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  const std::vector<KernelPlan> plans = f3->plan_kernels(p, b, gpu, EngineOptions{});
+  const std::vector<KernelPlan> flash2 = f2->plan_kernels(p, b, gpu, EngineOptions{});
+  REQUIRE(plans.size() == 3);
+  const KernelPlan& main = plans[1];
+  CHECK(main.name == "flash3 backward");
+  CHECK(main.threads_per_cta == 384);  // one producer and two consumer warpgroups
+  CHECK(main.registers_per_thread == 168);
+  CHECK(main.smem_bytes_per_cta == 164'864);
+  CHECK(main.library_gemm);
+  CHECK_FALSE(flash2[1].library_gemm);
+  CHECK(main.overlap.find("producer warpgroup") != std::string::npos);
+  // On chip: wgmma from shared memory, no ldmatrix, no mma.sync; the same FLOPs as flash2's MMAs.
+  const std::int64_t pairs = 94 * 47 * 40;  // Tr × Tc × heads
+  REQUIRE(main.on_chip.modelled);
+  CHECK(main.on_chip.ldmatrix == 0);
+  CHECK(main.on_chip.mma == 0);
+  CHECK(main.on_chip.wgmma == pairs * 2 * (2 * 128 / 16 + 2 * 64 / 16 + 128 / 16));
+  CHECK(main.on_chip.wgmma_flops == flash2[1].on_chip.mma_flops());
+  // The tensor cores read K_j and V_j once a pair over both warpgroups (each its 64 keys), K_j again
+  // for dQ, Q_i and dO_i twice per warpgroup, dS_ijᵀ once per warpgroup.
+  CHECK(main.on_chip[Tensor::K].mma_read == pairs * 2 * 128 * 128 * 2);
+  CHECK(main.on_chip[Tensor::V].mma_read == pairs * 128 * 128 * 2);
+  CHECK(main.on_chip[Tensor::Q].mma_read == pairs * 2 * 2 * 64 * 128 * 2);
+  CHECK(main.on_chip[Tensor::dS].mma_read == pairs * 2 * 128 * 64 * 2);
+  CHECK(main.on_chip[Tensor::dS].write == pairs * 128 * 64 * 2);
+  CHECK(main.on_chip.st_shared == pairs * (128 + 4));  // dS_ijᵀ (32-bit stores); L_i and D_i (two per 32 rows)
+  // The copy engine fills what flash2's kernel copies: K_j, V_j once a CTA, Q_i and dO_i every pair.
+  CHECK(main.on_chip[Tensor::Q].fill == flash2[1].on_chip[Tensor::Q].fill);
+  CHECK(main.on_chip[Tensor::K].fill == flash2[1].on_chip[Tensor::K].fill);
+  // The D kernel and dQ's conversion are flash2 backward's.
+  CHECK(plans[0].name == flash2[0].name);
+  CHECK(plans[2].name == flash2[2].name);
+  // wgmma at the library GEMM rate (cuDNN's kernel), hbmlab's own kernel at the mma.sync kernels' rate.
+  EngineOptions hbmlab;
+  hbmlab.launch.hbmlab_kernels = true;
+  CHECK_FALSE(f3->plan_kernels(p, b, gpu, hbmlab)[1].library_gemm);
+}
+
+TEST_CASE("validate reads cuDNN's backward and hbmlab's flash3 backward as the flash3 backward room",
+          "[flash3][backward][validate]") {
+  const std::string dir = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/";
+  if (!std::filesystem::exists(dir + "h100-flash3-backward-cudnn.json")) return;
+  // cuDNN: its three kernels under ncu (h100-flash3-backward-cudnn.json), the main one's tile 64 keys ×
+  // 64 queries a consumer warpgroup, two consumer warpgroups (384 threads): Br × Bc = 64 × 128.
+  const ValidationReport cudnn = read_measurements({dir + "h100-flash3-backward-cudnn.json"}, std::nullopt);
+  REQUIRE(cudnn.rows.size() == 24);
+  for (const ValidationRow& row : cudnn.rows) {
+    CHECK(row.algo == algo_named("flash3", Pass::backward));
+    CHECK(row.source == "sdpa cudnn backward");
+    CHECK(row.blocks == Blocks{64, 128});
+    CHECK(row.launch.threads_per_cta == 384);
+  }
+  // DRAM reads: the room's (flash2 backward's) count, within 10 % of both kernels' on every record.
+  const ValidationReport r =
+      validate_measurements({dir + "h100-flash3-backward-cudnn.json", dir + "h100-flash3-backward.json"}, std::nullopt);
+  REQUIRE(r.rows.size() == 24 + 36);
+  for (const ValidationRow& row : r.rows) {
+    INFO(row.source << " N=" << row.problem.seq_len << " d=" << row.problem.head_dim << " causal=" << row.problem.causal);
+    CHECK(row.algo == algo_named("flash3", Pass::backward));
+    CHECK(std::abs(row.dram_read_error()) <= 0.10);
+  }
 }
 
 TEST_CASE("flash3 narrates its steps in FlashAttention-3's words", "[flash3][narration]") {

@@ -171,7 +171,7 @@ TEST_CASE("on-chip: the backward kernels' layouts give ncu's counts", "[on_chip]
   CHECK(torch[1].on_chip.ld_shared == 240'640);
   CHECK(torch[2].on_chip.st_shared == 481'280);  // the dQ conversion
   CHECK(torch[2].on_chip.ld_shared == 120'320);
-  CHECK_FALSE(torch[0].on_chip.modelled);
+  CHECK(torch[0].on_chip.modelled);  // the D kernel: registers only (below)
   // gpu/flash2_backward.cu: 8 warps × 16 keys; Q_i and dO_i read by every warp twice (320 + 320 with
   // K_j, V_j re-read at d = 128), 256 + 256 for dV, dK, 256 for dQ: 1,408 a pair.
   const std::vector<KernelPlan> ours = main_kernel(true);
@@ -242,4 +242,165 @@ TEST_CASE("on-chip: lesson 8's flash2 and flash3 move the same HBM bytes", "[on_
   REQUIRE(pipe);
   CHECK(pipe->stages == 2);
   CHECK(pipe->consumer_warpgroups == 2);
+}
+
+// hbmlab's flash3 kernel and cuDNN's Hopper forward under ncu (gpu/bench/flash3_onchip.sh): the
+// wgmma layout's counts stand beside the counters, in --json (wgmma as ncu counts it, 4 warp
+// instructions each) and in validate's text ("On chip" table and its shared-memory summary).
+TEST_CASE("on-chip: validate sets the wgmma records' counters beside the layout's", "[on_chip][validate]") {
+  for (const char* name : {"h100-flash3-onchip.json", "h100-cudnn-onchip.json"}) {
+    const std::string file = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/" + name;
+    if (!std::filesystem::exists(file)) continue;
+    INFO(name);
+    ValidationReport report = validate_measurements({file}, std::nullopt);
+    REQUIRE(report.rows.size() == 4);
+    const Json j = validation_json(report);
+    for (const Json& row : j["rows"]) {
+      CHECK(row["algorithm"] == "flash3");
+      const double measured = row["measured"]["on_chip"]["mma_instructions"].get<double>();
+      const double predicted = row["predicted"]["on_chip"]["mma_instructions"].get<double>();
+      // cuDNN runs 64-row warpgroups on 128 rows; hbmlab's d = 64 kernel 192 rows on three: both exact.
+      CHECK(predicted == Approx(measured).epsilon(0.025));
+      const double smem = row["measured"]["on_chip"]["smem_mma_bytes"].get<double>();
+      CHECK(row["predicted"]["on_chip"]["smem_mma_bytes"].get<double>() == Approx(smem).epsilon(0.08));
+    }
+    std::ostringstream out;
+    print_validation(out, report);
+    CHECK(out.str().find("On chip, for the records that carry Nsight Compute's counters") != std::string::npos);
+    CHECK(out.str().find("shared-memory bytes: mean |error|") != std::string::npos);
+  }
+}
+
+namespace {
+
+// A room's kernels as the engine plans gpu/'s kernels for them.
+std::vector<KernelPlan> hbmlab_plans(const char* algo, AttentionProblem p, std::int64_t Br, std::int64_t Bc,
+                                     bool hbmlab_kernels = true) {
+  EngineOptions options;
+  options.launch.hbmlab_kernels = hbmlab_kernels;
+  return plan_kernels(algo_named(algo), p, {Br, Bc}, load_gpu("h100-sxm"), options);
+}
+
+}  // namespace
+
+TEST_CASE("on-chip: standard's three kernels follow gpu/standard.cu", "[on_chip]") {
+  // N = 1024, d = 64, 64 × 64 tiles, 2 heads: 16 × 16 tiles of S per head.
+  const std::int64_t N = 1024, d = 64, B = 64, heads = 2, tiles = (N / B) * (N / B) * heads;
+  const std::vector<KernelPlan> plans = hbmlab_plans("standard", AttentionProblem(1, heads, N, d), B, B);
+  REQUIRE(plans.size() == 3);
+  const OnChipCounts &qk = plans[0].on_chip, &sm = plans[1].on_chip, &pv = plans[2].on_chip;
+  REQUIRE((qk.modelled && sm.modelled && pv.modelled));
+  // qk: 2 × 2 warps of 32 × 32; per k16 step each warp loads 2 fragments of Q_i and 2 of K_j
+  // (ldmatrix.x4 each): 4 warps · 4 · (64 / 16) = 64 per tile; 4·8·4 m16n8k16 per tile.
+  CHECK(qk.ldmatrix == 64 * tiles);
+  CHECK(qk.mma == (B / 16) * (B / 8) * (d / 16) * tiles);
+  CHECK(qk[Tensor::Q].read == 2 * B * d * 2 * tiles);
+  CHECK(qk[Tensor::Q].write == B * d * 2 * tiles);  // stored from registers, 16 bytes a lane
+  CHECK(qk[Tensor::S].write == B * B * 4 * tiles);  // the fp32 accumulator staged ...
+  CHECK(qk[Tensor::S].read == B * B * 4 * tiles);   // ... and read back
+  CHECK(qk.st_shared == (B * d / 8 / 32 * 2 + B * B * 4 / 256) * tiles);
+  CHECK(qk.ld_shared == B * B / 64 * tiles);  // four 8-byte loads per 8 elements
+  // softmax: one CTA of 128 threads per row; the row stored element by element, read twice.
+  const std::int64_t rows = N * heads;
+  CHECK(sm.ex2 == N / 32 * rows);
+  CHECK(sm[Tensor::S].write == (4 * N + 2 * 4 * 4) * rows);  // the row, and lane 0 of each of 4 warps twice
+  CHECK(sm[Tensor::P].read == 4 * N * rows);
+  CHECK(sm.st_shared == (8 * (N / 8 / 32) + 2 * 4 + N / 32) * rows);
+  CHECK(sm.ld_shared == (2 * 4 + N / 32 + 4 * (N / 8 / 32)) * rows);
+  // pv: Br = 64 on 4 × 1 warps of 16 rows: each warp reads its P_ij rows and all of V_j.
+  const std::int64_t Tc = N / B, ctas = N / B * heads;
+  CHECK(pv[Tensor::P].read == B * B * 2 * Tc * ctas);
+  CHECK(pv[Tensor::V].read == 4 * B * d * 2 * Tc * ctas);
+  CHECK(pv[Tensor::P].fill == B * B * 2 * Tc * ctas);
+  CHECK(pv.ldmatrix == (B * B * 2 + 4 * B * d * 2) / 512 * Tc * ctas);
+  CHECK(pv.mma == (B / 16) * (d / 8) * (B / 16) * Tc * ctas);
+  CHECK(pv[Tensor::O].write == B * d * 4 * ctas);
+  // A ragged last row and column of tiles: S's staging reads back only the real N × N scores.
+  const std::vector<KernelPlan> ragged = hbmlab_plans("standard", AttentionProblem(1, heads, 1000, d), B, B);
+  CHECK(ragged[0].on_chip[Tensor::S].read == 1000 * 1000 * 4 * heads);
+  CHECK(ragged[0].on_chip[Tensor::S].write == B * B * 4 * tiles);  // whole tiles stored
+  // A library's launch (the default) is not gpu/standard.cu: no layout described.
+  CHECK_FALSE(hbmlab_plans("standard", AttentionProblem(1, heads, N, d), B, B, false)[0].on_chip.modelled);
+}
+
+TEST_CASE("on-chip: flash1's CTA reads every FMA operand from shared memory", "[on_chip]") {
+  // N = 128, d = 64, 64 × 64 blocks: 2 × 2 pairs, one CTA (one head), 8 warps.
+  const std::int64_t N = 128, d = 64, B = 64, pairs = 4, Tc = 2;
+  const std::vector<KernelPlan> plans = hbmlab_plans("flash1", AttentionProblem(1, 1, N, d), B, B);
+  const OnChipCounts& c = plans[0].on_chip;
+  REQUIRE(c.modelled);
+  CHECK(c.mma == 0);
+  CHECK(c.ldmatrix == 0);
+  // line 9: 64·64 scores a pair, 128 warp steps, each d/4 16-byte loads of Q_i and d loads of K_j.
+  const std::int64_t score_steps = B * B / 32;
+  CHECK(c[Tensor::Q].read == pairs * B * B * 4 * d);
+  CHECK(c[Tensor::K].read == pairs * B * B * 4 * d);
+  // line 12: 64·64 elements of O_i a pair, each reading 64 of P̃ (16 at a time ×4) and 64 of V_j.
+  CHECK(c[Tensor::V].read == pairs * B * d * 4 * B);
+  const std::int64_t o_steps = B * d / 32;
+  const std::int64_t per_pair_loads = score_steps * (d / 4 + d) + B * (2 * B / 32 + 2) + o_steps * (B / 4 + B + 3) + 2 * 2;
+  CHECK(c.ld_shared == pairs * per_pair_loads);
+  const std::int64_t per_pair_stores = 2 * B * d / 32 + 2 * 2 + score_steps + B * (B / 32 + 4);
+  CHECK(c.st_shared == pairs * per_pair_stores + Tc * 2 * B * d / 32);
+  CHECK(c.ex2 == pairs * B * (B / 32 + 2));
+  // Causal: the pair (1, 2) is skipped, and the diagonal pairs' masked lanes load nothing.
+  AttentionProblem causal(1, 1, N, d);
+  causal.causal = true;
+  const OnChipCounts cc = hbmlab_plans("flash1", causal, B, B)[0].on_chip;
+  CHECK(cc[Tensor::K].read == (B * B + 2 * (B * (B + 1) / 2)) * 4 * d);
+}
+
+TEST_CASE("on-chip: the backward's D and dQ-conversion kernels use registers only", "[on_chip]") {
+  // ncu: 0 shared-memory wavefronts and 0 ldmatrix in dot_do_o_kernel, convert_dq_kernel and
+  // PyTorch's flash_bwd_dot_do_o_kernel (assets/measurements/h100-onchip-backward-ncu.csv).
+  const AttentionProblem p(1, 40, 6000, 128);
+  for (bool ours : {true, false}) {
+    EngineOptions options;
+    options.launch.hbmlab_kernels = ours;
+    const std::vector<KernelPlan> plans = plan_kernels(algo_named("flash2", Pass::backward), p, {64, 128}, load_gpu("h100-sxm"), options);
+    REQUIRE(plans.size() == 3);
+    CHECK(plans[0].on_chip.modelled);
+    CHECK(plans[0].on_chip.total().read + plans[0].on_chip.total().write == 0);
+    CHECK(plans[0].on_chip.ldmatrix + plans[0].on_chip.mma + plans[0].on_chip.ex2 == 0);
+    CHECK(plans[2].on_chip.modelled);
+    // PyTorch's conversion stages dQ_i: ncu counted 120,320 loads and 481,280 stores (94 × 40 CTAs).
+    CHECK(plans[2].on_chip.ld_shared == (ours ? 0 : 120'320));
+    CHECK(plans[2].on_chip.st_shared == (ours ? 0 : 481'280));
+  }
+}
+
+TEST_CASE("on-chip: gpu/flash_decoding.cu's split and combine kernels", "[on_chip]") {
+  // B = 1, H = 32, HKV = 8 (g = 4), NQ = 1, N = 8192, d = 128, 16 splits, 64-key blocks: 8
+  // instances of 4 packed rows (one m16 group), 128 blocks each; 16 · 8 CTAs.
+  AttentionProblem p(1, 32, 8192, 128);
+  p.query_len = 1;
+  p.kv_heads = 8;
+  p.kv_splits = 16;
+  const std::int64_t pairs = 128 * 8, ctas = 16 * 8, real_rows = 16 * 4 * 8, d = 128;
+  const std::vector<KernelPlan> fd = hbmlab_plans("flash-decoding", p, 16, 64);
+  REQUIRE(fd.size() == 2);
+  const OnChipCounts& split = fd[0].on_chip;
+  REQUIRE(split.modelled);
+  // Per block: every warp ldmatrix-loads all of Q_i (16 × 128: 8 per warp) and its 16 keys of K_j
+  // (8), and its 16 keys of V_j (8): 96; S and P̃V 64 m16n8k16 each.
+  CHECK(split.ldmatrix == 96 * pairs);
+  CHECK(split.mma == 128 * pairs);
+  CHECK(split[Tensor::Q].read == 4 * 16 * d * 2 * pairs);
+  CHECK(split[Tensor::K].read == 64 * d * 2 * pairs);
+  // The merge: 152 stores per CTA; 3 loads per warp per 32 elements of the real rows.
+  CHECK(split.st_shared == 152 * ctas);
+  CHECK(split.ld_shared == 3 * 4 * real_rows * d / 32);
+  // exp2: 16·64/32 scores + 4 warps × 2 rescales per block; 4 weights per merge step.
+  CHECK(split.ex2 == 40 * pairs + 4 * real_rows * d / 32);
+  // The combine: no shared memory; each of the 32 rows takes 1 + 16 exp2.
+  CHECK(fd[1].on_chip.modelled);
+  CHECK(fd[1].on_chip.total().read == 0);
+  CHECK(fd[1].on_chip.ex2 == 32 * (1 + 16));
+  // flashdecoding++ in range: no rescale, no weights; the combine adds ℓ_s without an exponent.
+  const std::vector<KernelPlan> pp = hbmlab_plans("flashdecoding++", p, 16, 64);
+  REQUIRE(pp.size() == 2);
+  CHECK(pp[0].on_chip.ex2 == 32 * pairs);
+  CHECK(pp[0].on_chip.ldmatrix == split.ldmatrix);
+  CHECK(pp[0].on_chip.ld_shared == 2 * 4 * real_rows * d / 32 + 4 * real_rows);
+  CHECK(pp[1].on_chip.ex2 == 0);
 }

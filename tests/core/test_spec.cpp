@@ -106,6 +106,13 @@ TEST_CASE("a lesson stage may show two rooms side by side and the Inside-the-SM 
   CHECK_THROWS_WITH(parse_scenario(lesson + "side_by_side = \"yes\"\n", "l.toml"), Catch::StartsWith("l.toml:8: stages.side_by_side:"));
   CHECK_THROWS_WITH(parse_scenario(lesson + "panel = \"sm\"\n", "l.toml"),
                     Catch::Contains("stages.panel: unknown panel 'sm'") && Catch::Contains("measured or onchip"));
+  // A stage may run on another GPU preset (that stage only); an unknown one is named with its line.
+  const Scenario hopper_stage = parse_scenario(lesson + "gpu = \"h100-sxm\"\n", "l.toml");
+  REQUIRE(hopper_stage.stages[0].gpu);
+  CHECK(*hopper_stage.stages[0].gpu == "h100-sxm");
+  CHECK_FALSE(parse_scenario(lesson, "l.toml").stages[0].gpu);
+  CHECK_THROWS_WITH(parse_scenario(lesson + "gpu = \"b200\"\n", "l.toml"),
+                    "l.toml:8: stages.gpu: no GPU preset named 'b200'");
   // Lesson 8 opens flash2 beside flash3 and closes on flash3 alone.
   const Scenario hopper = load_scenario("lessons/08-hopper-the-same-bytes-in-half-the-time");
   CHECK(hopper.stages.front().side_by_side.value_or(false));

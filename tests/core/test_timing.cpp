@@ -435,8 +435,16 @@ TEST_CASE("simulate --timeline writes a Chrome trace", "[engine][cli]") {
 TEST_CASE("validate reads the calibration file and measurement records", "[engine][validate]") {
   const std::string calibration = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/calibration-h100.json";
   if (!std::filesystem::exists(calibration)) return;
-  const ValidationReport r = validate_measurements({calibration}, std::nullopt);
-  CHECK(r.dram_read.count == 32);  // PyTorch SDPA flash: d = 64, 128; N = 512..65536; causal and not
+  ValidationReport r = validate_measurements({calibration}, std::nullopt);
+  // PyTorch SDPA flash and cuDNN: d = 64, 128; N = 512..65536; causal and not; 32 records each.
+  CHECK(r.dram_read.count == 64);
+  const auto cudnn_rows = std::ranges::count_if(r.rows, [](const ValidationRow& row) { return row.source == "sdpa cudnn"; });
+  CHECK(cudnn_rows == 32);
+  for (const ValidationRow& row : r.rows)
+    if (row.source == "sdpa cudnn") CHECK(row.algo == algo_named("flash3", Pass::forward));
+  // The checks below are PyTorch's FlashAttention-2 records'.
+  std::erase_if(r.rows, [](const ValidationRow& row) { return row.source != "sdpa flash"; });
+  summarise_measurements(r);
   CHECK(r.time.count == 32);
   CHECK(r.rows.front().gpu == "h100-sxm");
   CHECK(r.rows.front().blocks == Blocks{128, 128});
@@ -508,6 +516,33 @@ TEST_CASE("validate reads the calibration file and measurement records", "[engin
   CHECK(*sdpa.rows[0].launch.smem_bytes_per_cta == 98304);
   CHECK(sdpa.rows[0].measured_time_s == Approx(215e-6));  // the three flash_bwd kernels, not the fill
   CHECK(sdpa.rows[0].measured_dram_read == 21300);
+  // cuDNN's Hopper forward: read as the flash3 room, Br = 64 rows × the consumer warpgroups (384
+  // threads: one producer, two consumers), Bc and d from the tile in its name; a tile for another d
+  // is skipped, not misread.
+  const char* cudnn = R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "sdpa": [
+      {"backend": "cudnn", "B": 1, "H": 16, "N": 4096, "d": 128, "causal": false, "dtype": "fp16",
+       "ncu_kernels": [
+        {"kernel": "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0_0",
+         "gpu__time_duration.sum": 300000, "dram__bytes_read.sum": 50000000, "dram__bytes_write.sum": 17000000,
+         "launch__block_size": 384, "launch__registers_per_thread": 168,
+         "launch__shared_mem_per_block_dynamic": 232448, "launch__shared_mem_per_block_static": 0}]}]})";
+  std::ofstream(path) << cudnn;
+  const ValidationReport hopper = validate_measurements({path}, std::nullopt);
+  REQUIRE(hopper.rows.size() == 1);
+  CHECK(hopper.rows[0].algo == algo_named("flash3", Pass::forward));
+  CHECK(hopper.rows[0].source == "sdpa cudnn");
+  CHECK(hopper.rows[0].blocks == Blocks{128, 128});
+  CHECK(*hopper.rows[0].launch.threads_per_cta == 384);
+  CHECK(*hopper.rows[0].launch.smem_bytes_per_cta == 232448);
+  CHECK(hopper.rows[0].measured_time_s == Approx(300e-6));
+  CHECK(hopper.rows[0].predicted_dram_read > 0);
+  std::string other_d = cudnn;
+  other_d.replace(other_d.find("\"d\": 128"), 8, "\"d\": 64");
+  std::ofstream(path) << other_d;
+  const ValidationReport mismatch = validate_measurements({path}, std::nullopt);
+  CHECK(mismatch.rows.empty());
+  REQUIRE(mismatch.skipped.size() == 1);
+  CHECK(mismatch.skipped[0].find("the kernel's tile is for d = 128") != std::string::npos);
   std::ofstream(path) << R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": [{"kernel": "flash2", "pass": "sideways"}]})";
   err.str("");
   CHECK(run_cli({"validate", "--measurements", path}, out, err) == 2);

@@ -13,6 +13,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/view/compare.hpp"
 #include "sim/view/replay_view.hpp"
+#include "sim/view/roofline_view.hpp"
 
 using namespace hbmlab;
 using namespace hbmlab::view;
@@ -249,4 +250,39 @@ TEST_CASE("view: the H100 workload's explorer shows the recorded (Br, Bc) of ass
     REQUIRE(std::isfinite(m.row.measured_dram_read));
     REQUIRE(std::abs(m.row.dram_read_error()) < 0.10);  // the README's DRAM-read target holds here
   }
+}
+
+TEST_CASE("view: the roofline puts each kernel under the HBM and shared-memory ceilings", "[view][on_chip]") {
+  SimulateRequest request;
+  request.gpu = load_gpu("h100-sxm");
+  request.algo = algo_named("flash2");
+  request.problem = AttentionProblem(1, 8, 2048, 128);
+  request.block_rows = 128;
+  request.block_cols = 64;
+  request.numerics = NumericsMode::off;
+  const SimulationResult res = simulate(request);
+  const view::RooflineView v = view::roofline_view(res);
+  // The ceilings are the preset's: 3.35 TB/s, 128 B/clock × 132 SMs × the clock, 989 TFLOP/s.
+  CHECK(v.hbm_bytes_per_s == Approx(3.35e12));
+  CHECK(v.smem_bytes_per_s == Approx(128.0 * 132 * request.gpu.clock_mhz * 1e6));
+  CHECK(v.tensor_flop_per_s == Approx(989e12));
+  CHECK(v.smem_ridge() == Approx(v.tensor_flop_per_s / v.smem_bytes_per_s));
+  REQUIRE(v.points.size() == 1);
+  const view::RooflinePoint& p = v.points[0];
+  const KernelTiming& k = res.engine.kernels[0];
+  // Its FLOPs are its MMAs' (4·N²·d per head, nothing skipped); its bytes the kernel's.
+  CHECK(p.flops == Approx(4.0 * 2048 * 2048 * 128 * 8));
+  const SmemBytes t = k.on_chip.total();  // PyTorch's launch: O staged through shared memory too
+  CHECK(t.write > 0);
+  CHECK(p.flop_per_smem_byte() == Approx(p.flops / double(t.fill + t.read + t.mma_read + t.write)));
+  CHECK(p.flop_per_dram_byte() > p.flop_per_smem_byte());  // shared memory moves more bytes than HBM
+  // No kernel runs above a ceiling it is under.
+  CHECK(p.flop_per_s() <= v.tensor_flop_per_s);
+  CHECK(p.flop_per_s() <= v.smem_bytes_per_s * p.flop_per_smem_byte());
+  CHECK(p.flop_per_s() <= v.hbm_bytes_per_s * p.flop_per_dram_byte());
+  // A kernel without a described layout is left out, with why.
+  request.algo = algo_named("standard");
+  const view::RooflineView lib = view::roofline_view(simulate(request));
+  CHECK(lib.points.empty());
+  CHECK(lib.left_out.size() == 3);
 }

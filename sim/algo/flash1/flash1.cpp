@@ -200,6 +200,9 @@ public:
       plan.sram_fraction_per_cta = 0.9;
       plan.phase_latency_cycles = 4500;
       for (CtaPhase& ph : plan.phases) ph.sram_bytes += kSramBytesPerMatmulFlop * ph.matmul_flops;
+      // Its warp layout, for the shapes it runs: self-attention, no block mask, Bc a multiple of 32.
+      if (p.Nq() == p.seq_len && !p.block_mask && b.Bc % 32 == 0)
+        plan.on_chip = flash1_kernel(plan, {.N = p.seq_len, .Br = b.Br, .Bc = b.Bc, .d = p.head_dim, .causal = p.causal});
     }
     return {std::move(plan)};
   }

@@ -266,9 +266,12 @@ public:
     apply_launch(main, options.launch);
     for (KernelPlan& k : plans) k.instances = p.instances();
     // The main kernel's warp layout: gpu/flash2_backward.cu's, or FA2's (8 warps, and its dQ
-    // conversion through shared memory); the D kernel's is not described.
+    // conversion through shared memory). Both D kernels, and hbmlab's conversion, use registers only
+    // (ncu counts no shared-memory wavefront in either D kernel: assets/measurements/h100-onchip-backward-ncu.csv).
+    dot.on_chip = registers_only_kernel("a thread per 16-byte chunk of O_i and dO_i, shuffles across a row: no shared memory");
     if (e == 2 && options.launch.hbmlab_kernels) {
       main.on_chip = hbmlab_backward_kernel(main, {.Br = b.Br, .Bc = b.Bc, .d = d});
+      convert.on_chip = registers_only_kernel("a thread per 8 elements of dQ, fp32 in, the dtype out: no shared memory");
     } else if (e == 2) {
       const std::int64_t warps = options.launch.threads_per_cta ? *options.launch.threads_per_cta / 32 : 8;
       main.on_chip = fa2_backward_kernel(main, Fa2BackwardLayout::for_blocks(b.Br, b.Bc, d, warps));

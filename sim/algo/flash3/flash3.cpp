@@ -95,6 +95,12 @@ public:
     return plans;
   }
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr; }
+  // cuDNN's Hopper forward (PyTorch's cuDNN SDPA backend on sm_90): the same structure, a producer
+  // warpgroup and consumer warpgroups on wgmma, so its records are read as this room.
+  std::span<const std::string_view> external_kernels() const override {
+    static constexpr std::string_view kernels[] = {"sdpa_sm90_flash_fprop_wgmma"};
+    return kernels;
+  }
 
   // [SECTION] The window
 
@@ -137,21 +143,46 @@ private:
   static const Algorithm& flash2() { return flash2_room(); }
 };
 
-// [SECTION] The backward pass: flash2's
+// [SECTION] The backward pass: flash2's HBM accesses, FlashAttention-3's SM
 //
 // FlashAttention-3's backward (its paper's Algorithm 3) reads and writes what FlashAttention-2's does
 // for the same blocks: K_j, V_j stay on chip with dK_j, dV_j while the Q_i, dO_i stream past, dQ is
-// accumulated in HBM. This room is flash2's backward under flash3's name (steps, counts, numerics,
-// plan and narration alike); hbmlab has no Hopper backward kernel.
+// accumulated in HBM. So the steps, HBM counts, numerics and narration are flash2 backward's (a test
+// holds the counts equal); what is this room's own is the inside of the SM, as hbmlab's kernel
+// (gpu/flash3_backward.cu) runs it: a producer warpgroup brings Q_i, dO_i into a two-stage ring by
+// TMA, two consumer warpgroups of Bc/2 keys each compute the five products with wgmma (operands from
+// shared memory, P and dS from registers for dV and dK, dS staged through shared memory for dQ), so
+// its working set, threads, registers, on-chip counts and GEMM rate are its own.
 class Flash3Backward final : public TiledBackward {
 public:
   std::string_view name() const override { return "flash3"; }
   std::string_view display_name() const override { return "flash3 backward"; }
   std::string_view paper_name() const override {
-    return "FlashAttention-3 backward (FlashAttention-3 paper, Algorithm 3; FlashAttention-2's accesses)";
+    return "FlashAttention-3 backward (FlashAttention-3 paper, Algorithm 3; FlashAttention-2's HBM accesses)";
   }
   ShapeSupport supports() const override { return base().supports(); }
-  std::int64_t working_set_bytes(const AttentionProblem& p, Blocks b) const override { return base().working_set_bytes(p, b); }
+  // cuDNN's sm90 backward (PyTorch SDPA's cuDNN backend): its main kernel, a wgmma one with a producer
+  // and two consumer warpgroups (hbmlab validate reads its records as this room, the three kernels summed).
+  std::span<const std::string_view> external_kernels() const override {
+    static constexpr std::string_view kernels[] = {"sdpa_sm90_flash_bprop"};
+    return kernels;
+  }
+  // The kernel's shared memory: K_j and V_j (Bc × d each), two stages of Q_i and dO_i (Br × d each),
+  // two dS_ijᵀ buffers (Bc × Br) and two of L_i, D_i (fp32). dK_j, dV_j stay in registers.
+  std::int64_t working_set_bytes(const AttentionProblem& p, Blocks b) const override {
+    const std::int64_t d = p.head_dim;
+    return p.elem_bytes() * (2 * b.Bc * d + 2 * kStages * b.Br * d + 2 * b.Bc * b.Br) + kStatBytes * 2 * 2 * b.Br;
+  }
+  static constexpr std::int64_t kStages = 2;  // the Q_i, dO_i ring
+  // Consumer warpgroups of 64 keys of K_j each (the kernel's Bc = 128: two), at least one.
+  static std::int64_t consumer_warpgroups(Blocks b) { return std::max<std::int64_t>(1, b.Bc / 64); }
+  // Registers per thread as ptxas allots them: the register file over the CTA's threads, in steps of
+  // 8, at most 255 (the kernel's 384 threads: 168; at run time setmaxnreg gives the producer 24 and
+  // the consumers 240).
+  static std::int64_t registers(std::int64_t threads) { return std::min<std::int64_t>(255, 65536 / threads / 8 * 8); }
+  std::optional<Pipeline> pipeline(const AttentionProblem&, Blocks b) const override {
+    return Pipeline{kStages, consumer_warpgroups(b)};
+  }
   Blocks paper_blocks(std::int64_t M, std::int64_t d, std::int64_t N) const override { return base().paper_blocks(M, d, N); }
   void emit(const AttentionProblem& p, Blocks b, StepSink& sink) const override { base().emit(p, b, sink); }
   std::string narrate(const Step& s) const override { return base().narrate(s); }
@@ -163,7 +194,23 @@ public:
   std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks b, const GpuSpec& gpu,
                                        const EngineOptions& options) const override {
     std::vector<KernelPlan> plans = base().plan_kernels(p, b, gpu, options);
-    for (KernelPlan& plan : plans) plan.name = "flash3 backward (FlashAttention-2's accesses)";
+    KernelPlan& main = plans[1];  // flash2 backward's three: D, the main kernel, dQ's conversion
+    main.name = "flash3 backward";
+    main.overlap = fmt::format(
+        "producer warpgroup (TMA) keeps {} Q_i/dO_i stages in flight; {} consumer warpgroups issue S, dP, dV, dK "
+        "and dQ as wgmma; dQ_i added with fp32 atomics in the L2",
+        kStages, consumer_warpgroups(b));
+    // wgmma at the preset's gemm_efficiency, as flash3's forward and cuDNN's backward sustain it;
+    // hbmlab's kernel (the records of gpu/flash3_backward.cu) at matmul_efficiency: it issues each
+    // step's products, elementwise work and dQ atomics one after the other in a warpgroup (no
+    // pingpong, no overlap within a warpgroup), so its tensor cores wait as mma.sync kernels' do.
+    main.library_gemm = !options.launch.hbmlab_kernels;
+    if (!options.launch.threads_per_cta) main.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
+    if (!options.launch.smem_bytes_per_cta) main.smem_bytes_per_cta = working_set_bytes(p, b);
+    if (!options.launch.registers_per_thread) main.registers_per_thread = registers(main.threads_per_cta);
+    if (p.elem_bytes() == 2)
+      main.on_chip = wgmma_backward_kernel(
+          main, {.Br = b.Br, .Bc = b.Bc, .d = p.head_dim, .warpgroups = consumer_warpgroups(b), .elem_bytes = p.elem_bytes()});
     return plans;
   }
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return base().roofline_ctas_per_instance(g); }

@@ -123,13 +123,23 @@ public:
       Emitter e(p, g, programs);
       steps(e);
     };
+    // gpu/flash_decoding.cu's kernels, the only ones of this room: their warp layouts.
+    const bool layout = has_decode_layout(p, b);
+    const DecodeSplitLayout split{.Br = b.Br, .Bc = b.Bc, .d = p.head_dim, .unified = true};
+    std::int64_t again_rows = 0;  // real rows of the recomputed row blocks, per instance
+    for (std::int64_t i : again) again_rows += std::min(b.Br, packed_rows(p) - i * b.Br);
     build(split_plan(p, b, gpu, "flashdecoding++ split-KV"),
           [&](Emitter& e) { emit_split(e, Path::unified, {}, all_row_blocks(g), 0); });
     apply_launch(plans.back(), options.launch);
+    if (layout) plans.back().on_chip = decode_split_kernel(plans.back(), split, g.splits * packed_rows(p) * instances(p));
     if (!again.empty()) {
       build(split_plan(p, b, gpu, "flashdecoding++ fallback"),
             [&](Emitter& e) { emit_split(e, Path::synchronised, {kFallbackOffset, kFallbackOffset}, again, 0); });
       apply_launch(plans.back(), options.launch);
+      DecodeSplitLayout synchronised = split;
+      synchronised.unified = false;
+      if (layout)
+        plans.back().on_chip = decode_split_kernel(plans.back(), synchronised, g.splits * again_rows * instances(p));
     }
     if (g.splits > 1)
       build(combine_plan(p, b, g, instances(p), "flashdecoding++ combine"), [&](Emitter& e) {
@@ -139,6 +149,9 @@ public:
                        static_cast<std::int32_t>(i));
         }
       });
+    if (g.splits > 1 && layout)
+      plans.back().on_chip = decode_combine_kernel(g.splits, again_rows * instances(p),
+                                                   (packed_rows(p) - again_rows) * instances(p));
     return plans;
   }
 

@@ -249,6 +249,14 @@ public:
         if (tensor == Tensor::S) rows.compute(flops(FlopKind::non_matmul, kSoftmaxOps * p.seq_len, 0));
       }
     }
+    // Their warp layouts (sim/algo/warp_layout.hpp), for the self-attention shapes the kernels run
+    // (NQ = N, a multiple of 8: the 16-byte paths) in 16-bit dtypes.
+    if (e == 2 && p.Nq() == p.seq_len && p.seq_len % 8 == 0) {
+      const StandardLayout layout{.N = p.seq_len, .Br = t.Br, .Bc = t.Bc, .d = d, .elem_bytes = e};
+      qk.on_chip = standard_qk_kernel(qk, layout);
+      sm.on_chip = standard_softmax_kernel(sm, layout);
+      pv.on_chip = standard_pv_kernel(pv, layout);
+    }
     return plans;
   }
 
