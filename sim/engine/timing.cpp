@@ -62,6 +62,11 @@ struct Rates {
   double hbm_latency_s = 0, l2_latency_s = 0;
   double in_flight_per_sm = 0;  // bytes
   double clock_hz = 0;
+  // The SM's pipes (GpuSpec's measured rates at pipe_clock_mhz), per second per SM; `pipes` is false
+  // when the preset does not give them all.
+  bool pipes = false;
+  double mma_sync_per_sm = 0, mma_sync_per_warp = 0, wgmma_per_sm = 0;  // FLOP/s
+  double ex2_per_sm = 0, fp32_per_sm = 0, smem_per_sm = 0;               // results/s, FLOP/s, bytes/s
 };
 
 Rates rates_of(const GpuSpec& gpu) {
@@ -77,13 +82,59 @@ Rates rates_of(const GpuSpec& gpu) {
   r.l2_latency_s = gpu.l2_latency_ns * 1e-9;
   r.in_flight_per_sm = double(gpu.hbm_bytes_in_flight_per_sm);
   r.clock_hz = gpu.clock_mhz * 1e6;
+  r.pipes = gpu.has_pipes();
+  const double pipe_hz = gpu.pipe_clock_mhz * 1e6;
+  r.mma_sync_per_sm = gpu.mma_sync_flops_per_cycle_per_sm * pipe_hz;
+  r.mma_sync_per_warp = gpu.mma_sync_flops_per_cycle_per_warp * pipe_hz;
+  r.wgmma_per_sm = gpu.wgmma_flops_per_cycle_per_sm * pipe_hz;
+  r.ex2_per_sm = gpu.ex2_per_cycle_per_sm * pipe_hz;
+  r.fp32_per_sm = gpu.fp32_fma_flops_per_cycle_per_sm * pipe_hz;
+  r.smem_per_sm = gpu.sram_bytes_per_cycle_per_sm * pipe_hz;
   return r;
+}
+
+// A kernel's on-chip counts as seconds of each pipe per matmul FLOP of its phases
+// (docs/design.md#the-sms-pipes): a phase's share of the kernel's MMAs, exps and shared-memory bytes
+// is its share of the kernel's matmul FLOPs, as every computed block pair issues the same
+// instructions. `on` is false for a kernel without exact counts or a preset without the pipes.
+struct PipeCosts {
+  bool on = false;
+  double tensor = 0;        // the tensor pipe at the rate the SM's resident warps reach
+  double ex2 = 0;           // the exponent unit
+  double smem_loads = 0;    // shared memory ↔ registers by the warps' own instructions (ldmatrix, ld/st.shared)
+  double smem = 0;          // every shared-memory byte: those, the copy engine's fills, wgmma's operand reads
+  bool async_mma = false;   // wgmma: the warps go on issuing while the tensor cores work
+};
+
+PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_sm) {
+  PipeCosts c;
+  const OnChipCounts& oc = k.on_chip;
+  if (!r.pipes || !oc.modelled || k.library_gemm || k.matmul_on_fp32_units) return c;
+  std::int64_t matmul = 0;
+  for (const CtaProgram& pg : k.programs)
+    for (std::int32_t f = pg.first_phase; f < pg.first_phase + pg.phase_count; ++f) matmul += k.phases[f].matmul_flops;
+  if (matmul <= 0 || oc.mma_flops() + oc.wgmma_flops <= 0) return c;
+  const double per_flop = 1.0 / (double(matmul) * double(k.instances));
+  // mma.sync: one warp alone reaches a sub-partition's share; four warps (one per sub-partition)
+  // reach about the SM's rate (assets/measurements/h100-pipes.txt).
+  const double warps_per_cta = std::max(1.0, double(k.threads_per_cta / 32));
+  const double mma_sm = std::min(r.mma_sync_per_sm, r.mma_sync_per_warp * warps_per_cta * double(ctas_per_sm));
+  const SmemBytes smem = oc.total();
+  c.on = true;
+  c.tensor = (double(oc.mma_flops()) / mma_sm + double(oc.wgmma_flops) / r.wgmma_per_sm) * per_flop;
+  c.smem_loads = double(smem.read + smem.write) / r.smem_per_sm * per_flop;
+  c.async_mma = oc.wgmma_flops > 0;
+  c.ex2 = double(oc.ex2) * 32.0 / r.ex2_per_sm * per_flop;
+  c.smem = double(smem.fill + smem.read + smem.mma_read + smem.write) / r.smem_per_sm * per_flop;
+  return c;
 }
 
 // FLOP/s per SM at which a kernel's matmuls run.
 double matmul_rate_of(const KernelPlan& k, const Rates& r) {
   if (k.matmul_on_fp32_units) return r.non_matmul_per_sm;
-  return k.library_gemm ? r.gemm_per_sm : r.matmul_per_sm;
+  // wgmma kernels (flash3) where the preset gives no pipe rates: the rate of a library GEMM, which on
+  // Hopper runs on wgmma too.
+  return k.library_gemm || k.on_chip.wgmma_flops > 0 ? r.gemm_per_sm : r.matmul_per_sm;
 }
 
 struct Resident {
@@ -137,6 +188,9 @@ void add_sample(Timeline& tl, double& bin_s, const BandwidthSample& s) {
 // What one step of an SM asks of the SM and the memory system, summed over the CTAs resident on it.
 struct StepDemand {
   double compute = 0, sram = 0;          // seconds at the SM's rates
+  // Kernels timed from the pipes: each pipe's seconds over the resident CTAs, and the longest chain
+  // one group of warps runs in order (its GEMMs, then its softmax).
+  double chain = 0;
   double latency_bytes = 0, window = 0;  // Σ bytes × latency, and the bytes the CTAs keep in flight
   double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
@@ -205,7 +259,8 @@ private:
   std::vector<std::vector<Resident>> place_first_wave(Grid& grid, std::int64_t ctas_per_sm, double start_s) const;
   // One resident CTA carries out its current phase: its tiles go through the L2 (or straight to HBM
   // with the L2 off) and its demand is added to the SM's step.
-  void serve_phase(const KernelPlan& k, const Resident& r, double matmul_rate, std::int64_t active_sms, StepDemand& d);
+  void serve_phase(const KernelPlan& k, const Resident& r, double matmul_rate, const PipeCosts& pipes,
+                   std::int64_t active_sms, StepDemand& d);
   void take_writebacks(StepDemand& d);
   StepTime step_time(const StepDemand& d, std::int64_t active_sms) const;
   // CTAs whose last phase ended at t1 leave (their span recorded); the next CTA of the grid takes
@@ -253,8 +308,8 @@ std::vector<std::vector<Resident>> Replay::place_first_wave(Grid& grid, std::int
   return resident;
 }
 
-void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_rate, std::int64_t active_sms,
-                         StepDemand& d) {
+void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_rate, const PipeCosts& pipes,
+                         std::int64_t active_sms, StepDemand& d) {
   const bool l2_on = options_.l2_enabled;
   const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
   double latency_bytes = 0, window = 0;
@@ -299,13 +354,29 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
     }
   }
   if (k.bytes_in_flight_per_cta > 0) window = std::min(window, double(k.bytes_in_flight_per_cta));
-  const double compute = double(ph.matmul_flops) / matmul_rate + double(ph.non_matmul_flops) / rates_.non_matmul_per_sm;
-  d.compute += compute;
-  d.sram += double(ph.sram_bytes) / rates_.sram_per_sm;
+  double compute = 0;
+  if (pipes.on) {
+    // One CTA's warps run a phase in order: the GEMMs (mma.sync's loop loads the next fragments
+    // from shared memory under the current MMAs), then the softmax (exps, then FP32 work). A wgmma
+    // is asynchronous: the warpgroup's FP32 work issues while it runs. The CTAs resident on an SM
+    // take turns on the pipes: their chains add up (docs/design.md#the-sms-pipes).
+    const double mm = double(ph.matmul_flops);
+    // A non-matmul operation is one FP32 lane instruction; an FMA counts two FLOPs in the pipe's rate.
+    const double fp32 = double(ph.non_matmul_flops) / (rates_.fp32_per_sm / 2);
+    compute = pipes.async_mma ? std::max(mm * (pipes.tensor + pipes.ex2), fp32)
+                              : mm * (std::max(pipes.smem_loads, pipes.tensor) + pipes.ex2) + fp32;
+    d.chain += compute;
+    d.sram += mm * pipes.smem;
+  } else {
+    compute = double(ph.matmul_flops) / matmul_rate + double(ph.non_matmul_flops) / rates_.non_matmul_per_sm;
+    d.compute += compute;
+    d.sram += double(ph.sram_bytes) / rates_.sram_per_sm;
+  }
   // What the CTA does once its loads are in: its compute or its own shared-memory traffic.
   const double own_sram = k.sram_bound_work ? double(ph.sram_bytes) / (rates_.sram_per_sm * k.sram_fraction_per_cta) : 0;
-  const double work = std::max(compute, own_sram) +
-                      (k.phase_latency_cycles + (r.phase == 0 ? k.cta_overhead_cycles : 0.0)) / rates_.clock_hz;
+  // A kernel timed from its pipes carries no fitted cycle constants.
+  const double fixed_cycles = pipes.on ? 0.0 : k.phase_latency_cycles + (r.phase == 0 ? k.cta_overhead_cycles : 0.0);
+  const double work = std::max(compute, own_sram) + fixed_cycles / rates_.clock_hz;
   d.latency_bytes += latency_bytes;
   // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
   // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
@@ -345,7 +416,8 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
   const double in_flight = std::min(d.window, rates_.in_flight_per_sm);
   const double memory = in_flight > 0 ? d.latency_bytes / in_flight : 0.0;
   const bool serial_waits = 2 * d.serial_memory > d.serial;
-  const double t_compute = std::max(d.compute, serial_waits ? 0.0 : d.serial);
+  const double pipes = std::max(d.compute, d.chain);
+  const double t_compute = std::max(pipes, serial_waits ? 0.0 : d.serial);
   const double t_latency = std::max(memory, serial_waits ? d.serial : 0.0);
   const double step_s = std::max({t_dram, t_l2, t_compute, t_latency, d.sram});
   if (step_s == t_dram) return {step_s, Limiter::dram};
@@ -395,6 +467,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   KernelTiming kt = begin_kernel(k, occ);
   const double start_s = now_s_ + gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
   const double matmul_rate = matmul_rate_of(k, rates_);
+  const PipeCosts pipes = pipe_costs(k, rates_, occ.ctas_per_sm);
   Grid grid{static_cast<std::int64_t>(k.programs.size()), kt.ctas, 0};
   std::vector<std::vector<Resident>> resident = place_first_wave(grid, occ.ctas_per_sm, start_s);
 
@@ -419,7 +492,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     for (; !leaving.empty() && leaving.top() <= t0; leaving.pop()) --active_sms;
     std::vector<Resident>& here = resident[s];
     StepDemand demand;  // one step of this SM: each resident CTA carries out one phase
-    for (const Resident& r : here) serve_phase(k, r, matmul_rate, active_sms, demand);
+    for (const Resident& r : here) serve_phase(k, r, matmul_rate, pipes, active_sms, demand);
     take_writebacks(demand);
     const StepTime step = step_time(demand, active_sms);
     busy.add(step);

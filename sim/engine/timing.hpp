@@ -5,7 +5,10 @@
 // The model, step by step: each SM keeps its own clock. In one step of an SM every CTA resident
 // on it carries out one phase of its program (a phase = the loads of one K_j, V_j or tile, the
 // compute on it and any stores). A step lasts as long as its busiest resource needs: the SM's
-// tensor-core and non-matmul FLOPs over its share of the rates, its SRAM bytes over SRAM
+// compute (a kernel with exact on-chip counts: its MMAs, shared-memory loads, exps and FP32
+// operations over the SM's measured pipe rates, in the order its warps run them, the resident
+// CTAs taking turns — docs/design.md#the-sms-pipes; any other kernel: its tensor-core and
+// non-matmul FLOPs over the preset's fractions of the datasheet rates), its SRAM bytes over SRAM
 // bandwidth, memory latency (Little's law: bytes × latency over the bytes the SM keeps in flight),
 // and its DRAM and SM↔L2 bytes over its fair share of HBM and L2 bandwidth (the total over the SMs
 // that have work). A CTA whose loads do not overlap its compute (its first phase, or every phase

@@ -57,6 +57,7 @@ constexpr Field kFields[] = {
     {"ex2_per_cycle_per_sm", "results/cycle", &GpuSpec::ex2_per_cycle_per_sm, false, false, true},
     {"fp32_fma_flops_per_cycle_per_sm", "FLOP/cycle", &GpuSpec::fp32_fma_flops_per_cycle_per_sm, false, false, true},
     {"issue_per_cycle_per_sm", "instructions/cycle", &GpuSpec::issue_per_cycle_per_sm, false, false, true},
+    {"pipe_clock_mhz", "MHz", &GpuSpec::pipe_clock_mhz, false, false, true},
 };
 
 constexpr double kMaxWholeNumber = 9007199254740992.0;  // 2^53

@@ -59,6 +59,13 @@ struct GpuSpec {
   double ex2_per_cycle_per_sm = 0;               // ex2.approx.f32 results (the exponent unit)
   double fp32_fma_flops_per_cycle_per_sm = 0;    // fma.rn.f32, 2 FLOPs each
   double issue_per_cycle_per_sm = 0;             // warp instructions issued
+  double pipe_clock_mhz = 0;                     // the SM clock those pipes ran at under load
+  // Whether the engine times kernels with exact on-chip counts from these pipes.
+  bool has_pipes() const {
+    return mma_sync_flops_per_cycle_per_sm > 0 && mma_sync_flops_per_cycle_per_warp > 0 &&
+           wgmma_flops_per_cycle_per_sm > 0 && ex2_per_cycle_per_sm > 0 && fp32_fma_flops_per_cycle_per_sm > 0 &&
+           pipe_clock_mhz > 0;
+  }
 
   std::vector<Quantity> quantities;  // every number in file order, for listings
 };

@@ -85,9 +85,6 @@ public:
           "producer warpgroup (TMA) keeps {} K/V stages in flight; {} consumer warpgroups alternate their "
           "wgmma GEMMs (pingpong) and overlap each softmax with the previous P̃V product",
           stages(p.head_dim), consumer_warpgroups(b));
-      // wgmma sustains what a library GEMM does on Hopper (the preset's gemm_efficiency), where
-      // flash2's mma.sync reaches matmul_efficiency.
-      plan.library_gemm = true;
       if (!options.launch.threads_per_cta) plan.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
       if (!options.launch.smem_bytes_per_cta) plan.smem_bytes_per_cta = working_set_bytes(p, b);
       // The kernel's own on-chip traffic: wgmma's operands from shared memory, not flash2's ldmatrix.
