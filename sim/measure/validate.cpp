@@ -743,7 +743,7 @@ void print_on_chip(std::ostream& out, const ValidationReport& r) {
   for (const ValidationRow& row : r.rows)
     if (row.measured_on_chip.any()) rows.push_back(&row);
   if (rows.empty()) return;
-  fmt::print(out, "On chip, for the records that carry Nsight Compute's counters\n");
+  fmt::print(out, "On chip, for the records that carry the SM's counters (ncu or CUPTI)\n");
   fmt::print(out, "  {:<15} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>8} {:>8}\n", "source", "N", "d", "mask",
              "Br×Bc", "smem GB", "pred", "err", "ex2 M", "pred", "tensor", "pred");
   auto num = [](double x, const char* f) { return std::isfinite(x) ? fmt::format(fmt::runtime(f), x) : std::string("—"); };
@@ -778,7 +778,7 @@ void print_on_chip(std::ostream& out, const ValidationReport& r) {
                percent_text(smem.mean_abs).substr(1), smem.count, percent_text(smem.worst), smem.within, smem.count);
   }
   fmt::print(out, "  (smem: bytes shared memory hands to registers and tensor cores, loads + stores + wgmma operand\n"
-                  "   reads, ncu's wavefronts × 128 against the kernel's warp layout; ex2: exponent-unit instructions;\n"
+                  "   reads, the counters' wavefronts × 128 against the kernel's warp layout; ex2: exponent-unit instructions;\n"
                   "   tensor: the tensor pipe's busy fraction, measured, and its FLOPs at the measured rate over the\n"
                   "   predicted time)\n\n");
 }

@@ -266,7 +266,7 @@ TEST_CASE("on-chip: validate sets the wgmma records' counters beside the layout'
     }
     std::ostringstream out;
     print_validation(out, report);
-    CHECK(out.str().find("On chip, for the records that carry Nsight Compute's counters") != std::string::npos);
+    CHECK(out.str().find("On chip, for the records that carry the SM's counters (ncu or CUPTI)") != std::string::npos);
     CHECK(out.str().find("shared-memory bytes: mean |error|") != std::string::npos);
   }
 }
