@@ -139,6 +139,15 @@ std::optional<ValidationRow> sdpa_row(const std::string& kernel_name, Pass pass,
   return row;
 }
 
+// Registers and shared memory per CTA from ncu's launch__ figures of `kernel`, where it has them.
+void read_ncu_launch(const Json& kernel, const std::string& where, ValidationRow& row) {
+  const double regs = number_or_nan(kernel, "launch__registers_per_thread");
+  const double smem = number_or_nan(kernel, "launch__shared_mem_per_block_dynamic") +
+                      number_or_nan(kernel, "launch__shared_mem_per_block_static");
+  if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
+  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+}
+
 // How PyTorch launched its main kernel: Br, Bc and warps from the Flash_*_kernel_traits<d, Br, Bc, warps,
 // ...> in its name (`traits`, named `traits_where` in messages), registers and shared memory per CTA
 // from ncu's launch__ figures of `kernel`.
@@ -148,18 +157,20 @@ void read_sdpa_launch(const Json& kernel, const std::smatch& traits, const std::
   auto trait = [&](int k) { return std::strtod(traits[k].str().c_str(), nullptr); };
   row.blocks = {launch_figure(trait(2), traits_where + " Br"), launch_figure(trait(3), traits_where + " Bc")};
   row.launch.threads_per_cta = launch_figure(32 * trait(4), traits_where + " warps × 32");
-  const double regs = number_or_nan(kernel, "launch__registers_per_thread");
-  const double smem = number_or_nan(kernel, "launch__shared_mem_per_block_dynamic") +
-                      number_or_nan(kernel, "launch__shared_mem_per_block_static");
-  if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
-  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+  read_ncu_launch(kernel, where, row);
 }
 
-// A backward record's kernels under ncu: time and traffic summed over those whose name holds
-// `family`, and the main one, whose name holds `main_name` (null if none).
+// A record's kernels under ncu: time and traffic summed (add) over those whose name holds `family`
+// (sum_kernels), and the main one, whose name holds `main_name` (null if none).
 struct KernelSums {
   const Json* main = nullptr;
   double time_ns = 0, dram_read = 0, dram_write = 0, l2_read_sectors = 0;
+  void add(const Json& k) {
+    time_ns += number_or_nan(k, "gpu__time_duration.sum");
+    dram_read += number_or_nan(k, "dram__bytes_read.sum");
+    dram_write += number_or_nan(k, "dram__bytes_write.sum");
+    l2_read_sectors += number_or_nan(k, "lts__t_sectors_srcunit_tex_op_read.sum");
+  }
   void fill(ValidationRow& row) const {
     row.measured_time_s = time_ns * 1e-9;
     row.measured_dram_read = dram_read;
@@ -174,10 +185,7 @@ KernelSums sum_kernels(const Json& r, std::string_view family, std::string_view 
       const std::string name = k.value("kernel", "");
       if (name.find(family) == std::string::npos) continue;
       if (name.find(main_name) != std::string::npos) s.main = &k;
-      s.time_ns += number_or_nan(k, "gpu__time_duration.sum");
-      s.dram_read += number_or_nan(k, "dram__bytes_read.sum");
-      s.dram_write += number_or_nan(k, "dram__bytes_write.sum");
-      s.l2_read_sectors += number_or_nan(k, "lts__t_sectors_srcunit_tex_op_read.sum");
+      s.add(k);
     }
   return s;
 }
@@ -238,10 +246,7 @@ void read_cudnn_backward(const Json& r, const std::string& where, const std::str
                               where + ": the kernel's tile (keys) × consumer warpgroups")};
   if (std::isfinite(figure("launch__block_size")))
     row.launch.threads_per_cta = launch_figure(figure("launch__block_size"), where + ": launch__block_size");
-  if (std::isfinite(figure("launch__registers_per_thread")))
-    row.launch.registers_per_thread = launch_figure(figure("launch__registers_per_thread"), where + ": launch__registers_per_thread");
-  const double smem = figure("launch__shared_mem_per_block_dynamic") + figure("launch__shared_mem_per_block_static");
-  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
+  read_ncu_launch(*main, where, row);
   sums.fill(row);
   check_row(row, where);
   report.rows.push_back(row);
@@ -293,15 +298,10 @@ void read_cudnn_forward(const Json& r, const std::string& where, const std::stri
   row.blocks = {launch_figure(figure(1) * consumers, where + ": tile rows × consumer warpgroups"),
                 launch_figure(figure(2), where + ": tile columns (Bc)")};
   row.launch.threads_per_cta = launch_figure(threads, where + ": launch__block_size");
-  const double regs = number_or_nan(*kernel, "launch__registers_per_thread");
-  const double smem = number_or_nan(*kernel, "launch__shared_mem_per_block_dynamic") +
-                      number_or_nan(*kernel, "launch__shared_mem_per_block_static");
-  if (std::isfinite(regs)) row.launch.registers_per_thread = launch_figure(regs, where + ": launch__registers_per_thread");
-  if (std::isfinite(smem)) row.launch.smem_bytes_per_cta = launch_figure(smem, where + ": launch__shared_mem_per_block");
-  row.measured_time_s = number_or_nan(*kernel, "gpu__time_duration.sum") * 1e-9;
-  row.measured_dram_read = number_or_nan(*kernel, "dram__bytes_read.sum");
-  row.measured_dram_write = number_or_nan(*kernel, "dram__bytes_write.sum");
-  row.measured_l2_read = number_or_nan(*kernel, "lts__t_sectors_srcunit_tex_op_read.sum") * 32;
+  read_ncu_launch(*kernel, where, row);
+  KernelSums one;
+  one.add(*kernel);
+  one.fill(row);
   row.measured_on_chip = read_on_chip(r, where);  // gpu/bench/flash3_onchip.sh's records carry them
   check_row(row, where);
   report.rows.push_back(row);
@@ -356,10 +356,9 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
     row.problem = sdpa_problem(r, where);
     read_sdpa_launch(*kernel, m, where + ": ncu_kernels: Flash_fwd_kernel_traits", where, row);
     row.launch.kv_descending = true;
-    row.measured_time_s = number_or_nan(*kernel, "gpu__time_duration.sum") * 1e-9;
-    row.measured_dram_read = number_or_nan(*kernel, "dram__bytes_read.sum");
-    row.measured_dram_write = number_or_nan(*kernel, "dram__bytes_write.sum");
-    row.measured_l2_read = number_or_nan(*kernel, "lts__t_sectors_srcunit_tex_op_read.sum") * 32;
+    KernelSums one;
+    one.add(*kernel);
+    one.fill(row);
     check_row(row, where);
     report.rows.push_back(row);
   }
@@ -738,6 +737,16 @@ std::string cutoff_text(double fraction) { return fmt::format("{:g}%", 100 * fra
 // The records that carry on-chip counters: the bytes shared memory hands to registers and to the
 // tensor cores (loads, stores and wgmma's operand reads together), measured against the warp
 // layout's exact count, and the tensor pipe's busy fraction against the predicted time's.
+// Loads, stores and wgmma's operand reads together, of the fields a record has (older records carry
+// no wgmma operand bytes); NaN when it has none.
+double measured_smem_bytes(const MeasuredOnChip& m) {
+  double bytes = 0;
+  int have = 0;
+  for (double b : {m.smem_ld_bytes, m.smem_st_bytes, m.smem_mma_bytes})
+    if (std::isfinite(b)) bytes += b, ++have;
+  return have > 0 ? bytes : kNaN;
+}
+
 void print_on_chip(std::ostream& out, const ValidationReport& r) {
   std::vector<const ValidationRow*> rows;
   for (const ValidationRow& row : r.rows)
@@ -747,30 +756,19 @@ void print_on_chip(std::ostream& out, const ValidationReport& r) {
   fmt::print(out, "  {:<15} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>8} {:>8}\n", "source", "N", "d", "mask",
              "Br×Bc", "smem GB", "pred", "err", "ex2 M", "pred", "tensor", "pred");
   auto num = [](double x, const char* f) { return std::isfinite(x) ? fmt::format(fmt::runtime(f), x) : std::string("—"); };
+  std::vector<double> errors;
   for (const ValidationRow* row : rows) {
     const MeasuredOnChip& m = row->measured_on_chip;
     const SmemBytes t = row->predicted_on_chip.total();
-    double measured = 0;  // the fields a record has (older records carry no wgmma operand bytes)
-    int have = 0;
-    for (double b : {m.smem_ld_bytes, m.smem_st_bytes, m.smem_mma_bytes})
-      if (std::isfinite(b)) measured += b, ++have;
-    if (have == 0) measured = kNaN;
+    const double measured = measured_smem_bytes(m);
     const double predicted = double(t.read + t.write + t.mma_read);
+    if (measured > 0) errors.push_back(predicted / measured - 1);
     fmt::print(out, "  {:<15} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>8} {:>8}\n", row->source,
                row->problem.seq_len, row->problem.head_dim, row->problem.causal ? "causal" : "full",
                fmt::format("{}×{}", row->blocks.Br, row->blocks.Bc), num(measured / 1e9, "{:.2f}"),
                num(predicted / 1e9, "{:.2f}"), percent_text(predicted / measured - 1), num(m.ex2_instructions / 1e6, "{:.1f}"),
                num(double(row->predicted_on_chip.ex2) / 1e6, "{:.1f}"), num(m.tensor_pipe_busy, "{:.2f}"),
                num(row->predicted_tensor_busy, "{:.2f}"));
-  }
-  std::vector<double> errors;
-  for (const ValidationRow* row : rows) {
-    const MeasuredOnChip& m = row->measured_on_chip;
-    const SmemBytes t = row->predicted_on_chip.total();
-    double measured = 0;
-    for (double b : {m.smem_ld_bytes, m.smem_st_bytes, m.smem_mma_bytes})
-      if (std::isfinite(b)) measured += b;
-    if (measured > 0) errors.push_back(double(t.read + t.write + t.mma_read) / measured - 1);
   }
   if (!errors.empty()) {
     const ValidationSummary smem = summarise(errors, 0.05);
