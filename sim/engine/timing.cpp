@@ -59,6 +59,7 @@ struct Rates {
   double matmul_per_sm = 0, gemm_per_sm = 0, non_matmul_per_sm = 0;  // FLOP/s
   double sram_per_sm = 0;                                            // bytes/s
   double dram = 0, l2 = 0;                                           // bytes/s, whole GPU
+  double l2_reduce_sectors = 0, l2_reduce_lines = 0;                 // fp32 bytes added/s, whole GPU; 0: unknown
   double hbm_latency_s = 0, l2_latency_s = 0;
   double in_flight_per_sm = 0;  // bytes
   double clock_hz = 0;
@@ -78,6 +79,8 @@ Rates rates_of(const GpuSpec& gpu) {
   r.sram_per_sm = gpu.sram_bytes_per_cycle_per_sm * gpu.clock_mhz * 1e6;
   r.dram = gpu.hbm_bandwidth_gbps * 1e9 * gpu.hbm_efficiency;
   r.l2 = gpu.l2_bandwidth_gbps * 1e9;
+  r.l2_reduce_sectors = gpu.l2_reduction_sector_gbps * 1e9;
+  r.l2_reduce_lines = gpu.l2_reduction_line_gbps * 1e9;
   r.hbm_latency_s = gpu.hbm_latency_ns * 1e-9;
   r.l2_latency_s = gpu.l2_latency_ns * 1e-9;
   r.in_flight_per_sm = double(gpu.hbm_bytes_in_flight_per_sm);
@@ -194,6 +197,7 @@ struct StepDemand {
   double latency_bytes = 0, window = 0;  // Σ bytes × latency, and the bytes the CTAs keep in flight
   double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
+  double l2_reduce = 0;  // seconds of the L2's reduction rate (the fp32 adds of TileAccess::reduction)
 };
 
 // The resource that sets a step's length.
@@ -314,6 +318,8 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
   const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
   double latency_bytes = 0, window = 0;
   std::int64_t own_dram = 0, own_l2 = 0;  // this CTA's loads in this phase (SM↔L2 only with the L2 on)
+  const double reduce_rate =
+      k.reduction_requests == ReductionRequests::sectors ? rates_.l2_reduce_sectors : rates_.l2_reduce_lines;
   for (std::int32_t a = ph.first_access; a < ph.first_access + ph.access_count; ++a) {
     const TileAccess& acc = k.accesses[a];
     TensorMemory& mem = result_.memory[static_cast<int>(acc.tensor)];
@@ -334,21 +340,27 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
       continue;
     }
     TileL2& cache = l2_.front();
+    // An fp32 add into the L2 (dQ_i's): with the preset's reduction rate for the kernel's requests,
+    // it costs the L2 that rate, once per byte added (at the write), and the CTA does not wait for it;
+    // the L2 still reads the tile to add into it (a miss is a DRAM read) and holds it dirty.
+    const bool reduce = acc.reduction && reduce_rate > 0;
     const bool shared_kv = acc.tensor == Tensor::K || acc.tensor == Tensor::V;
     const std::uint64_t key = tile_key(shared_kv ? r.instance / k.kv_group : r.instance, acc.tensor, acc.tile);
     const std::int64_t b = acc.sector_bytes;
-    d.l2_bytes += b;
+    if (!reduce) d.l2_bytes += b;
     if (acc.store) {
       cache.write(key, b);
       mem.sm_write_bytes += b;
+      if (reduce) d.l2_reduce += double(acc.bytes) / reduce_rate;
     } else {
       const TileL2::ReadOutcome o = cache.read(key, b);
-      own_dram += o.miss_bytes;
-      own_l2 += b;
       mem.sm_read_bytes += b;
       mem.read_hit_bytes += o.hit_bytes;
       mem.dram_read_bytes += o.miss_bytes;
       d.dram_read += o.miss_bytes;
+      if (reduce) continue;
+      own_dram += o.miss_bytes;
+      own_l2 += b;
       latency_bytes += double(o.hit_bytes) * rates_.l2_latency_s + double(o.miss_bytes) * rates_.hbm_latency_s;
       window += double(b);
     }
@@ -412,7 +424,9 @@ void Replay::take_writebacks(StepDemand& d) {
 StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
   const double share = double(active_sms);
   const double t_dram = double(d.dram_read + d.dram_write) * share / rates_.dram;
-  const double t_l2 = options_.l2_enabled ? double(d.l2_bytes) * share / rates_.l2 : 0.0;
+  // Loads, stores and reductions share the L2: their times add (gpu/bench/l2_reduce.cu: half the
+  // SMs reducing and half loading each reach the fraction of their own peak that sums to one).
+  const double t_l2 = options_.l2_enabled ? (double(d.l2_bytes) / rates_.l2 + d.l2_reduce) * share : 0.0;
   const double in_flight = std::min(d.window, rates_.in_flight_per_sm);
   const double memory = in_flight > 0 ? d.latency_bytes / in_flight : 0.0;
   const bool serial_waits = 2 * d.serial_memory > d.serial;

@@ -205,6 +205,10 @@ public:
     // step's products, elementwise work and dQ atomics one after the other in a warpgroup (no
     // pingpong, no overlap within a warpgroup), so its tensor cores wait as mma.sync kernels' do.
     main.library_gemm = !options.launch.hbmlab_kernels;
+    // dQ_i's fp32 adds keep flash2 backward's requests: hbmlab's kernel adds each thread's wgmma
+    // fragment as float2 (8 rows of 32 bytes a warp instruction, one sector per request). cuDNN's
+    // kernel also leaves dQ in fp32 (its convert_dq_to_16bits kernel casts it); how it adds is not in
+    // its records, and it is read as whole lines, as FlashAttention-3 adds a tile of dQ_i at once.
     if (!options.launch.threads_per_cta) main.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
     if (!options.launch.smem_bytes_per_cta) main.smem_bytes_per_cta = working_set_bytes(p, b);
     if (!options.launch.registers_per_thread) main.registers_per_thread = registers(main.threads_per_cta);
