@@ -71,6 +71,10 @@ struct KernelPlan {
   double cta_overhead_cycles = 0;  // once per CTA, before its first phase's work: prologue and epilogue
   OnChipCounts on_chip;  // shared memory ↔ registers and warp instructions, from the kernel's warp layout
   ReductionRequests reduction_requests = ReductionRequests::lines;  // for its accesses marked `reduction`
+  // A wgmma kernel whose consumer warpgroups meet at a barrier every phase and run it in order: their
+  // products, waiting on them (`wgmma_waits` times a phase), the FP32 work between (which then hides
+  // under no GEMM), their reductions. 0: the warpgroups overlap their FP32 work with their GEMMs.
+  std::int32_t wgmma_waits = 0;
   std::int64_t ctas() const { return static_cast<std::int64_t>(programs.size()) * instances; }
 };
 

@@ -67,6 +67,7 @@ struct Rates {
   // when the preset does not give them all.
   bool pipes = false;
   double mma_sync_per_sm = 0, mma_sync_per_warp = 0, wgmma_per_sm = 0;  // FLOP/s
+  double wgmma_wait_cycles = 0, pipe_hz = 0;
   double ex2_per_sm = 0, fp32_per_sm = 0, smem_per_sm = 0;               // results/s, FLOP/s, bytes/s
 };
 
@@ -87,6 +88,8 @@ Rates rates_of(const GpuSpec& gpu) {
   r.clock_hz = gpu.clock_mhz * 1e6;
   r.pipes = gpu.has_pipes();
   const double pipe_hz = gpu.pipe_clock_mhz * 1e6;
+  r.pipe_hz = pipe_hz;
+  r.wgmma_wait_cycles = gpu.wgmma_wait_cycles;
   r.mma_sync_per_sm = gpu.mma_sync_flops_per_cycle_per_sm * pipe_hz;
   r.mma_sync_per_warp = gpu.mma_sync_flops_per_cycle_per_warp * pipe_hz;
   r.wgmma_per_sm = gpu.wgmma_flops_per_cycle_per_sm * pipe_hz;
@@ -107,6 +110,7 @@ struct PipeCosts {
   double smem_loads = 0;    // shared memory ↔ registers by the warps' own instructions (ldmatrix, ld/st.shared)
   double smem = 0;          // every shared-memory byte: those, the copy engine's fills, wgmma's operand reads
   bool async_mma = false;   // wgmma: the warps go on issuing while the tensor cores work
+  double waits_s = 0;       // warpgroups in step (KernelPlan::wgmma_waits): their waits on the products, a phase
 };
 
 PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_sm) {
@@ -126,7 +130,8 @@ PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_
   c.on = true;
   c.tensor = (double(oc.mma_flops()) / mma_sm + double(oc.wgmma_flops) / r.wgmma_per_sm) * per_flop;
   c.smem_loads = double(smem.read + smem.write) / r.smem_per_sm * per_flop;
-  c.async_mma = oc.wgmma_flops > 0;
+  c.async_mma = oc.wgmma_flops > 0 && k.wgmma_waits == 0;
+  c.waits_s = double(k.wgmma_waits) * r.wgmma_wait_cycles / r.pipe_hz;
   c.ex2 = double(oc.ex2) * 32.0 / r.ex2_per_sm * per_flop;
   c.smem = double(smem.fill + smem.read + smem.mma_read + smem.write) / r.smem_per_sm * per_flop;
   return c;
@@ -376,7 +381,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
     // A non-matmul operation is one FP32 lane instruction; an FMA counts two FLOPs in the pipe's rate.
     const double fp32 = double(ph.non_matmul_flops) / (rates_.fp32_per_sm / 2);
     compute = pipes.async_mma ? std::max(mm * (pipes.tensor + pipes.ex2), fp32)
-                              : mm * (std::max(pipes.smem_loads, pipes.tensor) + pipes.ex2) + fp32;
+                              : mm * (std::max(pipes.smem_loads, pipes.tensor) + pipes.ex2) + fp32 + (mm > 0 ? pipes.waits_s : 0);
     d.chain += compute;
     d.sram += mm * pipes.smem;
   } else {

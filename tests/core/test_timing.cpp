@@ -930,3 +930,25 @@ TEST_CASE("on the H100 hbmlab's flash3 backward is bound by the L2's reductions;
     CHECK(run_engine(algo_named(room), p, b, slower, {}).predicted_s ==
           run_engine(algo_named(room), p, b, h100, {}).predicted_s);
 }
+
+TEST_CASE("wgmma warpgroups that run in step wait on their products and hide no FP32 work (toy, by hand)",
+          "[engine][pipes]") {
+  GpuSpec toy = toy_with_pipes();
+  toy.wgmma_wait_cycles = 10;
+  const double launch = 10e-9;
+  // 4 MMAs' FLOPs as wgmma: 64 cycles; 512 FP32 operations: 32 cycles, hidden when asynchronous.
+  KernelPlan k = with_pipes(1, 4, 0, 0, 512, true);
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 64e-9));
+  // In step with two waits a phase: 64 + 32 + 2 × 10 cycles.
+  k.wgmma_waits = 2;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 116e-9));
+  // hbmlab's flash3 backward is such a kernel; the reference launch (cuDNN's) is not.
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  const AttentionProblem p{1, 16, 4096, 128, Dtype::fp16, false};
+  EngineOptions hbmlab;
+  hbmlab.launch.hbmlab_kernels = true;
+  const Algo bwd = algo_named("flash3", Pass::backward);
+  CHECK(bwd->plan_kernels(p, {64, 128}, h100, hbmlab)[1].wgmma_waits == 2);
+  CHECK(bwd->plan_kernels(p, {64, 128}, h100, {})[1].wgmma_waits == 0);
+  CHECK(algo_named("flash3")->plan_kernels(p, {128, 128}, h100, hbmlab)[0].wgmma_waits == 0);
+}
