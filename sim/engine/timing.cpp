@@ -431,7 +431,7 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
   const double t_dram = double(d.dram_read + d.dram_write) * share / rates_.dram;
   // Loads, stores and reductions share the L2: their times add (gpu/bench/l2_reduce.cu: half the
   // SMs reducing and half loading each reach the fraction of their own peak that sums to one).
-  const double t_l2 = options_.l2_enabled ? (double(d.l2_bytes) / rates_.l2 + d.l2_reduce) * share : 0.0;
+  const double t_l2 = options_.l2_enabled ? double(d.l2_bytes) * share / rates_.l2 + d.l2_reduce * share : 0.0;
   const double in_flight = std::min(d.window, rates_.in_flight_per_sm);
   const double memory = in_flight > 0 ? d.latency_bytes / in_flight : 0.0;
   const bool serial_waits = 2 * d.serial_memory > d.serial;
