@@ -50,6 +50,30 @@ TEST_CASE("flash3's working set counts its K/V ring; its plan names the warpgrou
   CHECK(plans[0].overlap.find("2 K/V stages") != std::string::npos);
 }
 
+TEST_CASE("flash3 hands out causal row blocks longest first, as its kernel does", "[flash3][timing]") {
+  const Algo f2 = algo_named("flash2"), f3 = algo_named("flash3");
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  // N = 1024, 128 × 128 blocks: Tr = Tc = 8. Under the causal mask row block Q_i visits i + 1 blocks.
+  const AttentionProblem causal{1, 4, 1024, 128, Dtype::fp16, true}, full{1, 4, 1024, 128, Dtype::fp16, false};
+  const KernelPlan p2 = f2->plan_kernels(causal, {128, 128}, gpu, EngineOptions{}).front();
+  const KernelPlan p3 = f3->plan_kernels(causal, {128, 128}, gpu, EngineOptions{}).front();
+  REQUIRE(p3.programs.size() == 8);
+  std::int32_t before = 0;
+  for (std::size_t c = 0; c < p3.programs.size(); ++c) {
+    INFO("CTA " << c);
+    CHECK(p3.programs[c].phase_count == p2.programs[7 - c].phase_count);  // flash2's from the last one down
+    if (c) CHECK(p3.programs[c].phase_count < before);
+    before = p3.programs[c].phase_count;
+  }
+  // Without the mask every row is as long: the order stays flash2's.
+  const KernelPlan f2full = f2->plan_kernels(full, {128, 128}, gpu, EngineOptions{}).front();
+  const KernelPlan f3full = f3->plan_kernels(full, {128, 128}, gpu, EngineOptions{}).front();
+  for (std::size_t c = 0; c < f3full.programs.size(); ++c)
+    CHECK(f3full.programs[c].first_phase == f2full.programs[c].first_phase);
+  // The HBM counts do not depend on the order.
+  CHECK(count_problem(f3, causal, {128, 128}).hbm == count_problem(f2, causal, {128, 128}).hbm);
+}
+
 TEST_CASE("flash3's on-chip counts are its wgmma kernel's, not flash2's ldmatrix", "[flash3][on_chip]") {
   const AttentionProblem p{1, 16, 4096, 128, Dtype::fp16, false};
   const GpuSpec gpu = load_gpu("h100-sxm");
