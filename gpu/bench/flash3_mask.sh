@@ -21,7 +21,7 @@ if has test; then
          "kernels without block-mask support refuse one"
          "a mask file of another grid is refused with a line naming the file and the grid")
   for k in "${!tests[@]}"; do
-    (timeout 240 "$BIN/hbmlab_tests_gpu" "${tests[$k]}" > "$out/test-$k.log" 2>&1; echo "rc=$?" >> "$out/test-$k.log") &
+    (timeout 200 "$BIN/hbmlab_tests_gpu" "${tests[$k]}" > "$out/test-$k.log" 2>&1; echo "rc=$?" >> "$out/test-$k.log") &
     pids+=($!)
   done
 fi
@@ -29,7 +29,7 @@ if has san; then
   small=(--algo flash3 --seq-len 600 --tokens 1200 --heads 2 --check-only --causal both --block-mask local:150,random:0.05:3)
   for v in 3 4; do
     for tool in memcheck racecheck synccheck; do
-      (HBMLAB_FLASH3_VERSION=$v timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/hbmlab" measure \
+      (HBMLAB_FLASH3_VERSION=$v timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/hbmlab" measure \
          "${small[@]}" --dtype $([ $tool = memcheck ] && echo fp16,bf16 || echo fp16) > "$out/san-$tool-v$v.log" 2>&1
        echo "rc=$?" >> "$out/san-$tool-v$v.log") &
       pids+=($!)
@@ -51,13 +51,13 @@ if has san; then
 fi
 if has record; then
   echo "== records: flash3 and flash2 over block masks (N = 8192, B*H*N = 262144, H = 16), CUPTI counters"
-  timeout 200 "$BIN/hbmlab" measure --algo flash3,flash2 --seq-len ${SEQ_LENS:-8192} --head-dim 64,128 --causal both \
+  timeout 150 "$BIN/hbmlab" measure --algo flash3,flash2 --seq-len ${SEQ_LENS:-8192} --head-dim 64,128 --causal both \
     --block-mask "$MASKS" --reps 30 --out "$out/h100-flash3-block-sparse.json" > "$out/record.log" 2>&1
   echo "rc=$? $(grep -c ' ok' "$out/record.log") ok"; grep -E "FAIL|rror" "$out/record.log" | head -5
 fi
 if has v4; then
   echo "== flash3 v4 (persistent CTAs) on the same masked problems, times only"
-  HBMLAB_FLASH3_VERSION=4 timeout 120 "$BIN/hbmlab" measure --algo flash3 --seq-len ${SEQ_LENS:-8192} --head-dim 64,128 \
+  HBMLAB_FLASH3_VERSION=4 timeout 60 "$BIN/hbmlab" measure --algo flash3 --seq-len ${SEQ_LENS:-8192} --head-dim 64,128 \
     --causal both --block-mask "$MASKS" --reps 30 --counters none --out "$out/flash3-v4.json" > "$out/v4.log" 2>&1
   echo "rc=$? $(grep -c ' ok' "$out/v4.log") ok"; grep -E "FAIL|rror" "$out/v4.log" | head -5
 fi
