@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "sim/algo/block_sparse/masks.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/engine/simulate.hpp"
 #include "sim/measure/validate.hpp"
@@ -29,6 +30,40 @@ TEST_CASE("flash3 moves exactly flash2's HBM bytes for the same blocks", "[io][f
           CHECK(c3.hbm_bytes() == c2.hbm_bytes());
           CHECK(f3->closed_form(p, b).hbm == count_instance(f3, p, b).hbm);  // per (batch, head)
         }
+}
+
+TEST_CASE("flash3 takes flash2's block masks: the same pairs kept, the same HBM bytes", "[io][flash3][block-sparse]") {
+  // Blocks of hbmlab's flash3 kernel (192 × 128 and 128 × 128) and a small one; ragged N; sliding
+  // windows, butterfly and random masks (random:0.05 empties whole row blocks), causal on top or not.
+  const Algo f2 = algo_named("flash2"), f3 = algo_named("flash3");
+  REQUIRE(f3->supports().block_mask);
+  for (const char* mask : {"local:300", "butterfly", "random:0.2:5", "random:0.05:3"})
+    for (std::int64_t N : {97, 1000, 6000})
+      for (bool causal : {false, true})
+        for (Blocks b : {Blocks{192, 128}, Blocks{128, 128}, Blocks{64, 32}}) {
+          AttentionProblem p{2, 4, N, 128, Dtype::bf16, causal};
+          p.block_mask = parse_block_mask(mask);
+          INFO(mask << " N=" << N << " causal=" << causal << " Br=" << b.Br << " Bc=" << b.Bc);
+          const Counts c2 = count_problem(f2, p, b), c3 = count_problem(f3, p, b);
+          CHECK(c3.hbm == c2.hbm);
+          CHECK(c3.matmul_flops == c2.matmul_flops);
+          CHECK(f3->closed_form(p, b).hbm == count_instance(f3, p, b).hbm);
+          // K_j, V_j once per kept pair (and Q_i once per row block, as flash2 reads it): the mask is followed.
+          const BlockGrid g(p, b);
+          std::int64_t kv_rows = 0;
+          for (std::int64_t i = 0; i < g.Tr; ++i)
+            for (std::int64_t j = 0; j < g.Tc; ++j) kv_rows += g.skipped(i, j) ? 0 : g.cols(j);
+          CHECK(c3[Tensor::K].read_bytes == kv_rows * p.head_dim * p.elem_bytes() * p.instances());
+          CHECK(c3[Tensor::Q].read_bytes == N * p.head_dim * p.elem_bytes() * p.instances());
+        }
+  // Through the CLI's path: `simulate --algo flash3 --block-mask` gives flash2's report of the mask.
+  AttentionProblem p{1, 16, 8192, 64, Dtype::fp16, true};
+  p.block_mask = parse_block_mask("local:1024");
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  const Blocks b{128, 128};
+  const EngineResult e2 = run_engine(f2, p, b, h100, {}), e3 = run_engine(f3, p, b, h100, {});
+  CHECK(e3.dram_read_bytes() == Approx(e2.dram_read_bytes()).epsilon(0.02));
+  CHECK(e3.predicted_s < 0.3 * run_engine(f3, AttentionProblem{1, 16, 8192, 64, Dtype::fp16, true}, b, h100, {}).predicted_s);
 }
 
 TEST_CASE("flash3's working set counts its K/V ring; its plan names the warpgroups", "[flash3]") {
