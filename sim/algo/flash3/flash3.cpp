@@ -81,6 +81,10 @@ public:
     std::vector<KernelPlan> plans = flash2().plan_kernels(p, b, gpu, options);
     for (KernelPlan& plan : plans) {
       plan.name = "flash3 forward";
+      // The kernel hands out the row blocks of one (batch, head) from the last one down: under a causal
+      // mask the longest rows go first (gpu/flash3.cu's tile order), so the CTAs resident together
+      // start their sweeps over K_j, V_j close together and the short rows fill the tail.
+      if (p.causal) std::reverse(plan.programs.begin(), plan.programs.end());
       plan.overlap = fmt::format(
           "producer warpgroup (TMA) keeps {} K/V stages in flight; {} consumer warpgroups alternate their "
           "wgmma GEMMs (pingpong) and overlap each softmax with the previous P̃V product",
