@@ -2,6 +2,8 @@
 #include "sim/algo/warp_layout.hpp"
 
 #include <algorithm>
+#include <cassert>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -32,6 +34,38 @@ OnChipCounts OnChipCounts::times(std::int64_t n) const {
   return out;
 }
 
+namespace {
+
+// The wavefronts of lanes [first, first + lanes): the most distinct 4-byte words one bank is asked for.
+std::int64_t group_wavefronts(const LaneAddresses& at, int first, int lanes, std::int64_t access_bytes) {
+  std::array<std::vector<std::int64_t>, 32> words_of_bank;
+  for (int lane = first; lane < first + lanes; ++lane) {
+    if (at[lane] < 0) continue;
+    for (std::int64_t w = at[lane] / 4; w < (at[lane] + access_bytes + 3) / 4; ++w) {
+      std::vector<std::int64_t>& words = words_of_bank[w % 32];
+      if (std::find(words.begin(), words.end(), w) == words.end()) words.push_back(w);
+    }
+  }
+  std::int64_t most = 0;
+  for (const std::vector<std::int64_t>& words : words_of_bank) most = std::max<std::int64_t>(most, std::ssize(words));
+  return most;
+}
+
+}  // namespace
+
+std::int64_t smem_wavefronts(const LaneAddresses& byte_address, std::int64_t access_bytes) {
+  assert((access_bytes == 1 || access_bytes == 2 || access_bytes == 4 || access_bytes == 8 || access_bytes == 16) &&
+         "a shared-memory access moves 1, 2, 4, 8 or 16 bytes a lane");
+  if (access_bytes <= 4) return group_wavefronts(byte_address, 0, 32, access_bytes);
+  return group_wavefronts(byte_address, 0, 16, access_bytes) + group_wavefronts(byte_address, 16, 16, access_bytes);
+}
+
+std::int64_t ldmatrix_wavefronts(const LaneAddresses& row_address) {
+  std::int64_t sum = 0;
+  for (int m = 0; m < 4; ++m) sum += group_wavefronts(row_address, 8 * m, 8, 16);
+  return sum;
+}
+
 OnChipCounts warp_gemm(const WarpGemm& g, std::int64_t elem_bytes) {
   OnChipCounts c;
   c.modelled = true;
@@ -52,6 +86,14 @@ namespace {
 // 16 per warp is padded (a decode step's few query rows still cost W·16 rows of MMAs).
 std::int64_t padded_rows(std::int64_t rows, std::int64_t warps) {
   return warps * 16 * ceil_div(ceil_div(rows, warps), 16);
+}
+
+// The 32 lanes' byte addresses of one access, lane by lane (< 0: inactive).
+template <class F>
+LaneAddresses lanes(F address_of) {
+  LaneAddresses at{};
+  for (int lane = 0; lane < 32; ++lane) at[lane] = address_of(lane);
+  return at;
 }
 
 // An output block staged on its way to global memory: registers → shared memory (a 32-bit store
@@ -151,15 +193,24 @@ OnChipCounts hbmlab_backward_pair(const HbmlabBackwardLayout& l) {
   c += warp_gemm({.a = Tensor::P, .b = Tensor::dO, .M = l.Bc, .N = l.d, .K = l.Br, .Wm = W, .a_in_registers = true}, e);
   c += warp_gemm({.a = Tensor::dS, .b = Tensor::Q, .M = l.Bc, .N = l.d, .K = l.Br, .Wm = W, .a_in_registers = true}, e);
   c += warp_gemm({.a = Tensor::dS, .b = Tensor::K, .M = l.Br, .N = l.d, .K = l.Bc, .Wm = dq_rows, .Wn = W / dq_rows}, e);
-  c[Tensor::dS].write += l.Bc * l.Br * e;  // dS_ijᵀ, a 32-bit store per accumulator pair
-  c.st_shared += ceil_div(l.Bc * l.Br * e, 32 * 4);
+  // dS_ijᵀ: per n8 tile of queries two 32-bit stores a warp (keys lane/4 and lane/4 + 8), lane at row
+  // lane/4, 16-byte chunk t XOR (lane/4) of the Br·2-byte row, word lane % 4: 32 banks, 1 wavefront.
+  const std::int64_t ds_stores = W * 2 * ceil_div(l.Br, 8);
+  const std::int64_t ds_wavefronts =
+      smem_wavefronts(lanes([&](int lane) { return (lane / 4) * l.Br * e + (lane / 4 % 8) * 16 + (lane % 4) * 4; }), 4);
+  c[Tensor::dS].write += ds_stores * ds_wavefronts * kWavefrontBytes;
+  c.st_shared += ds_stores;
   c[Tensor::Q].fill += l.Br * l.d * e;
   c[Tensor::dO].fill += l.Br * l.d * e;
   c[Tensor::lse].fill += 4 * l.Br;  // L_i and D_i, fp32
   c[Tensor::D].fill += 4 * l.Br;
-  // Each warp reads L_i and D_i for the two queries a thread holds in each n8 tile: 2·Br/8 loads
-  // (their bytes, a few per 16 KiB of ldmatrix traffic, are left out).
-  c.ld_shared += W * 2 * ceil_div(l.Br, 8);
+  // Each warp reads L_i and D_i for the two queries a thread holds in each n8 tile, one float2 each
+  // at query (lane % 4)·2: four distinct 8-byte pairs, each for 8 lanes, but a 64-bit load serves
+  // each half-warp on its own: 2 wavefronts a load (ncu: 2.000 per LDS.64), 256 bytes.
+  const std::int64_t stat_loads = W * ceil_div(l.Br, 8);
+  const std::int64_t stat_wavefronts = smem_wavefronts(lanes([](int lane) { return (lane % 4) * 2 * 4; }), 8);
+  for (Tensor t : {Tensor::lse, Tensor::D}) c[t].read += stat_loads * stat_wavefronts * kWavefrontBytes;
+  c.ld_shared += 2 * stat_loads;
   c.ex2 = ceil_div(l.Br * l.Bc, 32);
   return c;
 }
@@ -282,13 +333,23 @@ namespace {
 // warp's lanes, so a warp instruction per 32 elements, the last partly active.
 std::int64_t warp_steps(std::int64_t n) { return ceil_div(n, 32); }
 
-// `count` warp-level loads (stores) from (to) shared memory moving `bytes` in all: what the active
-// lanes receive (give), 4 or 8 or 16 bytes each.
-void smem_load(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t bytes) {
+// `count` warp-level loads (stores) from (to) shared memory of `wavefronts` each (smem_wavefronts):
+// wavefronts × 128 bytes each, what the pipe moves, whatever the lanes receive (give).
+void smem_load(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t wavefronts) {
+  c[t].read += count * wavefronts * kWavefrontBytes;
+  c.ld_shared += count;
+}
+void smem_store(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t wavefronts) {
+  c[t].write += count * wavefronts * kWavefrontBytes;
+  c.st_shared += count;
+}
+// The same, counted as `bytes` the active lanes receive (give): gpu/standard.cu's kernels, whose WMMA
+// staging addresses are not modelled bank by bank.
+void smem_load_bytes(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t bytes) {
   c[t].read += bytes;
   c.ld_shared += count;
 }
-void smem_store(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t bytes) {
+void smem_store_bytes(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t bytes) {
   c[t].write += bytes;
   c.st_shared += count;
 }
@@ -310,8 +371,8 @@ std::int64_t active_steps(std::int64_t rows, std::int64_t per_row, std::int64_t 
 // eight elements at a time as four 8-byte loads, `valid_rows` × `valid_cols` of it (the rest skipped).
 void wmma_stage(OnChipCounts& c, Tensor t, std::int64_t rows, std::int64_t cols, std::int64_t valid_rows,
                 std::int64_t valid_cols) {
-  smem_store(c, t, rows * cols * 4 / 256, rows * cols * 4);
-  smem_load(c, t, 4 * active_steps(rows, cols / 8, valid_rows, ceil_div(valid_cols, 8)), valid_rows * valid_cols * 4);
+  smem_store_bytes(c, t, rows * cols * 4 / 256, rows * cols * 4);
+  smem_load_bytes(c, t, 4 * active_steps(rows, cols / 8, valid_rows, ceil_div(valid_cols, 8)), valid_rows * valid_cols * 4);
 }
 
 }  // namespace
@@ -321,49 +382,59 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l) {
   c.modelled = true;
   const BlockGrid g(l.N, {l.Br, l.Bc}, l.causal);
   const std::int64_t d = l.d;
+  // Wavefronts of the kernel's accesses (smem_wavefronts), from gpu/flash1.cu's addresses: a warp's 32
+  // consecutive floats (rows of K_j, V_j, Q_i, O_i, S_ij; ℓ_i, m_i), one float for the whole warp or
+  // for lane 0 alone, 1 each; K_j's keys read a row apart, the rows padded to d + 1 floats, 1; a
+  // 16-byte chunk of Q_i's or P̃_ij's row that every lane of the warp reads (the row is the warp's),
+  // 2: each half-warp is served on its own.
+  const std::int64_t row = smem_wavefronts(lanes([](int lane) { return 4 * lane; }), 4);
+  const std::int64_t one = smem_wavefronts(lanes([](int lane) { return lane == 0 ? 0 : -1; }), 4);
+  const std::int64_t same = smem_wavefronts(lanes([](int) { return 0; }), 4);
+  const std::int64_t keys = smem_wavefronts(lanes([&](int lane) { return 4 * lane * (d + 1); }), 4);
+  const std::int64_t chunk = smem_wavefronts(lanes([](int) { return 0; }), 16);
   for (std::int64_t j = 0; j < g.Tc; ++j) {
     const std::int64_t c0 = g.col_begin(j), cols = g.cols(j);
     // line 6: K_j, V_j into shared memory in fp32, an element per lane.
-    smem_store(c, Tensor::K, warp_steps(cols * d), 4 * cols * d);
-    smem_store(c, Tensor::V, warp_steps(cols * d), 4 * cols * d);
+    smem_store(c, Tensor::K, warp_steps(cols * d), row);
+    smem_store(c, Tensor::V, warp_steps(cols * d), row);
     for (std::int64_t i = 0; i < g.Tr; ++i) {
       if (g.skipped(i, j)) continue;
       const std::int64_t r0 = g.row_begin(i), rows = g.rows(i);
       // line 8: Q_i, O_i, ℓ_i, m_i.
-      smem_store(c, Tensor::Q, warp_steps(rows * d), 4 * rows * d);
-      smem_store(c, Tensor::O, warp_steps(rows * d), 4 * rows * d);
-      smem_store(c, Tensor::l, warp_steps(rows), 4 * rows);
-      smem_store(c, Tensor::m, warp_steps(rows), 4 * rows);
+      smem_store(c, Tensor::Q, warp_steps(rows * d), row);
+      smem_store(c, Tensor::O, warp_steps(rows * d), row);
+      smem_store(c, Tensor::l, warp_steps(rows), row);
+      smem_store(c, Tensor::m, warp_steps(rows), row);
       // line 9: a thread per score; a warp is 32 keys of one query row (Bc a multiple of 32). Lanes
-      // past K_j's last key, or after the query (causal), load nothing.
+      // past K_j's last key, or after the query (causal), load nothing; a warp with none loads nothing.
       for (std::int64_t r = 0; r < rows; ++r) {
-        const std::int64_t keys = l.causal ? std::clamp<std::int64_t>(r0 + r - c0 + 1, 0, cols) : cols;
+        const std::int64_t seen = l.causal ? std::clamp<std::int64_t>(r0 + r - c0 + 1, 0, cols) : cols;
         for (std::int64_t q = 0; q < l.Bc; q += 32) {
-          const std::int64_t lanes = std::clamp<std::int64_t>(keys - q, 0, 32);
-          smem_store(c, Tensor::S, 1, 4 * 32);
-          if (lanes == 0) continue;
-          smem_load(c, Tensor::Q, d / 4, 4 * d * lanes);  // 16 bytes a lane, the row broadcast
-          smem_load(c, Tensor::K, d, 4 * d * lanes);
+          smem_store(c, Tensor::S, 1, row);
+          if (seen <= q) continue;
+          smem_load(c, Tensor::Q, d / 4, chunk);  // 16 bytes a lane, the row broadcast
+          smem_load(c, Tensor::K, d, keys);
         }
       }
       // lines 10–11: a warp per row; lane 0 updates m_i, ℓ_i and the two rescaling factors.
-      smem_load(c, Tensor::S, rows * 2 * (l.Bc / 32), rows * 2 * l.Bc * 4);
-      smem_store(c, Tensor::P, rows * (l.Bc / 32), rows * l.Bc * 4);
+      smem_load(c, Tensor::S, rows * 2 * (l.Bc / 32), row);
+      smem_store(c, Tensor::P, rows * (l.Bc / 32), row);
       c.ex2 += rows * (l.Bc / 32 + 2);
-      smem_load(c, Tensor::m, rows, 4 * rows);
-      smem_load(c, Tensor::l, rows, 4 * rows);
-      smem_store(c, Tensor::m, rows, 4 * rows);
-      smem_store(c, Tensor::l, 3 * rows, 12 * rows);  // ℓ_new and the two factors
+      smem_load(c, Tensor::m, rows, one);
+      smem_load(c, Tensor::l, rows, one);
+      smem_store(c, Tensor::m, rows, one);
+      smem_store(c, Tensor::l, 3 * rows, one);  // ℓ_new and the two factors
       // line 12: a thread per element of O_i: P̃_ij four at a time (broadcast), V_j one at a time, then
-      // the two factors and O_i.
-      const std::int64_t steps = warp_steps(rows * d), lanes = rows * d;
-      smem_load(c, Tensor::P, steps * (cols / 4 + cols % 4), lanes * cols * 4);
-      smem_load(c, Tensor::V, steps * cols, lanes * cols * 4);
-      smem_load(c, Tensor::l, 2 * steps, 2 * lanes * 4);
-      smem_load(c, Tensor::O, steps, lanes * 4);
+      // the two factors (broadcast) and O_i.
+      const std::int64_t steps = warp_steps(rows * d);
+      smem_load(c, Tensor::P, steps * (cols / 4), chunk);
+      smem_load(c, Tensor::P, steps * (cols % 4), same);
+      smem_load(c, Tensor::V, steps * cols, row);
+      smem_load(c, Tensor::l, 2 * steps, same);
+      smem_load(c, Tensor::O, steps, row);
       // line 13: ℓ_i, m_i out.
-      smem_load(c, Tensor::l, warp_steps(rows), 4 * rows);
-      smem_load(c, Tensor::m, warp_steps(rows), 4 * rows);
+      smem_load(c, Tensor::l, warp_steps(rows), row);
+      smem_load(c, Tensor::m, warp_steps(rows), row);
     }
   }
   c = c.times(plan.instances);
@@ -387,8 +458,8 @@ OnChipCounts standard_qk_kernel(const KernelPlan& plan, const StandardLayout& l)
   // the last row and column of tiles are ragged; the others are all alike.
   auto tile = [&](std::int64_t rows, std::int64_t cols) {
     OnChipCounts t = gemm;
-    smem_store(t, Tensor::Q, warp_steps(l.Br * d / 8), l.Br * d * e);
-    smem_store(t, Tensor::K, warp_steps(l.Bc * d / 8), l.Bc * d * e);
+    smem_store_bytes(t, Tensor::Q, warp_steps(l.Br * d / 8), l.Br * d * e);
+    smem_store_bytes(t, Tensor::K, warp_steps(l.Bc * d / 8), l.Bc * d * e);
     wmma_stage(t, Tensor::S, l.Br, l.Bc, rows, cols);
     return t;
   };
@@ -407,13 +478,13 @@ OnChipCounts standard_softmax_kernel(const KernelPlan& plan, const StandardLayou
   OnChipCounts c;
   c.modelled = true;
   const std::int64_t N = l.N, warps = l.softmax_threads() / 32;
-  smem_store(c, Tensor::S, 8 * warp_steps(N / 8), 4 * N);  // the row in fp32, an element per store
-  smem_store(c, Tensor::S, 2 * warps, 2 * warps * 4);      // two block reductions: lane 0 of each warp
-  smem_load(c, Tensor::S, 2 * warps, 2 * warps * warps * 4);  // then each warp reads the warps' partials
-  smem_load(c, Tensor::S, warp_steps(N), 4 * N);              // e^(x − max)
-  smem_store(c, Tensor::P, warp_steps(N), 4 * N);
+  smem_store_bytes(c, Tensor::S, 8 * warp_steps(N / 8), 4 * N);  // the row in fp32, an element per store
+  smem_store_bytes(c, Tensor::S, 2 * warps, 2 * warps * 4);      // two block reductions: lane 0 of each warp
+  smem_load_bytes(c, Tensor::S, 2 * warps, 2 * warps * warps * 4);  // then each warp reads the warps' partials
+  smem_load_bytes(c, Tensor::S, warp_steps(N), 4 * N);              // e^(x − max)
+  smem_store_bytes(c, Tensor::P, warp_steps(N), 4 * N);
   c.ex2 = warp_steps(N);
-  smem_load(c, Tensor::P, 4 * warp_steps(N / 8), 4 * N);  // eight at a time as four 8-byte loads, to 16-byte stores
+  smem_load_bytes(c, Tensor::P, 4 * warp_steps(N / 8), 4 * N);  // eight at a time as four 8-byte loads, to 16-byte stores
   c = c.times(plan.instances * N);
   c.layout = fmt::format("one CTA of {} threads per row of S: the row in fp32 in shared memory, exponentiated there",
                          l.softmax_threads());
@@ -466,9 +537,14 @@ OnChipCounts decode_merge_stores(const DecodeSplitLayout& l) {
   c.modelled = true;
   const std::int64_t W = DecodeSplitLayout::kWarps, groups = ceil_div(l.Br, 16);
   c[Tensor::Q].fill = 16 * groups * l.d * l.elem_bytes;
-  smem_store(c, Tensor::O, W * groups * 2 * (l.d / 8), W * 16 * groups * l.d * 4);
-  smem_store(c, Tensor::m, W * groups * 2 * 2, W * groups * 2 * 2 * 8 * 4);
-  smem_store(c, Tensor::l, W * groups * 2, W * groups * 2 * 8 * 4);
+  // O: a float2 per lane at row lane/4, column (lane % 4)·2 of an n8 tile, the rows d floats apart:
+  // each half-warp asks 4 rows × 8 floats of the same 8 banks, 4 wavefronts (8 a store; ncu: 8.000).
+  const std::int64_t o_wavefronts = smem_wavefronts(lanes([&](int lane) { return ((lane / 4) * l.d + (lane % 4) * 2) * 4; }), 8);
+  // m, ℓ, row max: lanes 0, 4, …, 28 store 8 consecutive floats, 1 wavefront.
+  const std::int64_t stat_wavefronts = smem_wavefronts(lanes([](int lane) { return lane % 4 == 0 ? lane : -1; }), 4);
+  smem_store(c, Tensor::O, W * groups * 2 * (l.d / 8), o_wavefronts);
+  smem_store(c, Tensor::m, W * groups * 2 * 2, stat_wavefronts);
+  smem_store(c, Tensor::l, W * groups * 2, stat_wavefronts);
   return c;
 }
 
@@ -478,12 +554,16 @@ OnChipCounts decode_merge_reads(const DecodeSplitLayout& l, std::int64_t rows) {
   OnChipCounts c;
   c.modelled = true;
   const std::int64_t W = DecodeSplitLayout::kWarps, steps = warp_steps(rows * l.d);
-  smem_load(c, Tensor::O, W * steps, W * rows * l.d * 4);
-  smem_load(c, Tensor::l, W * steps, W * steps * 32 * 4);
+  // A warp's 32 elements are 32 consecutive floats of one row of O (1 wavefront); ℓ and m one float
+  // for the whole warp (1); the row max one lane's float (1).
+  const std::int64_t row = smem_wavefronts(lanes([](int lane) { return 4 * lane; }), 4);
+  const std::int64_t same = smem_wavefronts(lanes([](int) { return 0; }), 4);
+  smem_load(c, Tensor::O, W * steps, row);
+  smem_load(c, Tensor::l, W * steps, same);
   if (l.unified) {
-    smem_load(c, Tensor::m, W * rows, W * rows * 4);  // the row max, at the row's first element
+    smem_load(c, Tensor::m, W * rows, same);  // the row max, at the row's first element
   } else {
-    smem_load(c, Tensor::m, W * steps, W * steps * 32 * 4);
+    smem_load(c, Tensor::m, W * steps, same);
     c.ex2 += W * steps;
   }
   return c;

@@ -190,6 +190,8 @@ KernelSums sum_kernels(const Json& r, std::string_view family, std::string_view 
   return s;
 }
 
+MeasuredOnChip read_on_chip(const Json& r, const std::string& where);
+
 // PyTorch's FlashAttention-2 backward ("pass": "backward" in a record): its three kernels, as the flash2
 // backward room plans them, D = rowsum(dO ∘ O) (flash_bwd_dot_do_o_kernel, which also clears the fp32
 // dQ accumulator), one CTA per K_j, V_j (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, whose name carries
@@ -212,6 +214,7 @@ void read_sdpa_backward(const Json& r, const std::string& where, const std::stri
   row.problem = sdpa_problem(r, where);
   read_sdpa_launch(*main, m, where + ": ncu_kernels: Flash_bwd_kernel_traits", where, row);
   sums.fill(row);
+  row.measured_on_chip = read_on_chip(r, where);  // gpu/bench/sdpa_onchip.sh's records carry them
   check_row(row, where);
   report.rows.push_back(row);
 }
@@ -251,8 +254,6 @@ void read_cudnn_backward(const Json& r, const std::string& where, const std::str
   check_row(row, where);
   report.rows.push_back(row);
 }
-
-MeasuredOnChip read_on_chip(const Json& r, const std::string& where);
 
 // cuDNN's Hopper forward (PyTorch's cuDNN SDPA backend on sm_90), read as the room that names its
 // kernel (flash3: a producer warpgroup filling a K/V ring by TMA, consumer warpgroups on wgmma).
@@ -359,6 +360,7 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
     KernelSums one;
     one.add(*kernel);
     one.fill(row);
+    row.measured_on_chip = read_on_chip(r, where);  // gpu/bench/sdpa_onchip.sh's records carry them
     check_row(row, where);
     report.rows.push_back(row);
   }
