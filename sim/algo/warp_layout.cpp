@@ -57,7 +57,15 @@ std::int64_t smem_wavefronts(const LaneAddresses& byte_address, std::int64_t acc
   assert((access_bytes == 1 || access_bytes == 2 || access_bytes == 4 || access_bytes == 8 || access_bytes == 16) &&
          "a shared-memory access moves 1, 2, 4, 8 or 16 bytes a lane");
   if (access_bytes <= 4) return group_wavefronts(byte_address, 0, 32, access_bytes);
-  return group_wavefronts(byte_address, 0, 16, access_bytes) + group_wavefronts(byte_address, 16, 16, access_bytes);
+  std::int64_t sum = 0;
+  for (int half = 0; half < 32; half += 16) {
+    const std::int64_t together = group_wavefronts(byte_address, half, 16, access_bytes);
+    // A 128-bit access: a half-warp that conflicts is served as its two quarter-warps, one after the other.
+    sum += access_bytes == 16 && together > 1 ? group_wavefronts(byte_address, half, 8, 16) +
+                                                    group_wavefronts(byte_address, half + 8, 8, 16)
+                                              : together;
+  }
+  return sum;
 }
 
 std::int64_t ldmatrix_wavefronts(const LaneAddresses& row_address) {
@@ -343,36 +351,45 @@ void smem_store(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t wave
   c[t].write += count * wavefronts * kWavefrontBytes;
   c.st_shared += count;
 }
-// The same, counted as `bytes` the active lanes receive (give): gpu/standard.cu's kernels, whose WMMA
-// staging addresses are not modelled bank by bank.
-void smem_load_bytes(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t bytes) {
-  c[t].read += bytes;
-  c.ld_shared += count;
+
+// gpu/standard.cu's 16-byte row copies and fp32 staging: the accesses of a CTA loop
+// `for (k = tid; k < n; k += threads)`, warp step s being k = 32·s + lane; `address(k)` gives a
+// lane's byte address, or < 0 where it skips. Each warp step's access with its own wavefronts; a
+// load no lane makes is not issued.
+template <class F>
+void staged_loads(OnChipCounts& c, Tensor t, std::int64_t n, std::int64_t access_bytes, F address) {
+  for (std::int64_t k0 = 0; k0 < n; k0 += 32) {
+    const LaneAddresses at = lanes([&](int lane) { return k0 + lane < n ? address(k0 + lane) : -1; });
+    if (std::all_of(at.begin(), at.end(), [](std::int64_t x) { return x < 0; })) continue;
+    smem_load(c, t, 1, smem_wavefronts(at, access_bytes));
+  }
 }
-void smem_store_bytes(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t bytes) {
-  c[t].write += bytes;
-  c.st_shared += count;
+template <class F>
+void staged_stores(OnChipCounts& c, Tensor t, std::int64_t n, std::int64_t access_bytes, F address) {
+  for (std::int64_t k0 = 0; k0 < n; k0 += 32) {
+    const LaneAddresses at = lanes([&](int lane) { return k0 + lane < n ? address(k0 + lane) : -1; });
+    smem_store(c, t, 1, smem_wavefronts(at, access_bytes));
+  }
 }
 
-// Warp steps of `for (k = tid; k < rows·per_row; k += threads) { r = k / per_row; e = k % per_row;
-// if (r ≥ valid_rows || e ≥ valid_cols) continue; ... }` that have at least one lane at work.
-std::int64_t active_steps(std::int64_t rows, std::int64_t per_row, std::int64_t valid_rows, std::int64_t valid_cols) {
-  std::int64_t steps = 0;
-  for (std::int64_t k0 = 0; k0 < rows * per_row; k0 += 32)
-    for (std::int64_t k = k0; k < std::min(k0 + 32, rows * per_row); ++k)
-      if (k / per_row < valid_rows && k % per_row < valid_cols) {
-        ++steps;
-        break;
-      }
-  return steps;
-}
-
-// WMMA's fp32 accumulator tile (rows × cols) stored to shared memory (8 bytes a lane) and read back
-// eight elements at a time as four 8-byte loads, `valid_rows` × `valid_cols` of it (the rest skipped).
+// WMMA's fp32 accumulator tile (rows × cols, rows cols + 4 floats apart) stored to shared memory by
+// store_matrix_sync — per 16 × 16 fragment four 8-byte stores, the lane's two elements at row lane/4
+// (+ 8), column (lane % 4)·2 (+ 8) — and read back eight elements at a time by thread k as two
+// 16-byte loads at row k / (cols/8), column (k % (cols/8))·8, `valid_rows` × `valid_cols` of it
+// (the rest skipped, eight columns at a time). Both conflict: rows 68 floats apart put 4 rows'
+// columns on shared banks (4 wavefronts a store where 2 would do, 8 a load where 4 would; ncu: 4.000
+// and 8.000).
 void wmma_stage(OnChipCounts& c, Tensor t, std::int64_t rows, std::int64_t cols, std::int64_t valid_rows,
                 std::int64_t valid_cols) {
-  smem_store_bytes(c, t, rows * cols * 4 / 256, rows * cols * 4);
-  smem_load_bytes(c, t, 4 * active_steps(rows, cols / 8, valid_rows, ceil_div(valid_cols, 8)), valid_rows * valid_cols * 4);
+  const std::int64_t ld = cols + 4, per_row = cols / 8;
+  const std::int64_t store_wavefronts =
+      smem_wavefronts(lanes([&](int lane) { return ((lane / 4) * ld + (lane % 4) * 2) * 4; }), 8);
+  smem_store(c, t, rows * cols / 64, store_wavefronts);
+  for (std::int64_t half : {0, 16})
+    staged_loads(c, t, rows * per_row, 16, [&](std::int64_t k) -> std::int64_t {
+      const std::int64_t r = k / per_row, col = (k % per_row) * 8;
+      return r < valid_rows && col < valid_cols ? (r * ld + col) * 4 + half : -1;
+    });
 }
 
 }  // namespace
@@ -454,12 +471,13 @@ OnChipCounts standard_qk_kernel(const KernelPlan& plan, const StandardLayout& l)
   const std::int64_t d = l.d, e = l.elem_bytes;
   const OnChipCounts gemm =
       warp_gemm({.a = Tensor::Q, .b = Tensor::K, .M = l.Br, .N = l.Bc, .K = d, .Wm = 2, .Wn = 2}, e);
-  // A tile: Q_i and K_j stored 16 bytes a lane (rows past N as zeros), the GEMM, S_ij staged. Only
-  // the last row and column of tiles are ragged; the others are all alike.
+  // A tile: Q_i and K_j stored 16 bytes a lane (rows past N as zeros; rows d + 8 elements apart), the
+  // GEMM, S_ij staged. Only the last row and column of tiles are ragged; the others are all alike.
+  auto row_copy = [&](std::int64_t k) { return ((k / (d / 8)) * (d + 8) + (k % (d / 8)) * 8) * e; };
   auto tile = [&](std::int64_t rows, std::int64_t cols) {
     OnChipCounts t = gemm;
-    smem_store_bytes(t, Tensor::Q, warp_steps(l.Br * d / 8), l.Br * d * e);
-    smem_store_bytes(t, Tensor::K, warp_steps(l.Bc * d / 8), l.Bc * d * e);
+    staged_stores(t, Tensor::Q, l.Br * d / 8, 16, row_copy);
+    staged_stores(t, Tensor::K, l.Bc * d / 8, 16, row_copy);
     wmma_stage(t, Tensor::S, l.Br, l.Bc, rows, cols);
     return t;
   };
@@ -478,13 +496,17 @@ OnChipCounts standard_softmax_kernel(const KernelPlan& plan, const StandardLayou
   OnChipCounts c;
   c.modelled = true;
   const std::int64_t N = l.N, warps = l.softmax_threads() / 32;
-  smem_store_bytes(c, Tensor::S, 8 * warp_steps(N / 8), 4 * N);  // the row in fp32, an element per store
-  smem_store_bytes(c, Tensor::S, 2 * warps, 2 * warps * 4);      // two block reductions: lane 0 of each warp
-  smem_load_bytes(c, Tensor::S, 2 * warps, 2 * warps * warps * 4);  // then each warp reads the warps' partials
-  smem_load_bytes(c, Tensor::S, warp_steps(N), 4 * N);              // e^(x − max)
-  smem_store_bytes(c, Tensor::P, warp_steps(N), 4 * N);
+  const std::int64_t row = smem_wavefronts(lanes([](int lane) { return 4 * lane; }), 4);
+  // The row in fp32, an element per store: thread v's eight elements at 8·v + e, so a warp's lanes are
+  // 32 bytes apart, 4 to a bank (8 wavefronts a store; ncu: 4.111 a store with those below).
+  for (std::int64_t e = 0; e < 8; ++e) staged_stores(c, Tensor::S, N / 8, 4, [&](std::int64_t v) { return 4 * (8 * v + e); });
+  smem_store(c, Tensor::S, 2 * warps, row);  // two block reductions: lane 0 of each warp
+  smem_load(c, Tensor::S, 2 * warps, row);   // then each warp reads the warps' partials, a lane each
+  smem_load(c, Tensor::S, warp_steps(N), row);  // e^(x − max), a float a lane
+  smem_store(c, Tensor::P, warp_steps(N), row);
   c.ex2 = warp_steps(N);
-  smem_load_bytes(c, Tensor::P, 4 * warp_steps(N / 8), 4 * N);  // eight at a time as four 8-byte loads, to 16-byte stores
+  // Eight at a time as two 16-byte loads, to 16-byte stores: lanes 32 bytes apart (8 wavefronts a load).
+  for (std::int64_t half : {0, 16}) staged_loads(c, Tensor::P, N / 8, 16, [&](std::int64_t v) { return 32 * v + half; });
   c = c.times(plan.instances * N);
   c.layout = fmt::format("one CTA of {} threads per row of S: the row in fp32 in shared memory, exponentiated there",
                          l.softmax_threads());

@@ -63,12 +63,13 @@ struct OnChipCounts {
 // is inactive). Shared memory is 32 banks of 4 bytes; one wavefront (128 bytes, what ncu counts)
 // serves each bank once: one 4-byte word per bank, however many lanes ask for that word (a
 // broadcast). A 32-bit access serves the whole warp together; a 64- or 128-bit access serves each
-// half-warp (lanes 0–15, 16–31) on its own. So an access takes, for each group of lanes, the most
-// distinct words any one bank is asked for, summed over the groups: 1 for 32 consecutive floats or
-// one float for all lanes, 32 for 32 floats 128 bytes apart, 2 for 32 consecutive 8-byte pairs and
+// half-warp (lanes 0–15, 16–31) on its own, and a 128-bit access whose half-warp conflicts serves
+// that half-warp's two quarter-warps on their own. So an access takes, for each group of lanes, the
+// most distinct words any one bank is asked for, summed over the groups: 1 for 32 consecutive floats
+// or one float for all lanes, 8 for 32 floats 32 bytes apart, 2 for 32 consecutive 8-byte pairs and
 // also for one 8-byte pair or one 16-byte chunk that all lanes read, 4 for 32 consecutive 16-byte
-// chunks. The rule is ncu's SourceCounters for hbmlab's kernels on the H100
-// (assets/measurements/README.md#shared-memory-wavefronts).
+// chunks. The rule is what ncu's SourceCounters give, instruction by instruction, for hbmlab's
+// kernels on the H100 (gpu/bench/smem_source_ncu.sh; assets/measurements/README.md#shared-memory-wavefronts).
 using LaneAddresses = std::array<std::int64_t, 32>;
 std::int64_t smem_wavefronts(const LaneAddresses& byte_address, std::int64_t access_bytes);
 // ldmatrix.x4: lanes 8m … 8m + 7 give the 16-byte rows of matrix m, each matrix served on its own.
