@@ -69,7 +69,7 @@ struct OnChipCounts {
 // or one float for all lanes, 8 for 32 floats 32 bytes apart, 2 for 32 consecutive 8-byte pairs and
 // also for one 8-byte pair or one 16-byte chunk that all lanes read, 4 for 32 consecutive 16-byte
 // chunks. The rule is what ncu's SourceCounters give, instruction by instruction, for hbmlab's
-// kernels on the H100 (gpu/bench/smem_source_ncu.sh; assets/measurements/README.md#shared-memory-wavefronts).
+// kernels on the H100 (gpu/bench/smem_source_ncu.sh; docs/on-chip.md#shared-memory-wavefronts).
 using LaneAddresses = std::array<std::int64_t, 32>;
 std::int64_t smem_wavefronts(const LaneAddresses& byte_address, std::int64_t access_bytes);
 // ldmatrix.x4: lanes 8m … 8m + 7 give the 16-byte rows of matrix m, each matrix served on its own.
