@@ -355,20 +355,16 @@ void smem_store(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t wave
 // gpu/standard.cu's 16-byte row copies and fp32 staging: the accesses of a CTA loop
 // `for (k = tid; k < n; k += threads)`, warp step s being k = 32·s + lane; `address(k)` gives a
 // lane's byte address, or < 0 where it skips. Each warp step's access with its own wavefronts; a
-// load no lane makes is not issued.
+// step no lane takes issues nothing.
+enum class Access { load, store };
 template <class F>
-void staged_loads(OnChipCounts& c, Tensor t, std::int64_t n, std::int64_t access_bytes, F address) {
+void staged(OnChipCounts& c, Tensor t, Access access, std::int64_t n, std::int64_t access_bytes, F address) {
   for (std::int64_t k0 = 0; k0 < n; k0 += 32) {
     const LaneAddresses at = lanes([&](int lane) { return k0 + lane < n ? address(k0 + lane) : -1; });
-    if (std::all_of(at.begin(), at.end(), [](std::int64_t x) { return x < 0; })) continue;
-    smem_load(c, t, 1, smem_wavefronts(at, access_bytes));
-  }
-}
-template <class F>
-void staged_stores(OnChipCounts& c, Tensor t, std::int64_t n, std::int64_t access_bytes, F address) {
-  for (std::int64_t k0 = 0; k0 < n; k0 += 32) {
-    const LaneAddresses at = lanes([&](int lane) { return k0 + lane < n ? address(k0 + lane) : -1; });
-    smem_store(c, t, 1, smem_wavefronts(at, access_bytes));
+    const std::int64_t wavefronts = smem_wavefronts(at, access_bytes);
+    if (wavefronts == 0) continue;
+    if (access == Access::load) smem_load(c, t, 1, wavefronts);
+    else smem_store(c, t, 1, wavefronts);
   }
 }
 
@@ -386,7 +382,7 @@ void wmma_stage(OnChipCounts& c, Tensor t, std::int64_t rows, std::int64_t cols,
       smem_wavefronts(lanes([&](int lane) { return ((lane / 4) * ld + (lane % 4) * 2) * 4; }), 8);
   smem_store(c, t, rows * cols / 64, store_wavefronts);
   for (std::int64_t half : {0, 16})
-    staged_loads(c, t, rows * per_row, 16, [&](std::int64_t k) -> std::int64_t {
+    staged(c, t, Access::load, rows * per_row, 16, [&](std::int64_t k) -> std::int64_t {
       const std::int64_t r = k / per_row, col = (k % per_row) * 8;
       return r < valid_rows && col < valid_cols ? (r * ld + col) * 4 + half : -1;
     });
@@ -476,8 +472,8 @@ OnChipCounts standard_qk_kernel(const KernelPlan& plan, const StandardLayout& l)
   auto row_copy = [&](std::int64_t k) { return ((k / (d / 8)) * (d + 8) + (k % (d / 8)) * 8) * e; };
   auto tile = [&](std::int64_t rows, std::int64_t cols) {
     OnChipCounts t = gemm;
-    staged_stores(t, Tensor::Q, l.Br * d / 8, 16, row_copy);
-    staged_stores(t, Tensor::K, l.Bc * d / 8, 16, row_copy);
+    staged(t, Tensor::Q, Access::store, l.Br * d / 8, 16, row_copy);
+    staged(t, Tensor::K, Access::store, l.Bc * d / 8, 16, row_copy);
     wmma_stage(t, Tensor::S, l.Br, l.Bc, rows, cols);
     return t;
   };
@@ -499,14 +495,14 @@ OnChipCounts standard_softmax_kernel(const KernelPlan& plan, const StandardLayou
   const std::int64_t row = smem_wavefronts(lanes([](int lane) { return 4 * lane; }), 4);
   // The row in fp32, an element per store: thread v's eight elements at 8·v + e, so a warp's lanes are
   // 32 bytes apart, 4 to a bank (8 wavefronts a store; ncu: 4.111 a store with those below).
-  for (std::int64_t e = 0; e < 8; ++e) staged_stores(c, Tensor::S, N / 8, 4, [&](std::int64_t v) { return 4 * (8 * v + e); });
+  for (std::int64_t e = 0; e < 8; ++e) staged(c, Tensor::S, Access::store, N / 8, 4, [&](std::int64_t v) { return 4 * (8 * v + e); });
   smem_store(c, Tensor::S, 2 * warps, row);  // two block reductions: lane 0 of each warp
   smem_load(c, Tensor::S, 2 * warps, row);   // then each warp reads the warps' partials, a lane each
   smem_load(c, Tensor::S, warp_steps(N), row);  // e^(x − max), a float a lane
   smem_store(c, Tensor::P, warp_steps(N), row);
   c.ex2 = warp_steps(N);
   // Eight at a time as two 16-byte loads, to 16-byte stores: lanes 32 bytes apart (8 wavefronts a load).
-  for (std::int64_t half : {0, 16}) staged_loads(c, Tensor::P, N / 8, 16, [&](std::int64_t v) { return 32 * v + half; });
+  for (std::int64_t half : {0, 16}) staged(c, Tensor::P, Access::load, N / 8, 16, [&](std::int64_t v) { return 32 * v + half; });
   c = c.times(plan.instances * N);
   c.layout = fmt::format("one CTA of {} threads per row of S: the row in fp32 in shared memory, exponentiated there",
                          l.softmax_threads());
