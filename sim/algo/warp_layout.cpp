@@ -164,7 +164,12 @@ OnChipCounts fa2_backward_pair(const Fa2BackwardLayout& l) {
   c += grid(Tensor::P, Tensor::dO, l.Bc, l.d, l.Br, l.dkv_rows);             // dV_j += P_ijᵀ dO_i
   c += grid(Tensor::dS, Tensor::Q, l.Bc, l.d, l.Br, l.dkv_rows);             // dK_j += dS_ijᵀ Q_i
   c += grid(Tensor::dS, Tensor::K, l.Br, l.d, l.Bc, l.dq_rows);              // dQ_i = dS_ij K_j
-  // P_ij and dS_ij: registers → shared memory, a 32-bit store per accumulator pair.
+  // P_ij and dS_ij: registers → shared memory, a 32-bit store per accumulator pair: a warp's 8 rows ×
+  // 4 words of an m16n8 tile, the rows' 16-byte chunks swizzled (Swizzle<3, 3, 3>) into 8 bank
+  // groups, 1 wavefront a store. ncu counts 1–31 % more store wavefronts on the recorded shapes
+  // (h100-sdpa-onchip.json), as store bank conflicts: more at large N and causal, for the same
+  // layout, so they come from timing (the stores meeting the next row block's cp.async fills), not
+  // from these addresses.
   c[Tensor::P].write += l.Br * l.Bc * e;
   c[Tensor::dS].write += l.Br * l.Bc * e;
   c.st_shared += 2 * ceil_div(l.Br * l.Bc * e, 32 * 4);
