@@ -36,6 +36,9 @@ struct SmemBytes {
   }
 };
 
+// What one shared-memory wavefront moves, as ncu counts it (smem_wavefronts, below).
+inline constexpr std::int64_t kWavefrontBytes = 128;
+
 // One kernel's on-chip counts (all CTAs), or one step's or one CTA's while they are built.
 struct OnChipCounts {
   bool modelled = false;    // false: this kernel's warp layout is not described (counts stay 0)
@@ -47,6 +50,11 @@ struct OnChipCounts {
   std::int64_t ex2 = 0;       // warp-level ex2.approx (the exponent unit)
   std::int64_t wgmma = 0;     // warpgroup-level wgmma (each is 4 warp instructions to ncu)
   std::int64_t wgmma_flops = 0;
+  // Warp-level mbarrier operations (try_wait, arrive, arrive.expect_tx on the TMA ring's barriers):
+  // one shared-memory wavefront each, which ncu counts among those that are neither loads nor stores
+  // (with wgmma's operand reads). Not charged to the shared-memory pipe's time.
+  std::int64_t mbarrier = 0;
+  std::int64_t mbarrier_bytes() const { return mbarrier * kWavefrontBytes; }
 
   SmemBytes& operator[](Tensor t) { return by_tensor[static_cast<int>(t)]; }
   const SmemBytes& operator[](Tensor t) const { return by_tensor[static_cast<int>(t)]; }
@@ -74,7 +82,6 @@ using LaneAddresses = std::array<std::int64_t, 32>;
 std::int64_t smem_wavefronts(const LaneAddresses& byte_address, std::int64_t access_bytes);
 // ldmatrix.x4: lanes 8m … 8m + 7 give the 16-byte rows of matrix m, each matrix served on its own.
 std::int64_t ldmatrix_wavefronts(const LaneAddresses& row_address);
-inline constexpr std::int64_t kWavefrontBytes = 128;
 
 // C (M×N) += A (M×K)·B (K×N) on a Wm × Wn grid of warps (see the file comment).
 struct WarpGemm {

@@ -763,7 +763,7 @@ void print_on_chip(std::ostream& out, const ValidationReport& r) {
     const MeasuredOnChip& m = row->measured_on_chip;
     const SmemBytes t = row->predicted_on_chip.total();
     const double measured = measured_smem_bytes(m);
-    const double predicted = double(t.read + t.write + t.mma_read);
+    const double predicted = double(t.read + t.write + t.mma_read + row->predicted_on_chip.mbarrier_bytes());
     if (measured > 0) errors.push_back(predicted / measured - 1);
     fmt::print(out, "  {:<15} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>8} {:>8}\n", row->source,
                row->problem.seq_len, row->problem.head_dim, row->problem.causal ? "causal" : "full",
@@ -853,7 +853,8 @@ nlohmann::ordered_json validation_json(const ValidationReport& r) {
       const SmemBytes t = c.total();
       rows.back()["measured"]["on_chip"] = measured;
       rows.back()["predicted"]["on_chip"] = {
-          {"smem_ld_bytes", t.read},        {"smem_st_bytes", t.write},  {"smem_mma_bytes", t.mma_read},
+          {"smem_ld_bytes", t.read},        {"smem_st_bytes", t.write},
+          {"smem_mma_bytes", t.mma_read + c.mbarrier_bytes()},  // ncu's other wavefronts: wgmma operands, mbarriers
           {"mma_instructions", c.mma + 4 * c.wgmma},  // ncu counts a wgmma as 4 warp instructions
           {"ldmatrix_instructions", c.ldmatrix},
           {"ex2_instructions", c.ex2},      {"tensor_pipe_busy", num(row.predicted_tensor_busy)}};

@@ -250,6 +250,16 @@ TEST_CASE("on-chip: the wgmma forward layout gives cuDNN's counts", "[on_chip]")
   CHECK(c.total().read == 0);
   CHECK(c.ldmatrix == 0);
   CHECK(c.wgmma_flops == pairs * 4 * 128 * 128 * 128);
+  // hbmlab's flash3 kernel of that layout adds its ring's mbarrier operations: per pair 4 for each of
+  // the 8 consumer warps and 4 for the producer, per Q_i tile 2 and 2 (47 · 40 tiles). ncu's other
+  // wavefronts (neither loads nor stores) less the wgmma operands' 113,100,800: 3,211,647.
+  AttentionProblem p(1, 40, 6000, 128);
+  EngineOptions options;
+  options.launch.hbmlab_kernels = true;
+  const std::vector<KernelPlan> plans = plan_kernels(algo_named("flash3"), p, {128, 128}, load_gpu("h100-sxm"), options);
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].on_chip.mbarrier == pairs * (4 * 8 + 4) + 47 * 40 * (2 * 8 + 2));
+  CHECK(plans[0].on_chip.mbarrier == 3'214'800);
 }
 
 // Lesson 7 quotes these figures of its problem; they must stay what the model says.
@@ -321,7 +331,9 @@ TEST_CASE("on-chip: validate sets the wgmma records' counters beside the layout'
       // cuDNN runs 64-row warpgroups on 128 rows; hbmlab's d = 64 kernel 192 rows on three: both exact.
       CHECK(predicted == Approx(measured).epsilon(0.025));
       const double smem = row["measured"]["on_chip"]["smem_mma_bytes"].get<double>();
-      CHECK(row["predicted"]["on_chip"]["smem_mma_bytes"].get<double>() == Approx(smem).epsilon(0.08));
+      // wgmma's operand reads and the ring's mbarrier operations: within 1 % (the polls of a wait are
+      // not all counted; cuDNN's ring is taken to be as hbmlab's).
+      CHECK(row["predicted"]["on_chip"]["smem_mma_bytes"].get<double>() == Approx(smem).epsilon(0.01));
     }
     std::ostringstream out;
     print_validation(out, report);
