@@ -2,6 +2,8 @@
 #include "sim/algo/warp_layout.hpp"
 
 #include <algorithm>
+#include <cassert>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -20,7 +22,7 @@ OnChipCounts& OnChipCounts::operator+=(const OnChipCounts& o) {
   if (layout.empty()) layout = o.layout;
   for (int t = 0; t < kTensorCount; ++t) by_tensor[t] += o.by_tensor[t];
   mma += o.mma, ldmatrix += o.ldmatrix, ld_shared += o.ld_shared, st_shared += o.st_shared, ex2 += o.ex2;
-  wgmma += o.wgmma, wgmma_flops += o.wgmma_flops;
+  wgmma += o.wgmma, wgmma_flops += o.wgmma_flops, mbarrier += o.mbarrier;
   return *this;
 }
 
@@ -28,8 +30,48 @@ OnChipCounts OnChipCounts::times(std::int64_t n) const {
   OnChipCounts out = *this;
   for (SmemBytes& b : out.by_tensor) b.fill *= n, b.read *= n, b.mma_read *= n, b.write *= n;
   out.mma *= n, out.ldmatrix *= n, out.ld_shared *= n, out.st_shared *= n, out.ex2 *= n;
-  out.wgmma *= n, out.wgmma_flops *= n;
+  out.wgmma *= n, out.wgmma_flops *= n, out.mbarrier *= n;
   return out;
+}
+
+namespace {
+
+// The wavefronts of lanes [first, first + lanes): the most distinct 4-byte words one bank is asked for.
+std::int64_t group_wavefronts(const LaneAddresses& at, int first, int lanes, std::int64_t access_bytes) {
+  std::array<std::vector<std::int64_t>, 32> words_of_bank;
+  for (int lane = first; lane < first + lanes; ++lane) {
+    if (at[lane] < 0) continue;
+    for (std::int64_t w = at[lane] / 4; w < (at[lane] + access_bytes + 3) / 4; ++w) {
+      std::vector<std::int64_t>& words = words_of_bank[w % 32];
+      if (std::find(words.begin(), words.end(), w) == words.end()) words.push_back(w);
+    }
+  }
+  std::int64_t most = 0;
+  for (const std::vector<std::int64_t>& words : words_of_bank) most = std::max<std::int64_t>(most, std::ssize(words));
+  return most;
+}
+
+}  // namespace
+
+std::int64_t smem_wavefronts(const LaneAddresses& byte_address, std::int64_t access_bytes) {
+  assert((access_bytes == 1 || access_bytes == 2 || access_bytes == 4 || access_bytes == 8 || access_bytes == 16) &&
+         "a shared-memory access moves 1, 2, 4, 8 or 16 bytes a lane");
+  if (access_bytes <= 4) return group_wavefronts(byte_address, 0, 32, access_bytes);
+  std::int64_t sum = 0;
+  for (int half = 0; half < 32; half += 16) {
+    const std::int64_t together = group_wavefronts(byte_address, half, 16, access_bytes);
+    // A 128-bit access: a half-warp that conflicts is served as its two quarter-warps, one after the other.
+    sum += access_bytes == 16 && together > 1 ? group_wavefronts(byte_address, half, 8, 16) +
+                                                    group_wavefronts(byte_address, half + 8, 8, 16)
+                                              : together;
+  }
+  return sum;
+}
+
+std::int64_t ldmatrix_wavefronts(const LaneAddresses& row_address) {
+  std::int64_t sum = 0;
+  for (int m = 0; m < 4; ++m) sum += group_wavefronts(row_address, 8 * m, 8, 16);
+  return sum;
 }
 
 OnChipCounts warp_gemm(const WarpGemm& g, std::int64_t elem_bytes) {
@@ -52,6 +94,14 @@ namespace {
 // 16 per warp is padded (a decode step's few query rows still cost W·16 rows of MMAs).
 std::int64_t padded_rows(std::int64_t rows, std::int64_t warps) {
   return warps * 16 * ceil_div(ceil_div(rows, warps), 16);
+}
+
+// The 32 lanes' byte addresses of one access, lane by lane (< 0: inactive).
+template <class F>
+LaneAddresses lanes(F address_of) {
+  LaneAddresses at{};
+  for (int lane = 0; lane < 32; ++lane) at[lane] = address_of(lane);
+  return at;
 }
 
 // An output block staged on its way to global memory: registers → shared memory (a 32-bit store
@@ -114,7 +164,12 @@ OnChipCounts fa2_backward_pair(const Fa2BackwardLayout& l) {
   c += grid(Tensor::P, Tensor::dO, l.Bc, l.d, l.Br, l.dkv_rows);             // dV_j += P_ijᵀ dO_i
   c += grid(Tensor::dS, Tensor::Q, l.Bc, l.d, l.Br, l.dkv_rows);             // dK_j += dS_ijᵀ Q_i
   c += grid(Tensor::dS, Tensor::K, l.Br, l.d, l.Bc, l.dq_rows);              // dQ_i = dS_ij K_j
-  // P_ij and dS_ij: registers → shared memory, a 32-bit store per accumulator pair.
+  // P_ij and dS_ij: registers → shared memory, a 32-bit store per accumulator pair: a warp's 8 rows ×
+  // 4 words of an m16n8 tile, the rows' 16-byte chunks swizzled (Swizzle<3, 3, 3>) into 8 bank
+  // groups, 1 wavefront a store. ncu counts 1–31 % more store wavefronts on the recorded shapes
+  // (h100-sdpa-onchip.json), as store bank conflicts: more at large N and causal, for the same
+  // layout, so they come from timing (the stores meeting the next row block's cp.async fills), not
+  // from these addresses.
   c[Tensor::P].write += l.Br * l.Bc * e;
   c[Tensor::dS].write += l.Br * l.Bc * e;
   c.st_shared += 2 * ceil_div(l.Br * l.Bc * e, 32 * 4);
@@ -151,15 +206,24 @@ OnChipCounts hbmlab_backward_pair(const HbmlabBackwardLayout& l) {
   c += warp_gemm({.a = Tensor::P, .b = Tensor::dO, .M = l.Bc, .N = l.d, .K = l.Br, .Wm = W, .a_in_registers = true}, e);
   c += warp_gemm({.a = Tensor::dS, .b = Tensor::Q, .M = l.Bc, .N = l.d, .K = l.Br, .Wm = W, .a_in_registers = true}, e);
   c += warp_gemm({.a = Tensor::dS, .b = Tensor::K, .M = l.Br, .N = l.d, .K = l.Bc, .Wm = dq_rows, .Wn = W / dq_rows}, e);
-  c[Tensor::dS].write += l.Bc * l.Br * e;  // dS_ijᵀ, a 32-bit store per accumulator pair
-  c.st_shared += ceil_div(l.Bc * l.Br * e, 32 * 4);
+  // dS_ijᵀ: per n8 tile of queries two 32-bit stores a warp (keys lane/4 and lane/4 + 8), lane at row
+  // lane/4, 16-byte chunk t XOR (lane/4) of the Br·2-byte row, word lane % 4: 32 banks, 1 wavefront.
+  const std::int64_t ds_stores = W * 2 * ceil_div(l.Br, 8);
+  const std::int64_t ds_wavefronts =
+      smem_wavefronts(lanes([&](int lane) { return (lane / 4) * l.Br * e + (lane / 4 % 8) * 16 + (lane % 4) * 4; }), 4);
+  c[Tensor::dS].write += ds_stores * ds_wavefronts * kWavefrontBytes;
+  c.st_shared += ds_stores;
   c[Tensor::Q].fill += l.Br * l.d * e;
   c[Tensor::dO].fill += l.Br * l.d * e;
   c[Tensor::lse].fill += 4 * l.Br;  // L_i and D_i, fp32
   c[Tensor::D].fill += 4 * l.Br;
-  // Each warp reads L_i and D_i for the two queries a thread holds in each n8 tile: 2·Br/8 loads
-  // (their bytes, a few per 16 KiB of ldmatrix traffic, are left out).
-  c.ld_shared += W * 2 * ceil_div(l.Br, 8);
+  // Each warp reads L_i and D_i for the two queries a thread holds in each n8 tile, one float2 each
+  // at query (lane % 4)·2: four distinct 8-byte pairs, each for 8 lanes, but a 64-bit load serves
+  // each half-warp on its own: 2 wavefronts a load (ncu: 2.000 per LDS.64), 256 bytes.
+  const std::int64_t stat_loads = W * ceil_div(l.Br, 8);
+  const std::int64_t stat_wavefronts = smem_wavefronts(lanes([](int lane) { return (lane % 4) * 2 * 4; }), 8);
+  for (Tensor t : {Tensor::lse, Tensor::D}) c[t].read += stat_loads * stat_wavefronts * kWavefrontBytes;
+  c.ld_shared += 2 * stat_loads;
   c.ex2 = ceil_div(l.Br * l.Bc, 32);
   return c;
 }
@@ -216,6 +280,12 @@ OnChipCounts wgmma_forward_kernel(const KernelPlan& plan, const WgmmaForwardLayo
   const std::int64_t Br = 64 * l.warpgroups;
   cta[Tensor::Q].fill = Br * l.d * l.elem_bytes;
   cta[Tensor::O].write = Br * l.d * l.elem_bytes;
+  // The ring's mbarriers (gpu/flash3.cu): per pair each consumer warp waits for K_j and V_j and
+  // releases both (4), the producer waits for both stages to be free and arms them (4); per Q_i the
+  // consumer warps wait for it and release it (2 each), the producer waits and arms (2). A wait that
+  // polls more than once costs more: ncu counts 0.1–5 % more than this on the recorded shapes.
+  pair.mbarrier = 4 * 4 * l.warpgroups + 4;
+  cta.mbarrier = 2 * 4 * l.warpgroups + 2;
   OnChipCounts c = per_kernel(plan, pair, cta);
   c.layout = fmt::format("{} consumer warpgroups x 64 query rows; wgmma reads Q_i, K_j and V_j from shared memory "
                          "(no ldmatrix); S and P stay in registers; K/V arrive by TMA; O leaves through shared memory",
@@ -282,36 +352,51 @@ namespace {
 // warp's lanes, so a warp instruction per 32 elements, the last partly active.
 std::int64_t warp_steps(std::int64_t n) { return ceil_div(n, 32); }
 
-// `count` warp-level loads (stores) from (to) shared memory moving `bytes` in all: what the active
-// lanes receive (give), 4 or 8 or 16 bytes each.
-void smem_load(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t bytes) {
-  c[t].read += bytes;
+// `count` warp-level loads (stores) from (to) shared memory of `wavefronts` each (smem_wavefronts):
+// wavefronts × 128 bytes each, what the pipe moves, whatever the lanes receive (give).
+void smem_load(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t wavefronts) {
+  c[t].read += count * wavefronts * kWavefrontBytes;
   c.ld_shared += count;
 }
-void smem_store(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t bytes) {
-  c[t].write += bytes;
+void smem_store(OnChipCounts& c, Tensor t, std::int64_t count, std::int64_t wavefronts) {
+  c[t].write += count * wavefronts * kWavefrontBytes;
   c.st_shared += count;
 }
 
-// Warp steps of `for (k = tid; k < rows·per_row; k += threads) { r = k / per_row; e = k % per_row;
-// if (r ≥ valid_rows || e ≥ valid_cols) continue; ... }` that have at least one lane at work.
-std::int64_t active_steps(std::int64_t rows, std::int64_t per_row, std::int64_t valid_rows, std::int64_t valid_cols) {
-  std::int64_t steps = 0;
-  for (std::int64_t k0 = 0; k0 < rows * per_row; k0 += 32)
-    for (std::int64_t k = k0; k < std::min(k0 + 32, rows * per_row); ++k)
-      if (k / per_row < valid_rows && k % per_row < valid_cols) {
-        ++steps;
-        break;
-      }
-  return steps;
+// gpu/standard.cu's 16-byte row copies and fp32 staging: the accesses of a CTA loop
+// `for (k = tid; k < n; k += threads)`, warp step s being k = 32·s + lane; `address(k)` gives a
+// lane's byte address, or < 0 where it skips. Each warp step's access with its own wavefronts; a
+// step no lane takes issues nothing.
+enum class Access { load, store };
+template <class F>
+void staged(OnChipCounts& c, Tensor t, Access access, std::int64_t n, std::int64_t access_bytes, F address) {
+  for (std::int64_t k0 = 0; k0 < n; k0 += 32) {
+    const LaneAddresses at = lanes([&](int lane) { return k0 + lane < n ? address(k0 + lane) : -1; });
+    const std::int64_t wavefronts = smem_wavefronts(at, access_bytes);
+    if (wavefronts == 0) continue;
+    if (access == Access::load) smem_load(c, t, 1, wavefronts);
+    else smem_store(c, t, 1, wavefronts);
+  }
 }
 
-// WMMA's fp32 accumulator tile (rows × cols) stored to shared memory (8 bytes a lane) and read back
-// eight elements at a time as four 8-byte loads, `valid_rows` × `valid_cols` of it (the rest skipped).
+// WMMA's fp32 accumulator tile (rows × cols, rows cols + 4 floats apart) stored to shared memory by
+// store_matrix_sync — per 16 × 16 fragment four 8-byte stores, the lane's two elements at row lane/4
+// (+ 8), column (lane % 4)·2 (+ 8) — and read back eight elements at a time by thread k as two
+// 16-byte loads at row k / (cols/8), column (k % (cols/8))·8, `valid_rows` × `valid_cols` of it
+// (the rest skipped, eight columns at a time). Both conflict: rows 68 floats apart put 4 rows'
+// columns on shared banks (4 wavefronts a store where 2 would do, 8 a load where 4 would; ncu: 4.000
+// and 8.000).
 void wmma_stage(OnChipCounts& c, Tensor t, std::int64_t rows, std::int64_t cols, std::int64_t valid_rows,
                 std::int64_t valid_cols) {
-  smem_store(c, t, rows * cols * 4 / 256, rows * cols * 4);
-  smem_load(c, t, 4 * active_steps(rows, cols / 8, valid_rows, ceil_div(valid_cols, 8)), valid_rows * valid_cols * 4);
+  const std::int64_t ld = cols + 4, per_row = cols / 8;
+  const std::int64_t store_wavefronts =
+      smem_wavefronts(lanes([&](int lane) { return ((lane / 4) * ld + (lane % 4) * 2) * 4; }), 8);
+  smem_store(c, t, rows * cols / 64, store_wavefronts);
+  for (std::int64_t half : {0, 16})
+    staged(c, t, Access::load, rows * per_row, 16, [&](std::int64_t k) -> std::int64_t {
+      const std::int64_t r = k / per_row, col = (k % per_row) * 8;
+      return r < valid_rows && col < valid_cols ? (r * ld + col) * 4 + half : -1;
+    });
 }
 
 }  // namespace
@@ -321,49 +406,59 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l) {
   c.modelled = true;
   const BlockGrid g(l.N, {l.Br, l.Bc}, l.causal);
   const std::int64_t d = l.d;
+  // Wavefronts of the kernel's accesses (smem_wavefronts), from gpu/flash1.cu's addresses: a warp's 32
+  // consecutive floats (rows of K_j, V_j, Q_i, O_i, S_ij; ℓ_i, m_i), one float for the whole warp or
+  // for lane 0 alone, 1 each; K_j's keys read a row apart, the rows padded to d + 1 floats, 1; a
+  // 16-byte chunk of Q_i's or P̃_ij's row that every lane of the warp reads (the row is the warp's),
+  // 2: each half-warp is served on its own.
+  const std::int64_t row = smem_wavefronts(lanes([](int lane) { return 4 * lane; }), 4);
+  const std::int64_t one = smem_wavefronts(lanes([](int lane) { return lane == 0 ? 0 : -1; }), 4);
+  const std::int64_t same = smem_wavefronts(lanes([](int) { return 0; }), 4);
+  const std::int64_t keys = smem_wavefronts(lanes([&](int lane) { return 4 * lane * (d + 1); }), 4);
+  const std::int64_t chunk = smem_wavefronts(lanes([](int) { return 0; }), 16);
   for (std::int64_t j = 0; j < g.Tc; ++j) {
     const std::int64_t c0 = g.col_begin(j), cols = g.cols(j);
     // line 6: K_j, V_j into shared memory in fp32, an element per lane.
-    smem_store(c, Tensor::K, warp_steps(cols * d), 4 * cols * d);
-    smem_store(c, Tensor::V, warp_steps(cols * d), 4 * cols * d);
+    smem_store(c, Tensor::K, warp_steps(cols * d), row);
+    smem_store(c, Tensor::V, warp_steps(cols * d), row);
     for (std::int64_t i = 0; i < g.Tr; ++i) {
       if (g.skipped(i, j)) continue;
       const std::int64_t r0 = g.row_begin(i), rows = g.rows(i);
       // line 8: Q_i, O_i, ℓ_i, m_i.
-      smem_store(c, Tensor::Q, warp_steps(rows * d), 4 * rows * d);
-      smem_store(c, Tensor::O, warp_steps(rows * d), 4 * rows * d);
-      smem_store(c, Tensor::l, warp_steps(rows), 4 * rows);
-      smem_store(c, Tensor::m, warp_steps(rows), 4 * rows);
+      smem_store(c, Tensor::Q, warp_steps(rows * d), row);
+      smem_store(c, Tensor::O, warp_steps(rows * d), row);
+      smem_store(c, Tensor::l, warp_steps(rows), row);
+      smem_store(c, Tensor::m, warp_steps(rows), row);
       // line 9: a thread per score; a warp is 32 keys of one query row (Bc a multiple of 32). Lanes
-      // past K_j's last key, or after the query (causal), load nothing.
+      // past K_j's last key, or after the query (causal), load nothing; a warp with none loads nothing.
       for (std::int64_t r = 0; r < rows; ++r) {
-        const std::int64_t keys = l.causal ? std::clamp<std::int64_t>(r0 + r - c0 + 1, 0, cols) : cols;
+        const std::int64_t seen = l.causal ? std::clamp<std::int64_t>(r0 + r - c0 + 1, 0, cols) : cols;
         for (std::int64_t q = 0; q < l.Bc; q += 32) {
-          const std::int64_t lanes = std::clamp<std::int64_t>(keys - q, 0, 32);
-          smem_store(c, Tensor::S, 1, 4 * 32);
-          if (lanes == 0) continue;
-          smem_load(c, Tensor::Q, d / 4, 4 * d * lanes);  // 16 bytes a lane, the row broadcast
-          smem_load(c, Tensor::K, d, 4 * d * lanes);
+          smem_store(c, Tensor::S, 1, row);
+          if (seen <= q) continue;
+          smem_load(c, Tensor::Q, d / 4, chunk);  // 16 bytes a lane, the row broadcast
+          smem_load(c, Tensor::K, d, keys);
         }
       }
       // lines 10–11: a warp per row; lane 0 updates m_i, ℓ_i and the two rescaling factors.
-      smem_load(c, Tensor::S, rows * 2 * (l.Bc / 32), rows * 2 * l.Bc * 4);
-      smem_store(c, Tensor::P, rows * (l.Bc / 32), rows * l.Bc * 4);
+      smem_load(c, Tensor::S, rows * 2 * (l.Bc / 32), row);
+      smem_store(c, Tensor::P, rows * (l.Bc / 32), row);
       c.ex2 += rows * (l.Bc / 32 + 2);
-      smem_load(c, Tensor::m, rows, 4 * rows);
-      smem_load(c, Tensor::l, rows, 4 * rows);
-      smem_store(c, Tensor::m, rows, 4 * rows);
-      smem_store(c, Tensor::l, 3 * rows, 12 * rows);  // ℓ_new and the two factors
+      smem_load(c, Tensor::m, rows, one);
+      smem_load(c, Tensor::l, rows, one);
+      smem_store(c, Tensor::m, rows, one);
+      smem_store(c, Tensor::l, 3 * rows, one);  // ℓ_new and the two factors
       // line 12: a thread per element of O_i: P̃_ij four at a time (broadcast), V_j one at a time, then
-      // the two factors and O_i.
-      const std::int64_t steps = warp_steps(rows * d), lanes = rows * d;
-      smem_load(c, Tensor::P, steps * (cols / 4 + cols % 4), lanes * cols * 4);
-      smem_load(c, Tensor::V, steps * cols, lanes * cols * 4);
-      smem_load(c, Tensor::l, 2 * steps, 2 * lanes * 4);
-      smem_load(c, Tensor::O, steps, lanes * 4);
+      // the two factors (broadcast) and O_i.
+      const std::int64_t steps = warp_steps(rows * d);
+      smem_load(c, Tensor::P, steps * (cols / 4), chunk);
+      smem_load(c, Tensor::P, steps * (cols % 4), same);
+      smem_load(c, Tensor::V, steps * cols, row);
+      smem_load(c, Tensor::l, 2 * steps, same);
+      smem_load(c, Tensor::O, steps, row);
       // line 13: ℓ_i, m_i out.
-      smem_load(c, Tensor::l, warp_steps(rows), 4 * rows);
-      smem_load(c, Tensor::m, warp_steps(rows), 4 * rows);
+      smem_load(c, Tensor::l, warp_steps(rows), row);
+      smem_load(c, Tensor::m, warp_steps(rows), row);
     }
   }
   c = c.times(plan.instances);
@@ -383,12 +478,13 @@ OnChipCounts standard_qk_kernel(const KernelPlan& plan, const StandardLayout& l)
   const std::int64_t d = l.d, e = l.elem_bytes;
   const OnChipCounts gemm =
       warp_gemm({.a = Tensor::Q, .b = Tensor::K, .M = l.Br, .N = l.Bc, .K = d, .Wm = 2, .Wn = 2}, e);
-  // A tile: Q_i and K_j stored 16 bytes a lane (rows past N as zeros), the GEMM, S_ij staged. Only
-  // the last row and column of tiles are ragged; the others are all alike.
+  // A tile: Q_i and K_j stored 16 bytes a lane (rows past N as zeros; rows d + 8 elements apart), the
+  // GEMM, S_ij staged. Only the last row and column of tiles are ragged; the others are all alike.
+  auto row_copy = [&](std::int64_t k) { return ((k / (d / 8)) * (d + 8) + (k % (d / 8)) * 8) * e; };
   auto tile = [&](std::int64_t rows, std::int64_t cols) {
     OnChipCounts t = gemm;
-    smem_store(t, Tensor::Q, warp_steps(l.Br * d / 8), l.Br * d * e);
-    smem_store(t, Tensor::K, warp_steps(l.Bc * d / 8), l.Bc * d * e);
+    staged(t, Tensor::Q, Access::store, l.Br * d / 8, 16, row_copy);
+    staged(t, Tensor::K, Access::store, l.Bc * d / 8, 16, row_copy);
     wmma_stage(t, Tensor::S, l.Br, l.Bc, rows, cols);
     return t;
   };
@@ -407,13 +503,17 @@ OnChipCounts standard_softmax_kernel(const KernelPlan& plan, const StandardLayou
   OnChipCounts c;
   c.modelled = true;
   const std::int64_t N = l.N, warps = l.softmax_threads() / 32;
-  smem_store(c, Tensor::S, 8 * warp_steps(N / 8), 4 * N);  // the row in fp32, an element per store
-  smem_store(c, Tensor::S, 2 * warps, 2 * warps * 4);      // two block reductions: lane 0 of each warp
-  smem_load(c, Tensor::S, 2 * warps, 2 * warps * warps * 4);  // then each warp reads the warps' partials
-  smem_load(c, Tensor::S, warp_steps(N), 4 * N);              // e^(x − max)
-  smem_store(c, Tensor::P, warp_steps(N), 4 * N);
+  const std::int64_t row = smem_wavefronts(lanes([](int lane) { return 4 * lane; }), 4);
+  // The row in fp32, an element per store: thread v's eight elements at 8·v + e, so a warp's lanes are
+  // 32 bytes apart, 4 to a bank (8 wavefronts a store; ncu: 4.111 a store with those below).
+  for (std::int64_t e = 0; e < 8; ++e) staged(c, Tensor::S, Access::store, N / 8, 4, [&](std::int64_t v) { return 4 * (8 * v + e); });
+  smem_store(c, Tensor::S, 2 * warps, row);  // two block reductions: lane 0 of each warp
+  smem_load(c, Tensor::S, 2 * warps, row);   // then each warp reads the warps' partials, a lane each
+  smem_load(c, Tensor::S, warp_steps(N), row);  // e^(x − max), a float a lane
+  smem_store(c, Tensor::P, warp_steps(N), row);
   c.ex2 = warp_steps(N);
-  smem_load(c, Tensor::P, 4 * warp_steps(N / 8), 4 * N);  // eight at a time as four 8-byte loads, to 16-byte stores
+  // Eight at a time as two 16-byte loads, to 16-byte stores: lanes 32 bytes apart (8 wavefronts a load).
+  for (std::int64_t half : {0, 16}) staged(c, Tensor::P, Access::load, N / 8, 16, [&](std::int64_t v) { return 32 * v + half; });
   c = c.times(plan.instances * N);
   c.layout = fmt::format("one CTA of {} threads per row of S: the row in fp32 in shared memory, exponentiated there",
                          l.softmax_threads());
@@ -466,9 +566,14 @@ OnChipCounts decode_merge_stores(const DecodeSplitLayout& l) {
   c.modelled = true;
   const std::int64_t W = DecodeSplitLayout::kWarps, groups = ceil_div(l.Br, 16);
   c[Tensor::Q].fill = 16 * groups * l.d * l.elem_bytes;
-  smem_store(c, Tensor::O, W * groups * 2 * (l.d / 8), W * 16 * groups * l.d * 4);
-  smem_store(c, Tensor::m, W * groups * 2 * 2, W * groups * 2 * 2 * 8 * 4);
-  smem_store(c, Tensor::l, W * groups * 2, W * groups * 2 * 8 * 4);
+  // O: a float2 per lane at row lane/4, column (lane % 4)·2 of an n8 tile, the rows d floats apart:
+  // each half-warp asks 4 rows × 8 floats of the same 8 banks, 4 wavefronts (8 a store; ncu: 8.000).
+  const std::int64_t o_wavefronts = smem_wavefronts(lanes([&](int lane) { return ((lane / 4) * l.d + (lane % 4) * 2) * 4; }), 8);
+  // m, ℓ, row max: lanes 0, 4, …, 28 store 8 consecutive floats, 1 wavefront.
+  const std::int64_t stat_wavefronts = smem_wavefronts(lanes([](int lane) { return lane % 4 == 0 ? lane : -1; }), 4);
+  smem_store(c, Tensor::O, W * groups * 2 * (l.d / 8), o_wavefronts);
+  smem_store(c, Tensor::m, W * groups * 2 * 2, stat_wavefronts);
+  smem_store(c, Tensor::l, W * groups * 2, stat_wavefronts);
   return c;
 }
 
@@ -478,12 +583,16 @@ OnChipCounts decode_merge_reads(const DecodeSplitLayout& l, std::int64_t rows) {
   OnChipCounts c;
   c.modelled = true;
   const std::int64_t W = DecodeSplitLayout::kWarps, steps = warp_steps(rows * l.d);
-  smem_load(c, Tensor::O, W * steps, W * rows * l.d * 4);
-  smem_load(c, Tensor::l, W * steps, W * steps * 32 * 4);
+  // A warp's 32 elements are 32 consecutive floats of one row of O (1 wavefront); ℓ and m one float
+  // for the whole warp (1); the row max one lane's float (1).
+  const std::int64_t row = smem_wavefronts(lanes([](int lane) { return 4 * lane; }), 4);
+  const std::int64_t same = smem_wavefronts(lanes([](int) { return 0; }), 4);
+  smem_load(c, Tensor::O, W * steps, row);
+  smem_load(c, Tensor::l, W * steps, same);
   if (l.unified) {
-    smem_load(c, Tensor::m, W * rows, W * rows * 4);  // the row max, at the row's first element
+    smem_load(c, Tensor::m, W * rows, same);  // the row max, at the row's first element
   } else {
-    smem_load(c, Tensor::m, W * steps, W * steps * 32 * 4);
+    smem_load(c, Tensor::m, W * steps, same);
     c.ex2 += W * steps;
   }
   return c;

@@ -36,6 +36,9 @@ struct SmemBytes {
   }
 };
 
+// What one shared-memory wavefront moves, as ncu counts it (smem_wavefronts, below).
+inline constexpr std::int64_t kWavefrontBytes = 128;
+
 // One kernel's on-chip counts (all CTAs), or one step's or one CTA's while they are built.
 struct OnChipCounts {
   bool modelled = false;    // false: this kernel's warp layout is not described (counts stay 0)
@@ -47,6 +50,11 @@ struct OnChipCounts {
   std::int64_t ex2 = 0;       // warp-level ex2.approx (the exponent unit)
   std::int64_t wgmma = 0;     // warpgroup-level wgmma (each is 4 warp instructions to ncu)
   std::int64_t wgmma_flops = 0;
+  // Warp-level mbarrier operations (try_wait, arrive, arrive.expect_tx on the TMA ring's barriers):
+  // one shared-memory wavefront each, which ncu counts among those that are neither loads nor stores
+  // (with wgmma's operand reads). Not charged to the shared-memory pipe's time.
+  std::int64_t mbarrier = 0;
+  std::int64_t mbarrier_bytes() const { return mbarrier * kWavefrontBytes; }
 
   SmemBytes& operator[](Tensor t) { return by_tensor[static_cast<int>(t)]; }
   const SmemBytes& operator[](Tensor t) const { return by_tensor[static_cast<int>(t)]; }
@@ -58,6 +66,22 @@ struct OnChipCounts {
   static constexpr std::int64_t kMmaFlops = 2 * 16 * 8 * 16;  // one m16n8k16
   static constexpr std::int64_t kLdmatrixBytes = 512;         // one ldmatrix.x4
 };
+
+// Shared-memory wavefronts of one warp-level access, from its lanes' byte addresses (< 0: the lane
+// is inactive). Shared memory is 32 banks of 4 bytes; one wavefront (128 bytes, what ncu counts)
+// serves each bank once: one 4-byte word per bank, however many lanes ask for that word (a
+// broadcast). A 32-bit access serves the whole warp together; a 64- or 128-bit access serves each
+// half-warp (lanes 0–15, 16–31) on its own, and a 128-bit access whose half-warp conflicts serves
+// that half-warp's two quarter-warps on their own. So an access takes, for each group of lanes, the
+// most distinct words any one bank is asked for, summed over the groups: 1 for 32 consecutive floats
+// or one float for all lanes, 8 for 32 floats 32 bytes apart, 2 for 32 consecutive 8-byte pairs and
+// also for one 8-byte pair or one 16-byte chunk that all lanes read, 4 for 32 consecutive 16-byte
+// chunks. The rule is what ncu's SourceCounters give, instruction by instruction, for hbmlab's
+// kernels on the H100 (gpu/bench/smem_source_ncu.sh; docs/on-chip.md#shared-memory-wavefronts).
+using LaneAddresses = std::array<std::int64_t, 32>;
+std::int64_t smem_wavefronts(const LaneAddresses& byte_address, std::int64_t access_bytes);
+// ldmatrix.x4: lanes 8m … 8m + 7 give the 16-byte rows of matrix m, each matrix served on its own.
+std::int64_t ldmatrix_wavefronts(const LaneAddresses& row_address);
 
 // C (M×N) += A (M×K)·B (K×N) on a Wm × Wn grid of warps (see the file comment).
 struct WarpGemm {
@@ -159,8 +183,8 @@ OnChipCounts registers_only_kernel(std::string layout);
 // outer step) and Q_i, O_i, ℓ_i, m_i (per pair) stored element-wise as fp32; S_ij = τ Q_i K_jᵀ with a
 // thread per score, reading its Q_i row four elements at a time (a broadcast: a warp shares the
 // row) and its K_j row one at a time; the softmax a warp per row; O_i a thread per element, reading
-// P̃_ij four at a time and V_j's column one at a time. Bytes are what the lanes receive or give:
-// 4 or 16 per active lane.
+// P̃_ij four at a time and V_j's column one at a time. Bytes are the accesses' wavefronts × 128
+// (smem_wavefronts): a broadcast 16-byte read is 256 bytes, a 32-bit access of a few lanes 128.
 struct Flash1Layout {
   std::int64_t N = 0, Br = 0, Bc = 0, d = 0;
   bool causal = false;

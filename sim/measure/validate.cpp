@@ -190,6 +190,8 @@ KernelSums sum_kernels(const Json& r, std::string_view family, std::string_view 
   return s;
 }
 
+MeasuredOnChip read_on_chip(const Json& r, const std::string& where);
+
 // PyTorch's FlashAttention-2 backward ("pass": "backward" in a record): its three kernels, as the flash2
 // backward room plans them, D = rowsum(dO ∘ O) (flash_bwd_dot_do_o_kernel, which also clears the fp32
 // dQ accumulator), one CTA per K_j, V_j (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, whose name carries
@@ -212,6 +214,7 @@ void read_sdpa_backward(const Json& r, const std::string& where, const std::stri
   row.problem = sdpa_problem(r, where);
   read_sdpa_launch(*main, m, where + ": ncu_kernels: Flash_bwd_kernel_traits", where, row);
   sums.fill(row);
+  row.measured_on_chip = read_on_chip(r, where);  // gpu/bench/sdpa_onchip.sh's records carry them
   check_row(row, where);
   report.rows.push_back(row);
 }
@@ -251,8 +254,6 @@ void read_cudnn_backward(const Json& r, const std::string& where, const std::str
   check_row(row, where);
   report.rows.push_back(row);
 }
-
-MeasuredOnChip read_on_chip(const Json& r, const std::string& where);
 
 // cuDNN's Hopper forward (PyTorch's cuDNN SDPA backend on sm_90), read as the room that names its
 // kernel (flash3: a producer warpgroup filling a K/V ring by TMA, consumer warpgroups on wgmma).
@@ -359,6 +360,7 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
     KernelSums one;
     one.add(*kernel);
     one.fill(row);
+    row.measured_on_chip = read_on_chip(r, where);  // gpu/bench/sdpa_onchip.sh's records carry them
     check_row(row, where);
     report.rows.push_back(row);
   }
@@ -761,7 +763,7 @@ void print_on_chip(std::ostream& out, const ValidationReport& r) {
     const MeasuredOnChip& m = row->measured_on_chip;
     const SmemBytes t = row->predicted_on_chip.total();
     const double measured = measured_smem_bytes(m);
-    const double predicted = double(t.read + t.write + t.mma_read);
+    const double predicted = double(t.read + t.write + t.mma_read + row->predicted_on_chip.mbarrier_bytes());
     if (measured > 0) errors.push_back(predicted / measured - 1);
     fmt::print(out, "  {:<15} {:>6} {:>4} {:<6} {:>7}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>8} {:>8}\n", row->source,
                row->problem.seq_len, row->problem.head_dim, row->problem.causal ? "causal" : "full",
@@ -851,7 +853,8 @@ nlohmann::ordered_json validation_json(const ValidationReport& r) {
       const SmemBytes t = c.total();
       rows.back()["measured"]["on_chip"] = measured;
       rows.back()["predicted"]["on_chip"] = {
-          {"smem_ld_bytes", t.read},        {"smem_st_bytes", t.write},  {"smem_mma_bytes", t.mma_read},
+          {"smem_ld_bytes", t.read},        {"smem_st_bytes", t.write},
+          {"smem_mma_bytes", t.mma_read + c.mbarrier_bytes()},  // ncu's other wavefronts: wgmma operands, mbarriers
           {"mma_instructions", c.mma + 4 * c.wgmma},  // ncu counts a wgmma as 4 warp instructions
           {"ldmatrix_instructions", c.ldmatrix},
           {"ex2_instructions", c.ex2},      {"tensor_pipe_busy", num(row.predicted_tensor_busy)}};
