@@ -141,6 +141,7 @@ struct Resident {
   std::int64_t cta = 0, instance = 0;
   std::int32_t program = 0, phase = 0, sm = 0, slot = 0;
   double start_s = 0;
+  bool prefetched = false;  // a persistent CTA's tile after its slot's first: its first loads came early
 };
 
 // Bandwidth over time in equal bins. A step's bytes are spread over the bins it spans in
@@ -381,7 +382,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
   // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
   // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
   d.window += window * (k.double_buffered ? 2 : 1);
-  if ((!k.double_buffered || r.phase == 0) && window > 0) {
+  if ((!k.double_buffered || (r.phase == 0 && !r.prefetched)) && window > 0) {
     // It waits for its loads: either as many round trips as its window needs (Little's law),
     // or the first byte's latency and then its own bytes at the SM's share of DRAM and L2
     // bandwidth, whichever is longer.
@@ -439,6 +440,7 @@ void Replay::retire(const KernelPlan& k, std::int32_t kernel_index, std::vector<
           ++result_.timeline.dropped_spans;
       }
       if (!grid.place(r, t1)) continue;
+      r.prefetched = k.persistent && k.double_buffered;
     }
     here[kept++] = r;
   }
