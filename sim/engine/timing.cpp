@@ -189,9 +189,9 @@ void add_sample(Timeline& tl, double& bin_s, const BandwidthSample& s) {
 // What one step of an SM asks of the SM and the memory system, summed over the CTAs resident on it.
 struct StepDemand {
   double compute = 0, sram = 0;          // seconds at the SM's rates
-  // Kernels timed from the pipes: each pipe's seconds over the resident CTAs, and the longest chain
-  // one group of warps runs in order (its GEMMs, then its softmax).
-  double chain = 0;
+  // Kernels timed from the pipes: what the resident CTAs' warps issue and wait on (MMAs, exps, FP32
+  // work), summed over them, and the longest phase one CTA runs in order (its GEMMs, then its softmax).
+  double issued = 0, chain = 0;
   double latency_bytes = 0, window = 0;  // Σ bytes × latency, and the bytes the CTAs keep in flight
   double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
@@ -360,13 +360,17 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
     // One CTA's warps run a phase in order: the GEMMs (mma.sync's loop loads the next fragments
     // from shared memory under the current MMAs), then the softmax (exps, then FP32 work). A wgmma
     // is asynchronous: the warpgroup's FP32 work issues while it runs. The CTAs resident on an SM
-    // take turns on the pipes: their chains add up (docs/design.md#the-sms-pipes).
+    // take turns on the tensor pipe, the exponent unit and the FP32 pipe, whose work their warps
+    // issue: that work adds up; shared memory serves every CTA's loads at once, against its
+    // bandwidth alone (docs/design.md#the-sms-pipes).
     const double mm = double(ph.matmul_flops);
     // A non-matmul operation is one FP32 lane instruction; an FMA counts two FLOPs in the pipe's rate.
     const double fp32 = double(ph.non_matmul_flops) / (rates_.fp32_per_sm / 2);
-    compute = pipes.async_mma ? std::max(mm * (pipes.tensor + pipes.ex2), fp32)
-                              : mm * (std::max(pipes.smem_loads, pipes.tensor) + pipes.ex2) + fp32;
-    d.chain += compute;
+    const double issued = pipes.async_mma ? std::max(mm * (pipes.tensor + pipes.ex2), fp32)
+                                          : mm * (pipes.tensor + pipes.ex2) + fp32;
+    compute = pipes.async_mma ? issued : mm * (std::max(pipes.smem_loads, pipes.tensor) + pipes.ex2) + fp32;
+    d.issued += issued;
+    d.chain = std::max(d.chain, compute);
     d.sram += mm * pipes.smem;
   } else {
     compute = double(ph.matmul_flops) / matmul_rate + double(ph.non_matmul_flops) / rates_.non_matmul_per_sm;
@@ -417,7 +421,7 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
   const double in_flight = std::min(d.window, rates_.in_flight_per_sm);
   const double memory = in_flight > 0 ? d.latency_bytes / in_flight : 0.0;
   const bool serial_waits = 2 * d.serial_memory > d.serial;
-  const double pipes = std::max(d.compute, d.chain);
+  const double pipes = std::max({d.compute, d.issued, d.chain});
   const double t_compute = std::max(pipes, serial_waits ? 0.0 : d.serial);
   const double t_latency = std::max(memory, serial_waits ? d.serial : 0.0);
   const double step_s = std::max({t_dram, t_l2, t_compute, t_latency, d.sram});
