@@ -67,6 +67,7 @@ struct Rates {
   bool pipes = false;
   double mma_sync_per_sm = 0, mma_sync_per_warp = 0, wgmma_per_sm = 0;  // FLOP/s
   double ex2_per_sm = 0, fp32_per_sm = 0, smem_per_sm = 0;               // results/s, FLOP/s, bytes/s
+  double issue_per_sm = 0;  // warp instructions/s; 0 where the preset does not give it
 };
 
 Rates rates_of(const GpuSpec& gpu) {
@@ -90,6 +91,7 @@ Rates rates_of(const GpuSpec& gpu) {
   r.ex2_per_sm = gpu.ex2_per_cycle_per_sm * pipe_hz;
   r.fp32_per_sm = gpu.fp32_fma_flops_per_cycle_per_sm * pipe_hz;
   r.smem_per_sm = gpu.sram_bytes_per_cycle_per_sm * pipe_hz;
+  r.issue_per_sm = gpu.issue_per_cycle_per_sm * pipe_hz;
   return r;
 }
 
@@ -104,6 +106,7 @@ struct PipeCosts {
   double smem_loads = 0;    // shared memory ↔ registers by the warps' own instructions (ldmatrix, ld/st.shared)
   double smem = 0;          // every shared-memory byte: those, the copy engine's fills, wgmma's operand reads
   bool async_mma = false;   // wgmma: the warps go on issuing while the tensor cores work
+  double issue = 0;         // the counted warp instructions (MMAs, shared-memory loads and stores, exps) at the issue rate
 };
 
 PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_sm) {
@@ -126,6 +129,9 @@ PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_
   c.async_mma = oc.wgmma_flops > 0;
   c.ex2 = double(oc.ex2) * 32.0 / r.ex2_per_sm * per_flop;
   c.smem = double(smem.fill + smem.read + smem.mma_read + smem.write) / r.smem_per_sm * per_flop;
+  // Each wgmma is one instruction in each of its warpgroup's four warps.
+  const double instructions = double(oc.mma + oc.ldmatrix + oc.ld_shared + oc.st_shared + oc.ex2 + 4 * oc.wgmma);
+  if (r.issue_per_sm > 0) c.issue = instructions / r.issue_per_sm * per_flop;
   return c;
 }
 
@@ -192,6 +198,7 @@ struct StepDemand {
   // Kernels timed from the pipes: what the resident CTAs' warps issue and wait on (MMAs, exps, FP32
   // work), summed over them, and the longest phase one CTA runs in order (its GEMMs, then its softmax).
   double issued = 0, chain = 0;
+  double issue = 0;  // every resident warp's instructions through the SM's issue slots
   double latency_bytes = 0, window = 0;  // Σ bytes × latency, and the bytes the CTAs keep in flight
   double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
@@ -371,6 +378,8 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
     compute = pipes.async_mma ? issued : mm * (std::max(pipes.smem_loads, pipes.tensor) + pipes.ex2) + fp32;
     d.issued += issued;
     d.chain = std::max(d.chain, compute);
+    // Every FP32 operation of a warp's 32 lanes is one instruction.
+    if (rates_.issue_per_sm > 0) d.issue += mm * pipes.issue + double(ph.non_matmul_flops) / 32.0 / rates_.issue_per_sm;
     d.sram += mm * pipes.smem;
   } else {
     compute = double(ph.matmul_flops) / matmul_rate + double(ph.non_matmul_flops) / rates_.non_matmul_per_sm;
@@ -421,7 +430,7 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
   const double in_flight = std::min(d.window, rates_.in_flight_per_sm);
   const double memory = in_flight > 0 ? d.latency_bytes / in_flight : 0.0;
   const bool serial_waits = 2 * d.serial_memory > d.serial;
-  const double pipes = std::max({d.compute, d.issued, d.chain});
+  const double pipes = std::max({d.compute, d.issued, d.chain, d.issue});
   const double t_compute = std::max(pipes, serial_waits ? 0.0 : d.serial);
   const double t_latency = std::max(memory, serial_waits ? d.serial : 0.0);
   const double step_s = std::max({t_dram, t_l2, t_compute, t_latency, d.sram});
