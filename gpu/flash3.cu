@@ -1,7 +1,8 @@
 // flash3: FlashAttention-3 forward on Hopper (sm_90a), the FlashAttention-3 paper's Algorithm 1.
 // Run: hbmlab measure --algo flash3 --seq-len 4096 --head-dim 128 [--causal both]
 //      HBMLAB_FLASH3_VERSION=1|2|3|4 picks a rung of the ladder below (by default 4 without a causal
-//      mask and 3 with one).
+//      mask or a block mask, 3 with either).
+//      hbmlab measure --algo flash3 --seq-len 8192 --block-mask local:1024,butterfly [--causal both]
 //
 // The same HBM traffic as flash2 (Q_i read once, K_j and V_j once per row block, O_i and L_i written
 // once); what changes is how the SM is kept busy. A CTA owns Q_i of Br rows, split between consumer
@@ -27,9 +28,13 @@
 // Every rung: O_i goes back through shared memory (Q_i's own rows) and one bulk tensor store per
 // warpgroup, which also clips the rows past N; L_i = m_i + log ℓ_i from registers.
 // Shapes: d = 64 (Br × Bc = 192 × 128 or 128 × 128, 3 stages) and 128 (128 × 128, 2 stages); fp16 and bf16; causal or not;
-// ragged N (the copy engine fills rows past N with zeros, the keys past N are masked). No block mask
-// and no K/V order option (flash2 has both). Needs sm_90a: built only for that target (gpu/CMakeLists.txt)
-// and listed only where the GPU is a Hopper (flash3_available()).
+// ragged N (the copy engine fills rows past N with zeros, the keys past N are masked); block masks
+// (block-sparse FlashAttention, Algorithm 5, and sliding windows) at every rung: row block i visits only
+// the K/V blocks kv_blocks[kv_offsets[i] .. kv_offsets[i + 1]), the lists flash2 reads, built from the
+// simulator's grid at this kernel's own blocks (Br × 128), so the producer's copies and the consumers'
+// products follow the list and a dropped pair costs neither. No K/V order option (flash2 has one).
+// Needs sm_90a: built only for that target (gpu/CMakeLists.txt) and listed only where the GPU is a
+// Hopper (flash3_available()).
 #include <cuda.h>
 
 #include <cmath>
@@ -80,11 +85,14 @@ struct Flash3Smem {
   static constexpr int kBytes = kBarriers + 8 * (2 + 4 * kStages) + 1024;  // + room to align the base to 1024
 };
 
-template <typename T, int kD, int kCW, int kBc, int kStages, int kVersion, bool kCausal>
+// kMasked: a block mask; row block i visits the K/V blocks kv_blocks[kv_offsets[i] .. kv_offsets[i + 1])
+// (ascending, the causal skips already left out). A row block with none writes O_i = 0.
+template <typename T, int kD, int kCW, int kBc, int kStages, int kVersion, bool kCausal, bool kMasked>
 __global__ void __launch_bounds__(kFlash3Threads<kCW, kVersion>, 1)
 flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__ CUtensorMap map_K,
               const __grid_constant__ CUtensorMap map_V, const __grid_constant__ CUtensorMap map_O,
-              float* __restrict__ hbm_L, int N, int kv_group, float scale_log2, int n_row_blocks, int n_tiles) {
+              float* __restrict__ hbm_L, int N, int kv_group, float scale_log2, int n_row_blocks, int n_tiles,
+              const int* __restrict__ kv_offsets, const int* __restrict__ kv_blocks) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kBr = 64 * kCW;
   constexpr int kConsumerWarps = 4 * kCW;  // arrivals that empty a ring stage (lane 0 of each consumer warp)
@@ -112,16 +120,27 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   // the longest causal rows first. v1–v3: one tile per CTA (the grid is every tile); v4: CTA c takes
   // tiles c, c + grid, c + 2·grid, … through one ring whose block count `ring0` runs on across tiles.
   struct Tile {
-    int i, bh, row_begin, j_end;
+    int i, bh, row_begin, j_end, list0;  // j_end: K/V blocks visited; list0: where the mask's list starts
   };
   auto tile_at = [&](int t) {
     Tile x;
     x.i = n_row_blocks - 1 - t % n_row_blocks;
     x.bh = t / n_row_blocks;
     x.row_begin = x.i * kBr;
-    // Causal: K_j is skipped when its first key lies after the block's last query.
-    x.j_end = kCausal ? min(Tc, (min(x.row_begin + kBr, N) - 1) / kBc + 1) : Tc;
+    if constexpr (kMasked) {
+      x.list0 = kv_offsets[x.i];
+      x.j_end = kv_offsets[x.i + 1] - x.list0;
+    } else {
+      // Causal: K_j is skipped when its first key lies after the block's last query.
+      x.list0 = 0;
+      x.j_end = kCausal ? min(Tc, (min(x.row_begin + kBr, N) - 1) / kBc + 1) : Tc;
+    }
     return x;
+  };
+  // The n-th K/V block a tile visits: K_n, or the n-th of the mask's list.
+  auto block_at = [&](int list0, int n) {
+    if constexpr (kMasked) return kv_blocks[list0 + n];
+    else return n;
   };
 
   if (tid == 0) {
@@ -174,7 +193,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
           const Tile x = tile_at(t);
           if (count > 0) mbar_wait(q_empty, (count - 1) & 1);  // the consumers' last S of the previous tile
           load_Q(x);
-          for (int j = 0; j < x.j_end; ++j) load_KV(ring0 + j, j, x.bh / kv_group);
+          for (int n = 0; n < x.j_end; ++n) load_KV(ring0 + n, block_at(x.list0, n), x.bh / kv_group);
           ring0 += x.j_end;
         }
       }
@@ -188,7 +207,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   // this thread rows lane/4 and lane/4 + 8 of those (the wgmma accumulator layout).
   const int cw = consumer_tid / 128, warp = (consumer_tid % 128) / 32, lane = consumer_tid % 32;
   const int wg_row0 = cw * 64;
-  int row_begin = 0, q_row0 = 0, j_end = 0, ring0 = 0;  // of the tile at hand (below)
+  int row_begin = 0, q_row0 = 0, j_end = 0, list0 = 0, ring0 = 0;  // of the tile at hand (below)
 
   float reg_S[kBc / 2];          // S_ij, then P̃_ij in fp32 (m64n128 accumulators)
   std::uint32_t reg_P[kBc / 16][4];  // P̃_ij in the dtype: the A operand of each k16 step of P̃ V_j
@@ -292,6 +311,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   const Tile x = tile_at(t);
   row_begin = x.row_begin;
   j_end = x.j_end;
+  list0 = x.list0;
   q_row0 = row_begin + wg_row0 + warp * 16 + lane / 4;
   rounds = j_end + 1;
   round = 0;
@@ -302,18 +322,21 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   if constexpr (!kProducerWarpgroup) {
     if (consumer_tid == 0) {  // v1: a consumer thread fills the ring ahead of the loop, then refills as stages empty
       load_Q(x);
-      for (int j = 0; j < min(kStages, j_end); ++j) load_KV(ring0 + j, j, x.bh / kv_group);
+      for (int n = 0; n < min(kStages, j_end); ++n) load_KV(ring0 + n, block_at(list0, n), x.bh / kv_group);
     }
     __syncwarp();
   }
   if constexpr (kOverlap) {
-    if (cw == kCW - 1) named_arrive(1, 256);
+    if (cw == kCW - 1 && j_end > 0) named_arrive(1, 256);  // no turns at all for a row the mask empties
   }
 
   mbar_wait(q_full, count & 1);
   float rescale[2];
-  if constexpr (!kOverlap) {
+  if (j_end == 0) {
+    release(q_empty);  // a row block the mask empties: no K/V block, O_i = 0 (as flash2 writes it)
+  } else if constexpr (!kOverlap) {
     for (int j = 0; j < j_end; ++j) {
+      const int kv_block = block_at(list0, j);  // read before the waits below, which fence memory
       const int s = stage(j);
       const std::uint32_t parity_j = parity(j);
       mbar_wait(k_full(s), parity_j);
@@ -321,7 +344,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       wgmma_wait<0>();
       fence_operands(reg_S);
       release(k_empty(s));
-      softmax(j, rescale);
+      softmax(kv_block, rescale);
       rescale_O(rescale);
       pack_P();
       mbar_wait(v_full(s), parity_j);
@@ -330,13 +353,15 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       fence_operands(reg_O);
       release(v_empty(s));
       if constexpr (!kProducerWarpgroup) {
-        if (consumer_tid == 0 && j + kStages < j_end) load_KV(ring0 + j + kStages, j + kStages, x.bh / kv_group);
+        if (consumer_tid == 0 && j + kStages < j_end)
+          load_KV(ring0 + j + kStages, block_at(list0, j + kStages), x.bh / kv_group);
         __syncwarp();
       }
     }
     release(q_empty);  // every S of this tile has landed: Q_i's buffer may take the next tile's
   } else {
     // S_0 alone, its softmax; then each turn issues S_j and P̃_{j−1}V_{j−1} together.
+    const int kv_block0 = block_at(list0, 0);
     mbar_wait(k_full(stage(0)), parity(0));
     my_turn();
     issue_S(stage(0));
@@ -344,9 +369,10 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
     wgmma_wait<0>();
     fence_operands(reg_S);
     release(k_empty(stage(0)));
-    softmax(0, rescale);
+    softmax(kv_block0, rescale);
     pack_P();
     for (int j = 1; j < j_end; ++j) {
+      const int kv_block = block_at(list0, j);
       const int s = stage(j), sp = stage(j - 1);
       mbar_wait(k_full(s), parity(j));
       mbar_wait(v_full(sp), parity(j - 1));
@@ -357,7 +383,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       wgmma_wait<1>();  // S_j has landed; P̃_{j−1}V_{j−1} may still run
       fence_operands(reg_S);
       release(k_empty(s));
-      softmax(j, rescale);
+      softmax(kv_block, rescale);
       wgmma_wait<0>();
       fence_operands(reg_O);
 #pragma unroll
@@ -423,10 +449,11 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
 // The rung of the ladder: HBMLAB_FLASH3_VERSION = 1, 2, 3 or 4. Unset: v4 without a causal mask, v3
 // with one (v4's fixed round-robin of tiles puts unequal causal rows side by side on the SMs and
 // spreads the tiles running at once over many heads, so the L2 stops catching K/V: 15x the DRAM
-// reads at d = 128, N = 16K; gpu/README.md, "flash3").
-int flash3_version(bool causal) {
+// reads at d = 128, N = 16K; gpu/README.md, "flash3"). A block mask, too, makes rows of unequal
+// length (a random mask, the first rows of a causal window), so it takes v3 by default as well.
+int flash3_version(bool causal, bool masked) {
   const char* v = std::getenv("HBMLAB_FLASH3_VERSION");
-  if (v == nullptr || *v == '\0') return causal ? 3 : 4;
+  if (v == nullptr || *v == '\0') return causal || masked ? 3 : 4;
   const std::string s(v);
   if (s != "1" && s != "2" && s != "3" && s != "4")
     throw std::invalid_argument("HBMLAB_FLASH3_VERSION: '" + s +
@@ -434,12 +461,12 @@ int flash3_version(bool causal) {
   return s[0] - '0';
 }
 
-template <typename T, int kD, int kCW, int kBc, int kStages, int kVersion, bool kCausal>
+template <typename T, int kD, int kCW, int kBc, int kStages, int kVersion, bool kCausal, bool kMasked>
 void launch_version(const AttentionProblem& p, const DeviceTensors& t, cudaStream_t stream, LaunchInfo* info) {
   constexpr int kBr = 64 * kCW;
   using Smem = Flash3Smem<kD, kBr, kBc, kStages, kVersion >= kPersistentVersion>;
   constexpr int kThreads = kFlash3Threads<kCW, kVersion>;
-  auto kernel = flash3_kernel<T, kD, kCW, kBc, kStages, kVersion, kCausal>;
+  auto kernel = flash3_kernel<T, kD, kCW, kBc, kStages, kVersion, kCausal, kMasked>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem::kBytes));
   const std::int64_t N = p.seq_len;
   const std::int64_t row_blocks = (N + kBr - 1) / kBr, tiles = row_blocks * p.instances();
@@ -470,17 +497,25 @@ void launch_version(const AttentionProblem& p, const DeviceTensors& t, cudaStrea
   const float scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)) * 1.4426950408889634);
   kernel<<<grid, kThreads, Smem::kBytes, stream>>>(map_Q, map_K, map_V, map_O, t.at<float>(Tensor::lse),
                                                    static_cast<int>(N), static_cast<int>(p.heads / p.Hkv()), scale_log2,
-                                                   static_cast<int>(row_blocks), static_cast<int>(tiles));
+                                                   static_cast<int>(row_blocks), static_cast<int>(tiles), t.kv_offsets,
+                                                   t.kv_blocks);
   CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, int kD, int kCW, int kStages>
 void launch_flash3(const AttentionProblem& p, bool, const DeviceTensors& t, cudaStream_t s, LaunchInfo* info) {
   if (p.Nq() != p.seq_len) throw std::invalid_argument("flash3: self-attention only (NQ = N)");
-  const int version = flash3_version(p.causal);
+  if (p.block_mask && t.kv_offsets == nullptr && info == nullptr)
+    throw std::invalid_argument("flash3: a block mask needs its K/V block lists (AttentionBuffers builds them)");
+  const int version = flash3_version(p.causal, p.block_mask != nullptr);
   auto go = [&]<int kVersion>() {
-    if (p.causal) launch_version<T, kD, kCW, 128, kStages, kVersion, true>(p, t, s, info);
-    else launch_version<T, kD, kCW, 128, kStages, kVersion, false>(p, t, s, info);
+    if (p.block_mask) {
+      if (p.causal) launch_version<T, kD, kCW, 128, kStages, kVersion, true, true>(p, t, s, info);
+      else launch_version<T, kD, kCW, 128, kStages, kVersion, false, true>(p, t, s, info);
+    } else {
+      if (p.causal) launch_version<T, kD, kCW, 128, kStages, kVersion, true, false>(p, t, s, info);
+      else launch_version<T, kD, kCW, 128, kStages, kVersion, false, false>(p, t, s, info);
+    }
   };
   if (version == 1) go.template operator()<1>();
   else if (version == 2) go.template operator()<2>();
@@ -508,10 +543,11 @@ public:
     return {{Tensor::lse, p.instances() * p.seq_len * kStatBytes}};
   }
   const char* profiler_names() const override { return "flash3_kernel"; }
+  bool takes_block_mask() const override { return true; }
   std::int64_t default_max_n() const override { return 65536; }
   const char* launch_note() const override {
-    return "v4 (not causal) or v3 (causal) unless HBMLAB_FLASH3_VERSION says otherwise: 1 producer + Br/64 consumer "
-           "warpgroups";
+    return "v4 (not causal, no block mask) or v3 (causal or masked) unless HBMLAB_FLASH3_VERSION says otherwise: "
+           "1 producer + Br/64 consumer warpgroups";
   }
 };
 

@@ -348,6 +348,8 @@ std::vector<Config> plan(const Options& o, const DeviceInfo& dev) {
                 if (takes.unified_max) p.unified_max = o.unified_max;
                 for (Blocks b : blocks_for(o, algo, dtype, d)) {
                   const AttentionProblem prepared = algo->prepare(p, b, gpu);  // the split count, φ
+                  // A mask file describes one grid: refused (file and grid named) where these blocks make another.
+                  if (prepared.block_mask) prepared.block_mask->check(BlockGrid(prepared, b));
                   for (bool desc : orders) configs.push_back({algo, prepared, b, desc});
                 }
               }

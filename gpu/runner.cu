@@ -73,6 +73,7 @@ AttentionBuffers::AttentionBuffers(const AttentionProblem& p, Algo algo, Blocks 
     buffers_[static_cast<int>(s.tensor)] = DeviceBuffer(static_cast<std::size_t>(s.bytes));
   if (p.block_mask) {  // the pairs the simulator's grid keeps, row block by row block
     const BlockGrid g(p, blocks);
+    p.block_mask->check(g);  // a mask file of another Tr × Tc: InputError naming the file and the grid
     std::vector<int> offsets{0}, kept;
     for (std::int64_t i = 0; i < g.Tr; ++i) {
       for (std::int64_t j = 0; j < g.Tc; ++j)

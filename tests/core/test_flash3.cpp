@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "sim/algo/block_sparse/masks.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/engine/simulate.hpp"
 #include "sim/measure/validate.hpp"
@@ -31,6 +32,40 @@ TEST_CASE("flash3 moves exactly flash2's HBM bytes for the same blocks", "[io][f
         }
 }
 
+TEST_CASE("flash3 takes flash2's block masks: the same pairs kept, the same HBM bytes", "[io][flash3][block-sparse]") {
+  // Blocks of hbmlab's flash3 kernel (192 × 128 and 128 × 128) and a small one; ragged N; sliding
+  // windows, butterfly and random masks (random:0.05 empties whole row blocks), causal on top or not.
+  const Algo f2 = algo_named("flash2"), f3 = algo_named("flash3");
+  REQUIRE(f3->supports().block_mask);
+  for (const char* mask : {"local:300", "butterfly", "random:0.2:5", "random:0.05:3"})
+    for (std::int64_t N : {97, 1000, 6000})
+      for (bool causal : {false, true})
+        for (Blocks b : {Blocks{192, 128}, Blocks{128, 128}, Blocks{64, 32}}) {
+          AttentionProblem p{2, 4, N, 128, Dtype::bf16, causal};
+          p.block_mask = parse_block_mask(mask);
+          INFO(mask << " N=" << N << " causal=" << causal << " Br=" << b.Br << " Bc=" << b.Bc);
+          const Counts c2 = count_problem(f2, p, b), c3 = count_problem(f3, p, b);
+          CHECK(c3.hbm == c2.hbm);
+          CHECK(c3.matmul_flops == c2.matmul_flops);
+          CHECK(f3->closed_form(p, b).hbm == count_instance(f3, p, b).hbm);
+          // K_j, V_j once per kept pair (and Q_i once per row block, as flash2 reads it): the mask is followed.
+          const BlockGrid g(p, b);
+          std::int64_t kv_rows = 0;
+          for (std::int64_t i = 0; i < g.Tr; ++i)
+            for (std::int64_t j = 0; j < g.Tc; ++j) kv_rows += g.skipped(i, j) ? 0 : g.cols(j);
+          CHECK(c3[Tensor::K].read_bytes == kv_rows * p.head_dim * p.elem_bytes() * p.instances());
+          CHECK(c3[Tensor::Q].read_bytes == N * p.head_dim * p.elem_bytes() * p.instances());
+        }
+  // Through the CLI's path: `simulate --algo flash3 --block-mask` gives flash2's report of the mask.
+  AttentionProblem p{1, 16, 8192, 64, Dtype::fp16, true};
+  p.block_mask = parse_block_mask("local:1024");
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  const Blocks b{128, 128};
+  const EngineResult e2 = run_engine(f2, p, b, h100, {}), e3 = run_engine(f3, p, b, h100, {});
+  CHECK(e3.dram_read_bytes() == Approx(e2.dram_read_bytes()).epsilon(0.02));
+  CHECK(e3.predicted_s < 0.3 * run_engine(f3, AttentionProblem{1, 16, 8192, 64, Dtype::fp16, true}, b, h100, {}).predicted_s);
+}
+
 TEST_CASE("flash3's working set counts its K/V ring; its plan names the warpgroups", "[flash3]") {
   const Algo f3 = algo_named("flash3");
   // d = 128: Q_i and O_i (128 × 128) + 2 stages × (K_j + V_j) (128 × 128) in fp16, ℓ_i and m_i in fp32.
@@ -48,6 +83,30 @@ TEST_CASE("flash3's working set counts its K/V ring; its plan names the warpgrou
   CHECK(plans[0].smem_bytes_per_cta == f3->working_set_bytes(p128, {128, 128}));
   CHECK(plans[0].overlap.find("producer warpgroup") != std::string::npos);
   CHECK(plans[0].overlap.find("2 K/V stages") != std::string::npos);
+}
+
+TEST_CASE("flash3 hands out causal row blocks longest first, as its kernel does", "[flash3][timing]") {
+  const Algo f2 = algo_named("flash2"), f3 = algo_named("flash3");
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  // N = 1024, 128 × 128 blocks: Tr = Tc = 8. Under the causal mask row block Q_i visits i + 1 blocks.
+  const AttentionProblem causal{1, 4, 1024, 128, Dtype::fp16, true}, full{1, 4, 1024, 128, Dtype::fp16, false};
+  const KernelPlan p2 = f2->plan_kernels(causal, {128, 128}, gpu, EngineOptions{}).front();
+  const KernelPlan p3 = f3->plan_kernels(causal, {128, 128}, gpu, EngineOptions{}).front();
+  REQUIRE(p3.programs.size() == 8);
+  std::int32_t before = 0;
+  for (std::size_t c = 0; c < p3.programs.size(); ++c) {
+    INFO("CTA " << c);
+    CHECK(p3.programs[c].phase_count == p2.programs[7 - c].phase_count);  // flash2's from the last one down
+    if (c) CHECK(p3.programs[c].phase_count < before);
+    before = p3.programs[c].phase_count;
+  }
+  // Without the mask every row is as long: the order stays flash2's.
+  const KernelPlan f2full = f2->plan_kernels(full, {128, 128}, gpu, EngineOptions{}).front();
+  const KernelPlan f3full = f3->plan_kernels(full, {128, 128}, gpu, EngineOptions{}).front();
+  for (std::size_t c = 0; c < f3full.programs.size(); ++c)
+    CHECK(f3full.programs[c].first_phase == f2full.programs[c].first_phase);
+  // The HBM counts do not depend on the order.
+  CHECK(count_problem(f3, causal, {128, 128}).hbm == count_problem(f2, causal, {128, 128}).hbm);
 }
 
 TEST_CASE("flash3's on-chip counts are its wgmma kernel's, not flash2's ldmatrix", "[flash3][on_chip]") {

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
 #include <optional>
 #include <vector>
 #include <string>
@@ -191,16 +192,79 @@ TEST_CASE("flash2 with a block mask matches the fp64 masked reference", "[gpu][b
     check_shape(f2, 777, 2, true, kind, ++seed, false, "local:200");
 }
 
+TEST_CASE("flash3 with a block mask matches the fp64 masked reference", "[gpu][block-sparse][flash3]") {
+  // Every compiled flash3 shape (fp16 and bf16; d = 64 at 192 × 128 and 128 × 128, d = 128 at 128 × 128)
+  // at every rung: sliding windows (local:W; with causal, Mistral's), butterfly, random densities
+  // (random:0.05 empties whole row blocks: their O must be 0, not NaN; under v4 such tiles sit between
+  // full ones on one CTA's walk), causal on and off, ragged N (97: one partial tile; 1000: 6 or 8 row
+  // blocks and 8 K/V blocks through the ring's wrap). The mask is read at flash3's own blocks.
+  if (!has_kernel(algo_named("flash3"))) {
+    WARN("flash3 skipped: it needs a Hopper GPU");
+    return;
+  }
+  std::uint64_t seed = 1401;
+  for (const char* version : {"1", "2", "3", "4"}) {
+    setenv("HBMLAB_FLASH3_VERSION", version, 1);
+    for (const KernelShape& s : compiled_shapes())
+      if (s.algo == algo_named("flash3"))
+        for (std::int64_t N : {97, 1000})
+          for (const char* mask : {"local:150", "local:600", "butterfly", "random:0.3:7", "random:0.05:3"})
+            for (bool causal : {false, true}) {
+              INFO("HBMLAB_FLASH3_VERSION=" << version);
+              check_shape(s, N, 2, causal, InputKind::unit, ++seed, false, mask);
+            }
+  }
+  unsetenv("HBMLAB_FLASH3_VERSION");
+  // The default rung (v3 with a mask) over many blocks, checked on sampled rows; then the stress inputs.
+  for (const KernelShape& s : compiled_shapes())
+    if (s.algo == algo_named("flash3"))
+      for (bool causal : {false, true}) check_shape(s, 5000, 2, causal, InputKind::unit, ++seed, false, "local:1024", 1024);
+  for (Dtype dtype : {Dtype::fp16, Dtype::bf16})
+    for (int d : {64, 128}) {
+      const KernelShape s{algo_named("flash3"), dtype, d, default_blocks(algo_named("flash3"), dtype, d)};
+      for (InputKind kind : {InputKind::large_logits, InputKind::dominant_key})
+        check_shape(s, 777, 2, true, kind, ++seed, false, "local:200");
+    }
+}
+
 TEST_CASE("kernels without block-mask support refuse one", "[gpu][block-sparse]") {
-  for (const char* name : {"standard", "flash1"}) {
+  // Every family of this build that does not take a mask refuses it at launch (flash2 and flash3 take one).
+  int refused = 0;
+  for (const KernelFamily* f : kernel_families()) {
+    const Algo algo = f->algo();
+    if (algo == algo_named("flash2") || algo == algo_named("flash3")) {
+      CHECK(f->takes_block_mask());
+      continue;
+    }
+    CHECK_FALSE(f->takes_block_mask());
     AttentionProblem p;
     p.seq_len = 256;
     p.head_dim = 64;
     p.block_mask = parse_block_mask("butterfly");
-    const Blocks b = default_blocks(algo_named(name), Dtype::fp16, 64);
-    AttentionBuffers buf(p, algo_named(name), b);
-    CHECK_THROWS_AS(launch(algo_named(name), p, b, buf.tensors(), nullptr), std::invalid_argument);
+    const Blocks b = default_blocks(algo, Dtype::fp16, 64);
+    AttentionBuffers buf(p, algo, b);
+    INFO(to_string(algo));
+    CHECK_THROWS_AS(launch(algo, p, b, buf.tensors(), nullptr), std::invalid_argument);
+    ++refused;
   }
+  CHECK(refused >= 2);  // standard and flash1 at least
+}
+
+TEST_CASE("a mask file of another grid is refused with a line naming the file and the grid", "[gpu][block-sparse]") {
+  // Tr × Tc = 2 × 4 is flash2's d = 128 grid at N = 256 (128 × 64); flash3's (128 × 128) is 2 × 2.
+  const std::string path = "/tmp/hbmlab-gpu-test-mask-" + std::to_string(::getpid()) + ".txt";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs("1100\n0110\n", f);
+  std::fclose(f);
+  AttentionProblem p;
+  p.seq_len = 256;
+  p.head_dim = 128;
+  p.block_mask = parse_block_mask(path);
+  CHECK_NOTHROW(AttentionBuffers(p, algo_named("flash2"), Blocks{128, 64}));
+  CHECK_THROWS_WITH(AttentionBuffers(p, algo_named("flash2"), Blocks{128, 128}),
+                    Catch::Contains(path) && Catch::Contains("Tr × Tc = 2 × 2"));
+  std::remove(path.c_str());
 }
 
 namespace {

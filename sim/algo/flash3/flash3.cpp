@@ -81,13 +81,17 @@ public:
     std::vector<KernelPlan> plans = flash2().plan_kernels(p, b, gpu, options);
     for (KernelPlan& plan : plans) {
       plan.name = "flash3 forward";
+      // The kernel hands out the row blocks of one (batch, head) from the last one down: under a causal
+      // mask the longest rows go first (gpu/flash3.cu's tile order), so the CTAs resident together
+      // start their sweeps over K_j, V_j close together and the short rows fill the tail.
+      if (p.causal) std::reverse(plan.programs.begin(), plan.programs.end());
       plan.overlap = fmt::format(
           "producer warpgroup (TMA) keeps {} K/V stages in flight; {} consumer warpgroups alternate their "
           "wgmma GEMMs (pingpong) and overlap each softmax with the previous P̃V product",
           stages(p.head_dim), consumer_warpgroups(b));
-      // hbmlab's kernel walks tiles persistently without a causal mask (v4) and launches one CTA per
-      // tile with one (v3, gpu/flash3.cu); FlashAttention-3's and cuDNN's kernels are persistent.
-      plan.persistent = !(options.launch.hbmlab_kernels && p.causal);
+      // hbmlab's kernel walks tiles persistently (v4) without a causal or block mask and launches one
+      // CTA per tile (v3, gpu/flash3.cu) with one; FlashAttention-3's and cuDNN's kernels are persistent.
+      plan.persistent = !(options.launch.hbmlab_kernels && (p.causal || p.block_mask));
       if (!options.launch.threads_per_cta) plan.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
       if (!options.launch.smem_bytes_per_cta) plan.smem_bytes_per_cta = working_set_bytes(p, b);
       // The kernel's own on-chip traffic: wgmma's operands from shared memory, not flash2's ldmatrix.
