@@ -22,7 +22,15 @@ struct TileAccess {
   std::int64_t bytes = 0;         // bytes the kernel asks for
   std::int64_t sector_bytes = 0;  // the same, rounded up to whole 32-byte sectors per contiguous run
   std::int64_t paper_bytes = 0;   // what the paper's model charges (0 for a GEMM operand re-read)
+  // An fp32 add into the tile where it lies in the L2 (red.global.add: the backward's dQ_i), counted
+  // as a read and a write of the tile; the SM does not wait for it, and with the preset's reduction
+  // rate the L2 serves it at that rate (KernelPlan::reduction_requests) instead of as a load and store.
+  bool reduction = false;
 };
+
+// How a kernel's warps issue their fp32 reductions into the L2: one 32-byte sector per request (a
+// warp adds an MMA fragment, 8 rows of 32 bytes) or whole 128-byte lines (32 consecutive floats or more).
+enum class ReductionRequests : std::uint8_t { sectors, lines };
 
 struct CtaPhase {
   std::int32_t first_access = 0, access_count = 0;
@@ -65,6 +73,11 @@ struct KernelPlan {
   double phase_latency_cycles = 0;
   double cta_overhead_cycles = 0;  // once per CTA, before its first phase's work: prologue and epilogue
   OnChipCounts on_chip;  // shared memory ↔ registers and warp instructions, from the kernel's warp layout
+  ReductionRequests reduction_requests = ReductionRequests::lines;  // for its accesses marked `reduction`
+  // A wgmma kernel whose consumer warpgroups meet at a barrier every phase and run it in order: their
+  // products, waiting on them (`wgmma_waits` times a phase), the FP32 work between (which then hides
+  // under no GEMM), their reductions. 0: the warpgroups overlap their FP32 work with their GEMMs.
+  std::int32_t wgmma_waits = 0;
   std::int64_t ctas() const { return static_cast<std::int64_t>(programs.size()) * instances; }
 };
 

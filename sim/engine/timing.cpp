@@ -59,6 +59,7 @@ struct Rates {
   double matmul_per_sm = 0, gemm_per_sm = 0, non_matmul_per_sm = 0;  // FLOP/s
   double sram_per_sm = 0;                                            // bytes/s
   double dram = 0, l2 = 0;                                           // bytes/s, whole GPU
+  double l2_reduce_sectors = 0, l2_reduce_lines = 0;                 // fp32 bytes added/s, whole GPU; 0: unknown
   double hbm_latency_s = 0, l2_latency_s = 0;
   double in_flight_per_sm = 0;  // bytes
   double clock_hz = 0;
@@ -66,6 +67,7 @@ struct Rates {
   // when the preset does not give them all.
   bool pipes = false;
   double mma_sync_per_sm = 0, mma_sync_per_warp = 0, wgmma_per_sm = 0;  // FLOP/s
+  double wgmma_wait_cycles = 0, pipe_hz = 0;
   double ex2_per_sm = 0, fp32_per_sm = 0, smem_per_sm = 0;               // results/s, FLOP/s, bytes/s
   double issue_per_sm = 0;  // warp instructions/s; 0 where the preset does not give it
 };
@@ -79,12 +81,16 @@ Rates rates_of(const GpuSpec& gpu) {
   r.sram_per_sm = gpu.sram_bytes_per_cycle_per_sm * gpu.clock_mhz * 1e6;
   r.dram = gpu.hbm_bandwidth_gbps * 1e9 * gpu.hbm_efficiency;
   r.l2 = gpu.l2_bandwidth_gbps * 1e9;
+  r.l2_reduce_sectors = gpu.l2_reduction_sector_gbps * 1e9;
+  r.l2_reduce_lines = gpu.l2_reduction_line_gbps * 1e9;
   r.hbm_latency_s = gpu.hbm_latency_ns * 1e-9;
   r.l2_latency_s = gpu.l2_latency_ns * 1e-9;
   r.in_flight_per_sm = double(gpu.hbm_bytes_in_flight_per_sm);
   r.clock_hz = gpu.clock_mhz * 1e6;
   r.pipes = gpu.has_pipes();
   const double pipe_hz = gpu.pipe_clock_mhz * 1e6;
+  r.pipe_hz = pipe_hz;
+  r.wgmma_wait_cycles = gpu.wgmma_wait_cycles;
   r.mma_sync_per_sm = gpu.mma_sync_flops_per_cycle_per_sm * pipe_hz;
   r.mma_sync_per_warp = gpu.mma_sync_flops_per_cycle_per_warp * pipe_hz;
   r.wgmma_per_sm = gpu.wgmma_flops_per_cycle_per_sm * pipe_hz;
@@ -106,6 +112,7 @@ struct PipeCosts {
   double smem_loads = 0;    // shared memory ↔ registers by the warps' own instructions (ldmatrix, ld/st.shared)
   double smem = 0;          // every shared-memory byte: those, the copy engine's fills, wgmma's operand reads
   bool async_mma = false;   // wgmma: the warps go on issuing while the tensor cores work
+  double waits_s = 0;       // warpgroups in step (KernelPlan::wgmma_waits): their waits on the products, a phase
   double issue = 0;         // the counted warp instructions (MMAs, shared-memory loads and stores, exps) at the issue rate
 };
 
@@ -126,7 +133,8 @@ PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_
   c.on = true;
   c.tensor = (double(oc.mma_flops()) / mma_sm + double(oc.wgmma_flops) / r.wgmma_per_sm) * per_flop;
   c.smem_loads = double(smem.read + smem.write) / r.smem_per_sm * per_flop;
-  c.async_mma = oc.wgmma_flops > 0;
+  c.async_mma = oc.wgmma_flops > 0 && k.wgmma_waits == 0;
+  c.waits_s = double(k.wgmma_waits) * r.wgmma_wait_cycles / r.pipe_hz;
   c.ex2 = double(oc.ex2) * 32.0 / r.ex2_per_sm * per_flop;
   c.smem = double(smem.fill + smem.read + smem.mma_read + smem.write) / r.smem_per_sm * per_flop;
   // Each wgmma is one instruction in each of its warpgroup's four warps.
@@ -202,6 +210,7 @@ struct StepDemand {
   double latency_bytes = 0, window = 0;  // Σ bytes × latency, and the bytes the CTAs keep in flight
   double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
+  double l2_reduce = 0;  // seconds of the L2's reduction rate (the fp32 adds of TileAccess::reduction)
 };
 
 // The resource that sets a step's length.
@@ -322,6 +331,8 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
   const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
   double latency_bytes = 0, window = 0;
   std::int64_t own_dram = 0, own_l2 = 0;  // this CTA's loads in this phase (SM↔L2 only with the L2 on)
+  const double reduce_rate =
+      k.reduction_requests == ReductionRequests::sectors ? rates_.l2_reduce_sectors : rates_.l2_reduce_lines;
   for (std::int32_t a = ph.first_access; a < ph.first_access + ph.access_count; ++a) {
     const TileAccess& acc = k.accesses[a];
     TensorMemory& mem = result_.memory[static_cast<int>(acc.tensor)];
@@ -342,21 +353,27 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
       continue;
     }
     TileL2& cache = l2_.front();
+    // An fp32 add into the L2 (dQ_i's): with the preset's reduction rate for the kernel's requests,
+    // it costs the L2 that rate, once per byte added (at the write), and the CTA does not wait for it;
+    // the L2 still reads the tile to add into it (a miss is a DRAM read) and holds it dirty.
+    const bool reduce = acc.reduction && reduce_rate > 0;
     const bool shared_kv = acc.tensor == Tensor::K || acc.tensor == Tensor::V;
     const std::uint64_t key = tile_key(shared_kv ? r.instance / k.kv_group : r.instance, acc.tensor, acc.tile);
     const std::int64_t b = acc.sector_bytes;
-    d.l2_bytes += b;
+    if (!reduce) d.l2_bytes += b;
     if (acc.store) {
       cache.write(key, b);
       mem.sm_write_bytes += b;
+      if (reduce) d.l2_reduce += double(acc.bytes) / reduce_rate;
     } else {
       const TileL2::ReadOutcome o = cache.read(key, b);
-      own_dram += o.miss_bytes;
-      own_l2 += b;
       mem.sm_read_bytes += b;
       mem.read_hit_bytes += o.hit_bytes;
       mem.dram_read_bytes += o.miss_bytes;
       d.dram_read += o.miss_bytes;
+      if (reduce) continue;
+      own_dram += o.miss_bytes;
+      own_l2 += b;
       latency_bytes += double(o.hit_bytes) * rates_.l2_latency_s + double(o.miss_bytes) * rates_.hbm_latency_s;
       window += double(b);
     }
@@ -373,9 +390,10 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
     const double mm = double(ph.matmul_flops);
     // A non-matmul operation is one FP32 lane instruction; an FMA counts two FLOPs in the pipe's rate.
     const double fp32 = double(ph.non_matmul_flops) / (rates_.fp32_per_sm / 2);
+    const double waits = mm > 0 ? pipes.waits_s : 0.0;
     const double issued = pipes.async_mma ? std::max(mm * (pipes.tensor + pipes.ex2), fp32)
-                                          : mm * (pipes.tensor + pipes.ex2) + fp32;
-    compute = pipes.async_mma ? issued : mm * (std::max(pipes.smem_loads, pipes.tensor) + pipes.ex2) + fp32;
+                                          : mm * (pipes.tensor + pipes.ex2) + fp32 + waits;
+    compute = pipes.async_mma ? issued : mm * (std::max(pipes.smem_loads, pipes.tensor) + pipes.ex2) + fp32 + waits;
     d.issued += issued;
     d.chain = std::max(d.chain, compute);
     // Every FP32 operation of a warp's 32 lanes is one instruction.
@@ -426,7 +444,9 @@ void Replay::take_writebacks(StepDemand& d) {
 StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
   const double share = double(active_sms);
   const double t_dram = double(d.dram_read + d.dram_write) * share / rates_.dram;
-  const double t_l2 = options_.l2_enabled ? double(d.l2_bytes) * share / rates_.l2 : 0.0;
+  // Loads, stores and reductions share the L2: their times add (gpu/bench/l2_reduce.cu: half the
+  // SMs reducing and half loading each reach the fraction of their own peak that sums to one).
+  const double t_l2 = options_.l2_enabled ? double(d.l2_bytes) * share / rates_.l2 + d.l2_reduce * share : 0.0;
   const double in_flight = std::min(d.window, rates_.in_flight_per_sm);
   const double memory = in_flight > 0 ? d.latency_bytes / in_flight : 0.0;
   const bool serial_waits = 2 * d.serial_memory > d.serial;

@@ -13,8 +13,10 @@
 // non-matmul FLOPs over the preset's fractions of the datasheet rates), its SRAM bytes over SRAM
 // bandwidth, memory latency (Little's law: bytes × latency over the bytes the SM keeps in flight),
 // and its DRAM and SM↔L2 bytes over its fair share of HBM and L2 bandwidth (the total over the SMs
-// that have work). A CTA whose loads do not overlap its compute (its first phase, unless it is a
-// persistent CTA's next tile, or every phase of a kernel that does not double-buffer) instead waits for its loads — latency + its own bytes at
+// that have work; a backward's fp32 dQ adds at the L2's measured reduction rate, added to its loads'
+// and stores' time: docs/design.md#the-backwards-dq-reductions). A CTA whose loads do not overlap its
+// compute (its first phase, unless it is a persistent CTA's next tile, or every phase of a kernel
+// that does not double-buffer) instead waits for its loads — latency + its own bytes at
 // that share, or its window's round trips if those take longer — and then works. The SM with the earliest clock steps next, so L2 sees accesses in
 // time order.
 // A finished CTA frees its slot and the next CTA of the grid (blockIdx.x fastest) takes it on that

@@ -58,6 +58,9 @@ constexpr Field kFields[] = {
     {"fp32_fma_flops_per_cycle_per_sm", "FLOP/cycle", &GpuSpec::fp32_fma_flops_per_cycle_per_sm, false, false, true},
     {"issue_per_cycle_per_sm", "instructions/cycle", &GpuSpec::issue_per_cycle_per_sm, false, false, true},
     {"pipe_clock_mhz", "MHz", &GpuSpec::pipe_clock_mhz, false, false, true},
+    {"wgmma_wait_cycles", "cycles", &GpuSpec::wgmma_wait_cycles, false, false, true},
+    {"l2_reduction_sector_gbps", "GB/s", &GpuSpec::l2_reduction_sector_gbps, false, false, true},
+    {"l2_reduction_line_gbps", "GB/s", &GpuSpec::l2_reduction_line_gbps, false, false, true},
 };
 
 constexpr double kMaxWholeNumber = 9007199254740992.0;  // 2^53

@@ -60,6 +60,13 @@ struct GpuSpec {
   double fp32_fma_flops_per_cycle_per_sm = 0;    // fma.rn.f32, 2 FLOPs each
   double issue_per_cycle_per_sm = 0;             // warp instructions issued
   double pipe_clock_mhz = 0;                     // the SM clock those pipes ran at under load
+  double wgmma_wait_cycles = 0;                  // a warpgroup waiting on its wgmma products: the tensor pipe's drain
+  // The L2's fp32 reductions (red.global.add into L2-resident addresses), bytes added per second by
+  // all SMs together (gpu/bench/l2_reduce.cu); optional, 0 where not measured. A request of one
+  // 32-byte sector (a warp adding an MMA fragment: 8 rows, 32 bytes each) or of whole 128-byte lines
+  // (a warp adding 32 consecutive floats or more).
+  double l2_reduction_sector_gbps = 0;
+  double l2_reduction_line_gbps = 0;
   // Whether the engine times kernels with exact on-chip counts from these pipes.
   bool has_pipes() const {
     return mma_sync_flops_per_cycle_per_sm > 0 && mma_sync_flops_per_cycle_per_warp > 0 &&

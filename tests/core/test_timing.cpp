@@ -867,3 +867,129 @@ TEST_CASE("persistent CTAs load a tile's first blocks under the previous tile; a
   // The same bytes reach DRAM.
   CHECK(run_plans({kernel(4, true)}, toy, {}).dram_read_bytes() == run_plans({kernel(4, false)}, toy, {}).dram_read_bytes());
 }
+
+namespace {
+
+// One CTA, one phase: `adds` fp32 reductions of `bytes` each into tiles of dQ (each a read and a
+// write of the tile marked as a reduction, as the backward rooms plan dQ_i's atomic adds), no work.
+KernelPlan reducing(std::int64_t adds, std::int64_t bytes, ReductionRequests requests) {
+  KernelPlan k = synthetic(1, 1, 0, 0, true);
+  k.reduction_requests = requests;
+  for (std::int64_t a = 0; a < adds; ++a)
+    for (bool store : {false, true}) {
+      TileAccess acc{Tensor::dQ, store, static_cast<std::int32_t>(a), bytes, bytes, bytes};
+      acc.reduction = true;
+      k.accesses.push_back(acc);
+      ++k.phases[0].access_count;
+    }
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("the L2 adds the backward's dQ reductions at its measured rate (toy, by hand)", "[engine][reduction]") {
+  GpuSpec toy = load_gpu("toy");
+  toy.l2_reduction_sector_gbps = 4;  // 4 B/ns
+  toy.l2_reduction_line_gbps = 8;
+  const double launch = 10e-9;
+  SECTION("bytes added over the rate of the kernel's requests; twice the adds, twice the time") {
+    // 1,024 B in sector requests: 256 ns (the first read misses: 1,024 B of DRAM at 16 B/ns, 64 ns).
+    CHECK(run_plans({reducing(1, 1024, ReductionRequests::sectors)}, toy, {}).predicted_s == Approx(launch + 256e-9));
+    CHECK(run_plans({reducing(2, 1024, ReductionRequests::sectors)}, toy, {}).predicted_s == Approx(launch + 512e-9));
+    CHECK(run_plans({reducing(1, 1024, ReductionRequests::lines)}, toy, {}).predicted_s == Approx(launch + 128e-9));
+  }
+  SECTION("the counts stay a read and a write of the tile") {
+    const EngineResult r = run_plans({reducing(1, 1024, ReductionRequests::sectors)}, toy, {});
+    CHECK(r.memory[static_cast<int>(Tensor::dQ)].sm_read_bytes == 1024);
+    CHECK(r.memory[static_cast<int>(Tensor::dQ)].sm_write_bytes == 1024);
+    CHECK(r.memory[static_cast<int>(Tensor::dQ)].dram_read_bytes == 1024);
+  }
+  SECTION("without the preset's rate a reduction is a load and a store at the L2's bandwidth") {
+    GpuSpec plain = toy;
+    plain.l2_reduction_sector_gbps = 0;
+    // 2,048 B through the L2 at 64 B/ns (32 ns), behind the missed read's 100 ns latency and 64 ns
+    // of DRAM: a CTA's first phase waits for its loads.
+    const double t = run_plans({reducing(1, 1024, ReductionRequests::sectors)}, plain, {}).predicted_s;
+    CHECK(t == Approx(launch + 164e-9));
+  }
+}
+
+TEST_CASE("the backward rooms plan dQ_i's adds as reductions, exactly; the forward has none", "[engine][reduction]") {
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  const AttentionProblem p{1, 16, 4096, 128, Dtype::fp16, false};
+  const Blocks b{64, 128};
+  const std::int64_t pairs = (4096 / 64) * (4096 / 128);
+  EngineOptions hbmlab;
+  hbmlab.launch.hbmlab_kernels = true;
+  for (const char* room : {"flash2", "flash3"}) {
+    CAPTURE(room);
+    const Algo bwd = algo_named(room, Pass::backward);
+    for (bool own : {false, true}) {
+      const std::vector<KernelPlan> plans = bwd->plan_kernels(p, b, h100, own ? hbmlab : EngineOptions{});
+      // The main kernel adds Br × d fp32 into dQ_i once per block pair (a read and a write of the
+      // tile, both marked); the D kernel's clearing and the conversion are plain.
+      std::int64_t reads = 0, writes = 0, bytes = 0;
+      for (const TileAccess& a : plans[1].accesses)
+        if (a.reduction) {
+          CHECK(a.tensor == Tensor::dQ);
+          (a.store ? writes : reads) += 1;
+          if (a.store) bytes += a.bytes;
+        }
+      CHECK(reads == pairs);
+      CHECK(writes == pairs);
+      CHECK(bytes == pairs * 64 * 128 * 4);
+      for (std::size_t k : {std::size_t{0}, std::size_t{2}})
+        for (const TileAccess& a : plans[k].accesses) CHECK_FALSE(a.reduction);
+      // hbmlab's kernels add MMA fragments (a sector per request); FlashAttention-2 and cuDNN lines.
+      CHECK(plans[1].reduction_requests == (own ? ReductionRequests::sectors : ReductionRequests::lines));
+    }
+    for (const KernelPlan& k : algo_named(room)->plan_kernels(p, b, h100, {}))
+      for (const TileAccess& a : k.accesses) CHECK_FALSE(a.reduction);
+  }
+}
+
+TEST_CASE("on the H100 hbmlab's flash3 backward is bound by the L2's reductions; the forward owes them nothing",
+          "[engine][reduction]") {
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  const AttentionProblem p{1, 16, 4096, 128, Dtype::fp16, false};
+  const Blocks b{64, 128};
+  EngineOptions hbmlab;
+  hbmlab.launch.hbmlab_kernels = true;
+  GpuSpec slower = h100;
+  slower.l2_reduction_sector_gbps /= 2;
+  slower.l2_reduction_line_gbps /= 2;
+  const Algo bwd = algo_named("flash3", Pass::backward);
+  const EngineResult t = run_engine(bwd, p, b, h100, hbmlab);
+  const EngineResult half = run_engine(bwd, p, b, slower, hbmlab);
+  // The main kernel's time is mostly its adds: at half the rate it takes more than 1.6 times as long.
+  CHECK(half.kernels[1].time_s > 1.6 * t.kernels[1].time_s);
+  CHECK(t.kernels[1].bound_l2_s > 0.5 * t.kernels[1].time_s);
+  // Its adds alone, 64 × 128 fp32 per block pair over the sector rate, are a floor.
+  const double adds_s = double((4096 / 64) * (4096 / 128) * 16) * 64 * 128 * 4 / (h100.l2_reduction_sector_gbps * 1e9);
+  CHECK(t.kernels[1].time_s > adds_s);
+  for (const char* room : {"flash2", "flash3"})
+    CHECK(run_engine(algo_named(room), p, b, slower, {}).predicted_s ==
+          run_engine(algo_named(room), p, b, h100, {}).predicted_s);
+}
+
+TEST_CASE("wgmma warpgroups that run in step wait on their products and hide no FP32 work (toy, by hand)",
+          "[engine][pipes]") {
+  GpuSpec toy = toy_with_pipes();
+  toy.wgmma_wait_cycles = 10;
+  const double launch = 10e-9;
+  // 4 MMAs' FLOPs as wgmma: 64 cycles; 512 FP32 operations: 32 cycles, hidden when asynchronous.
+  KernelPlan k = with_pipes(1, 4, 0, 0, 512, true);
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 64e-9));
+  // In step with two waits a phase: 64 + 32 + 2 × 10 cycles.
+  k.wgmma_waits = 2;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 116e-9));
+  // hbmlab's flash3 backward is such a kernel; the reference launch (cuDNN's) is not.
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  const AttentionProblem p{1, 16, 4096, 128, Dtype::fp16, false};
+  EngineOptions hbmlab;
+  hbmlab.launch.hbmlab_kernels = true;
+  const Algo bwd = algo_named("flash3", Pass::backward);
+  CHECK(bwd->plan_kernels(p, {64, 128}, h100, hbmlab)[1].wgmma_waits == 2);
+  CHECK(bwd->plan_kernels(p, {64, 128}, h100, {})[1].wgmma_waits == 0);
+  CHECK(algo_named("flash3")->plan_kernels(p, {128, 128}, h100, hbmlab)[0].wgmma_waits == 0);
+}

@@ -33,14 +33,14 @@ bool column_kept(const BlockGrid& g, std::int64_t j) {
 // The room's steps regrouped into FlashAttention-2's three launches. Kernel 0 (its
 // flash_bwd_dot_do_o kernel): one CTA per row block computes D_i (line 4) and clears the fp32 dQ
 // accumulator (line 3). Kernel 1: one CTA per K_j, V_j (lines 5 to 18), grid order j; its dQ_i
-// read and write are fp32 atomic adds through the L2, modelled as a read and a write of the dQ_i
-// tile in fp32. Kernel 2: one CTA per row block converts dQ to the dtype. Each access carries what
+// read and write are fp32 atomic adds through the L2, counted as a read and a write of the dQ_i
+// tile in fp32 and marked as a reduction (TileAccess::reduction). Kernel 2: one CTA per row block converts dQ to the dtype. Each access carries what
 // the paper's count charges for it (the dtype's bytes for dQ, nothing for the conversion), so with
 // the L2 off DRAM traffic is the room's count exactly.
 class Launches final : public StepSink {
 public:
   Launches(std::vector<KernelPlan>& plans, const AttentionProblem& p, const BlockGrid& g, std::int64_t sector)
-      : g_(g), d_kernel_(plans[0], p, g.Tc, sector), main_(plans[1], p, g.Tc, sector),
+      : g_(g), main_plan_(plans[1]), d_kernel_(plans[0], p, g.Tc, sector), main_(plans[1], p, g.Tc, sector),
         convert_(plans[2], p, g.Tc, sector), dQ_init_(static_cast<std::size_t>(g.Tr)) {}
 
   void on_step(const Step& s) override {
@@ -58,6 +58,7 @@ public:
         worked_ = false;
       }
       feed(main_, s);
+      if (s.tensor == Tensor::dQ && s.kind != StepKind::compute) main_plan_.accesses.back().reduction = true;
     }
   }
 
@@ -99,6 +100,7 @@ private:
   }
 
   const BlockGrid& g_;
+  KernelPlan& main_plan_;
   PlanBuilder d_kernel_, main_, convert_;
   std::vector<Step> dQ_init_;
   std::int64_t j_ = -1;
@@ -264,6 +266,10 @@ public:
     emit(p, b, launches);
     launches.finish();
     apply_launch(main, options.launch);
+    // How the warps add their dQ_i into the accumulator: gpu/flash2_backward.cu adds each thread's
+    // MMA fragment as float2 (a warp instruction covers 8 rows, 32 bytes of each: one sector per
+    // request); FlashAttention-2 adds one float a thread, 32 threads along a row (a 128-byte line).
+    main.reduction_requests = options.launch.hbmlab_kernels ? ReductionRequests::sectors : ReductionRequests::lines;
     for (KernelPlan& k : plans) k.instances = p.instances();
     // The main kernel's warp layout: gpu/flash2_backward.cu's, or FA2's (8 warps, and its dQ
     // conversion through shared memory). Both D kernels, and hbmlab's conversion, use registers only

@@ -212,6 +212,14 @@ public:
     // step's products, elementwise work and dQ atomics one after the other in a warpgroup (no
     // pingpong, no overlap within a warpgroup), so its tensor cores wait as mma.sync kernels' do.
     main.library_gemm = !options.launch.hbmlab_kernels;
+    // hbmlab's kernel: both consumer warpgroups meet at a named barrier every step (dQ_i needs both
+    // halves of dS_ij), so they run in step: S and dP, a wait; P and dS; dV, dK and dQ, a wait; the
+    // atomics. Neither overlaps its FP32 work with a GEMM, and neither fills the other's waits.
+    if (options.launch.hbmlab_kernels) main.wgmma_waits = 2;
+    // dQ_i's fp32 adds keep flash2 backward's requests: hbmlab's kernel adds each thread's wgmma
+    // fragment as float2 (8 rows of 32 bytes a warp instruction, one sector per request). cuDNN's
+    // kernel also leaves dQ in fp32 (its convert_dq_to_16bits kernel casts it); how it adds is not in
+    // its records, and it is read as whole lines, as FlashAttention-3 adds a tile of dQ_i at once.
     if (!options.launch.threads_per_cta) main.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
     if (!options.launch.smem_bytes_per_cta) main.smem_bytes_per_cta = working_set_bytes(p, b);
     if (!options.launch.registers_per_thread) main.registers_per_thread = registers(main.threads_per_cta);
