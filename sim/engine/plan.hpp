@@ -58,6 +58,9 @@ struct KernelPlan {
   std::int64_t threads_per_cta = 128;
   std::int64_t registers_per_thread = 0;  // 0: unknown, registers do not limit occupancy
   bool double_buffered = true;            // the next phase's loads are in flight during this compute
+  // Persistent CTAs (one per SM slot walks the grid's tiles in turn): the next tile's first loads are
+  // in flight under the current tile's last phases, so only a slot's first tile waits for them.
+  bool persistent = false;
   bool library_gemm = false;              // tensor rate × gemm_efficiency instead of matmul_efficiency
   bool matmul_on_fp32_units = false;      // matmuls as scalar FMAs (non-matmul rate), not on tensor cores
   std::int64_t bytes_in_flight_per_cta = 0;  // 0: the SM's cap; else what the CTA's load loop keeps outstanding

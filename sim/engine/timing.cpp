@@ -69,6 +69,7 @@ struct Rates {
   double mma_sync_per_sm = 0, mma_sync_per_warp = 0, wgmma_per_sm = 0;  // FLOP/s
   double wgmma_wait_cycles = 0, pipe_hz = 0;
   double ex2_per_sm = 0, fp32_per_sm = 0, smem_per_sm = 0;               // results/s, FLOP/s, bytes/s
+  double issue_per_sm = 0;  // warp instructions/s; 0 where the preset does not give it
 };
 
 Rates rates_of(const GpuSpec& gpu) {
@@ -96,6 +97,7 @@ Rates rates_of(const GpuSpec& gpu) {
   r.ex2_per_sm = gpu.ex2_per_cycle_per_sm * pipe_hz;
   r.fp32_per_sm = gpu.fp32_fma_flops_per_cycle_per_sm * pipe_hz;
   r.smem_per_sm = gpu.sram_bytes_per_cycle_per_sm * pipe_hz;
+  r.issue_per_sm = gpu.issue_per_cycle_per_sm * pipe_hz;
   return r;
 }
 
@@ -111,6 +113,7 @@ struct PipeCosts {
   double smem = 0;          // every shared-memory byte: those, the copy engine's fills, wgmma's operand reads
   bool async_mma = false;   // wgmma: the warps go on issuing while the tensor cores work
   double waits_s = 0;       // warpgroups in step (KernelPlan::wgmma_waits): their waits on the products, a phase
+  double issue = 0;         // the counted warp instructions (MMAs, shared-memory loads and stores, exps) at the issue rate
 };
 
 PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_sm) {
@@ -134,6 +137,9 @@ PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_
   c.waits_s = double(k.wgmma_waits) * r.wgmma_wait_cycles / r.pipe_hz;
   c.ex2 = double(oc.ex2) * 32.0 / r.ex2_per_sm * per_flop;
   c.smem = double(smem.fill + smem.read + smem.mma_read + smem.write) / r.smem_per_sm * per_flop;
+  // Each wgmma is one instruction in each of its warpgroup's four warps.
+  const double instructions = double(oc.mma + oc.ldmatrix + oc.ld_shared + oc.st_shared + oc.ex2 + 4 * oc.wgmma);
+  if (r.issue_per_sm > 0) c.issue = instructions / r.issue_per_sm * per_flop;
   return c;
 }
 
@@ -149,6 +155,7 @@ struct Resident {
   std::int64_t cta = 0, instance = 0;
   std::int32_t program = 0, phase = 0, sm = 0, slot = 0;
   double start_s = 0;
+  bool prefetched = false;  // a persistent CTA's tile after its slot's first: its first loads came early
 };
 
 // Bandwidth over time in equal bins. A step's bytes are spread over the bins it spans in
@@ -196,9 +203,10 @@ void add_sample(Timeline& tl, double& bin_s, const BandwidthSample& s) {
 // What one step of an SM asks of the SM and the memory system, summed over the CTAs resident on it.
 struct StepDemand {
   double compute = 0, sram = 0;          // seconds at the SM's rates
-  // Kernels timed from the pipes: each pipe's seconds over the resident CTAs, and the longest chain
-  // one group of warps runs in order (its GEMMs, then its softmax).
-  double chain = 0;
+  // Kernels timed from the pipes: what the resident CTAs' warps issue and wait on (MMAs, exps, FP32
+  // work), summed over them, and the longest phase one CTA runs in order (its GEMMs, then its softmax).
+  double issued = 0, chain = 0;
+  double issue = 0;  // every resident warp's instructions through the SM's issue slots
   double latency_bytes = 0, window = 0;  // Σ bytes × latency, and the bytes the CTAs keep in flight
   double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
@@ -376,13 +384,20 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
     // One CTA's warps run a phase in order: the GEMMs (mma.sync's loop loads the next fragments
     // from shared memory under the current MMAs), then the softmax (exps, then FP32 work). A wgmma
     // is asynchronous: the warpgroup's FP32 work issues while it runs. The CTAs resident on an SM
-    // take turns on the pipes: their chains add up (docs/design.md#the-sms-pipes).
+    // take turns on the tensor pipe, the exponent unit and the FP32 pipe, whose work their warps
+    // issue: that work adds up; shared memory serves every CTA's loads at once, against its
+    // bandwidth alone (docs/design.md#the-sms-pipes).
     const double mm = double(ph.matmul_flops);
     // A non-matmul operation is one FP32 lane instruction; an FMA counts two FLOPs in the pipe's rate.
     const double fp32 = double(ph.non_matmul_flops) / (rates_.fp32_per_sm / 2);
-    compute = pipes.async_mma ? std::max(mm * (pipes.tensor + pipes.ex2), fp32)
-                              : mm * (std::max(pipes.smem_loads, pipes.tensor) + pipes.ex2) + fp32 + (mm > 0 ? pipes.waits_s : 0);
-    d.chain += compute;
+    const double waits = mm > 0 ? pipes.waits_s : 0.0;
+    const double issued = pipes.async_mma ? std::max(mm * (pipes.tensor + pipes.ex2), fp32)
+                                          : mm * (pipes.tensor + pipes.ex2) + fp32 + waits;
+    compute = pipes.async_mma ? issued : mm * (std::max(pipes.smem_loads, pipes.tensor) + pipes.ex2) + fp32 + waits;
+    d.issued += issued;
+    d.chain = std::max(d.chain, compute);
+    // Every FP32 operation of a warp's 32 lanes is one instruction.
+    if (rates_.issue_per_sm > 0) d.issue += mm * pipes.issue + double(ph.non_matmul_flops) / 32.0 / rates_.issue_per_sm;
     d.sram += mm * pipes.smem;
   } else {
     compute = double(ph.matmul_flops) / matmul_rate + double(ph.non_matmul_flops) / rates_.non_matmul_per_sm;
@@ -398,7 +413,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
   // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
   // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
   d.window += window * (k.double_buffered ? 2 : 1);
-  if ((!k.double_buffered || r.phase == 0) && window > 0) {
+  if ((!k.double_buffered || (r.phase == 0 && !r.prefetched)) && window > 0) {
     // It waits for its loads: either as many round trips as its window needs (Little's law),
     // or the first byte's latency and then its own bytes at the SM's share of DRAM and L2
     // bandwidth, whichever is longer.
@@ -435,7 +450,7 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
   const double in_flight = std::min(d.window, rates_.in_flight_per_sm);
   const double memory = in_flight > 0 ? d.latency_bytes / in_flight : 0.0;
   const bool serial_waits = 2 * d.serial_memory > d.serial;
-  const double pipes = std::max(d.compute, d.chain);
+  const double pipes = std::max({d.compute, d.issued, d.chain, d.issue});
   const double t_compute = std::max(pipes, serial_waits ? 0.0 : d.serial);
   const double t_latency = std::max(memory, serial_waits ? d.serial : 0.0);
   const double step_s = std::max({t_dram, t_l2, t_compute, t_latency, d.sram});
@@ -458,6 +473,7 @@ void Replay::retire(const KernelPlan& k, std::int32_t kernel_index, std::vector<
           ++result_.timeline.dropped_spans;
       }
       if (!grid.place(r, t1)) continue;
+      r.prefetched = k.persistent && k.double_buffered;
     }
     here[kept++] = r;
   }

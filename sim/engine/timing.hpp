@@ -6,14 +6,17 @@
 // on it carries out one phase of its program (a phase = the loads of one K_j, V_j or tile, the
 // compute on it and any stores). A step lasts as long as its busiest resource needs: the SM's
 // compute (a kernel with exact on-chip counts: its MMAs, shared-memory loads, exps and FP32
-// operations over the SM's measured pipe rates, in the order its warps run them, the resident
-// CTAs taking turns — docs/design.md#the-sms-pipes; any other kernel: its tensor-core and
+// operations over the SM's measured pipe rates: one CTA's phase in the order its warps run it,
+// the resident CTAs' issued work (MMAs, exps, FP32) added up, every CTA's shared-memory bytes
+// against the SM's bandwidth, the counted instructions against its issue rate —
+// docs/design.md#the-sms-pipes; any other kernel: its tensor-core and
 // non-matmul FLOPs over the preset's fractions of the datasheet rates), its SRAM bytes over SRAM
 // bandwidth, memory latency (Little's law: bytes × latency over the bytes the SM keeps in flight),
 // and its DRAM and SM↔L2 bytes over its fair share of HBM and L2 bandwidth (the total over the SMs
 // that have work; a backward's fp32 dQ adds at the L2's measured reduction rate, added to its loads'
-// and stores' time: docs/design.md#the-backwards-dq-reductions). A CTA whose loads do not overlap its compute (its first phase, or every phase
-// of a kernel that does not double-buffer) instead waits for its loads — latency + its own bytes at
+// and stores' time: docs/design.md#the-backwards-dq-reductions). A CTA whose loads do not overlap its
+// compute (its first phase, unless it is a persistent CTA's next tile, or every phase of a kernel
+// that does not double-buffer) instead waits for its loads — latency + its own bytes at
 // that share, or its window's round trips if those take longer — and then works. The SM with the earliest clock steps next, so L2 sees accesses in
 // time order.
 // A finished CTA frees its slot and the next CTA of the grid (blockIdx.x fastest) takes it on that

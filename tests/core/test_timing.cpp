@@ -794,6 +794,26 @@ TEST_CASE("the SM's pipes time a kernel with exact on-chip counts (toy, by hand)
     // one CTA's exps hidden under the other's MMAs, the tensor pipe's 128 would set the step.
     CHECK(run_plans({with_pipes(3, 12, 30, 0, 0)}, toy, {}).predicted_s == Approx(launch + 168e-9));
   }
+  SECTION("CTAs on one SM add the work their warps issue; shared memory serves their loads at once") {
+    // Per CTA: 4 MMAs (64 cycles), 3,072 B of ldmatrix (96 cycles at 32 B/cycle), 10 ex2 (20 cycles).
+    // Alone, its GEMM waits for its loads: 96 + 20 = 116 cycles.
+    CHECK(run_plans({with_pipes(1, 4, 10, 3072, 0)}, toy, {}).predicted_s == Approx(launch + 116e-9));
+    // Two on SM 0: their MMAs and exps add (2 × 84 = 168), their loads share shared memory's
+    // bandwidth (6,144 B: 192 cycles), which sets the step; their phases summed would be 232.
+    CHECK(run_plans({with_pipes(3, 12, 30, 3 * 3072, 0)}, toy, {}).predicted_s == Approx(launch + 192e-9));
+    // 2,560 B (80 cycles) and 30 ex2 (60 cycles) each: the issued work, 2 × 124 = 248, outlasts
+    // the loads' 160 cycles; one CTA alone takes 80 + 60 = 140.
+    CHECK(run_plans({with_pipes(1, 4, 30, 2560, 0)}, toy, {}).predicted_s == Approx(launch + 140e-9));
+    CHECK(run_plans({with_pipes(3, 12, 90, 3 * 2560, 0)}, toy, {}).predicted_s == Approx(launch + 248e-9));
+  }
+  SECTION("the SM issues the counted warp instructions at its issue rate") {
+    // 4 MMAs, 10 ex2 and 512 FP32 operations (16 warp instructions): 64 + 20 + 32 = 116 cycles of
+    // pipes; at 0.1 instructions per cycle their 30 instructions take 300.
+    CHECK(run_plans({with_pipes(1, 4, 10, 0, 512)}, toy, {}).predicted_s == Approx(launch + 116e-9));
+    GpuSpec slow_issue = toy;
+    slow_issue.issue_per_cycle_per_sm = 0.1;
+    CHECK(run_plans({with_pipes(1, 4, 10, 0, 512)}, slow_issue, {}).predicted_s == Approx(launch + 300e-9));
+  }
   SECTION("one warp alone reaches a sub-partition's mma.sync rate") {
     KernelPlan k = with_pipes(1, 4, 0, 0, 0);
     k.threads_per_cta = 32;     // 64 FLOP/cycle: 16,384 FLOPs in 256 cycles
@@ -825,6 +845,27 @@ TEST_CASE("on the H100 a kernel with on-chip counts owes nothing to the fitted e
     slower_ex2.ex2_per_cycle_per_sm /= 2;
     CHECK(run_engine(algo, p, b, slower_ex2, {}).predicted_s > 1.05 * t);
   }
+}
+
+TEST_CASE("persistent CTAs load a tile's first blocks under the previous tile; a slot's first tile waits",
+          "[engine]") {
+  const GpuSpec toy = load_gpu("toy");
+  // One CTA per SM (its shared memory fills the SM), two phases of one 256-byte tile each.
+  auto kernel = [&](std::int64_t ctas, bool persistent) {
+    KernelPlan k = synthetic(ctas, 2, 256, 64, true, toy.sram_bytes_per_sm);
+    k.persistent = persistent;
+    return k;
+  };
+  // The first wave (one CTA per SM) waits for its first loads either way.
+  CHECK(run_plans({kernel(2, true)}, toy, {}).predicted_s == Approx(run_plans({kernel(2, false)}, toy, {}).predicted_s));
+  // The second wave's CTAs find their first tiles in flight: the SMs, side by side, save most of a
+  // DRAM round trip (100 ns; what is left is the loads' share of the step they now overlap).
+  const double plain = run_plans({kernel(4, false)}, toy, {}).predicted_s;
+  const double persistent = run_plans({kernel(4, true)}, toy, {}).predicted_s;
+  CHECK(plain - persistent > 0.5 * toy.hbm_latency_ns * 1e-9);
+  CHECK(plain - persistent <= toy.hbm_latency_ns * 1e-9);
+  // The same bytes reach DRAM.
+  CHECK(run_plans({kernel(4, true)}, toy, {}).dram_read_bytes() == run_plans({kernel(4, false)}, toy, {}).dram_read_bytes());
 }
 
 namespace {

@@ -89,6 +89,9 @@ public:
           "producer warpgroup (TMA) keeps {} K/V stages in flight; {} consumer warpgroups alternate their "
           "wgmma GEMMs (pingpong) and overlap each softmax with the previous P̃V product",
           stages(p.head_dim), consumer_warpgroups(b));
+      // hbmlab's kernel walks tiles persistently (v4) without a causal or block mask and launches one
+      // CTA per tile (v3, gpu/flash3.cu) with one; FlashAttention-3's and cuDNN's kernels are persistent.
+      plan.persistent = !(options.launch.hbmlab_kernels && (p.causal || p.block_mask));
       if (!options.launch.threads_per_cta) plan.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
       if (!options.launch.smem_bytes_per_cta) plan.smem_bytes_per_cta = working_set_bytes(p, b);
       // The kernel's own on-chip traffic: wgmma's operands from shared memory, not flash2's ldmatrix.
