@@ -123,7 +123,7 @@ struct PipeCosts {
   double issue = 0;         // the counted warp instructions (MMAs, shared-memory loads and stores, exps) at the issue rate
   // mma.sync kernels: one warp's dependent MMA chain (its GEMMs' k-steps at the MMA latency), and
   // the latency one CTA's warps wait out with nothing to issue: each GEMM's first fragments
-  // (ldmatrix) and last products (MMA), each barrier.
+  // (ldmatrix), the last products of those the next instructions use (MMA), each barrier.
   double mma_chain = 0, exposed = 0;
 };
 
@@ -153,7 +153,8 @@ PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_
   if (r.issue_per_sm > 0) c.issue = instructions / r.issue_per_sm * per_flop;
   if (oc.wgmma_flops == 0) {
     c.mma_chain = double(oc.mma_ksteps) * r.mma_latency_s * per_flop;
-    c.exposed = (double(oc.gemm_starts) * (r.ldmatrix_latency_s + r.mma_latency_s) + double(oc.barriers) * r.barrier_s) *
+    c.exposed = (double(oc.gemm_starts) * r.ldmatrix_latency_s + double(oc.gemm_drains) * r.mma_latency_s +
+                 double(oc.barriers) * r.barrier_s) *
                 per_flop;
   }
   return c;
