@@ -9,15 +9,5 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 bin=${2:-$out/latency}
 [ -n "${2:-}" ] || nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o "$bin" "$here/latency.cu"
-cuobjdump -sass "$bin" | python3 -c 'import re, sys, collections
-name, hist = None, collections.Counter()
-def flush():
-    if name: print(name, " ".join(f"{op}:{n}" for op, n in hist.most_common(8)))
-for line in sys.stdin:
-    m = re.search(r"Function : (\S+)", line)
-    if m:
-        flush(); name, hist = m.group(1), collections.Counter(); continue
-    m = re.match(r"\s+/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)", line)
-    if m: hist[m.group(1)] += 1
-flush()' > "$out/latency-sass.txt" || echo "latency.sh: no cuobjdump, no SASS listing" >&2
+cuobjdump -sass "$bin" | python3 "$here/sass_opcodes.py" > "$out/latency-sass.txt" || echo "latency.sh: no cuobjdump, no SASS listing" >&2
 "$bin" | tee "$out/latency.txt"
