@@ -11,17 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o "$out/pipes" "$here/pipes.cu"
 # Opcode histogram per kernel: the loop of each case should be the instruction it names.
-cuobjdump -sass "$out/pipes" | python3 -c 'import re, sys, collections
-name, hist = None, collections.Counter()
-def flush():
-    if name: print(name, " ".join(f"{op}:{n}" for op, n in hist.most_common(8)))
-for line in sys.stdin:
-    m = re.search(r"Function : (\S+)", line)
-    if m:
-        flush(); name, hist = m.group(1), collections.Counter(); continue
-    m = re.match(r"\s+/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)", line)
-    if m: hist[m.group(1)] += 1
-flush()' > "$out/pipes-sass.txt"
+cuobjdump -sass "$out/pipes" | python3 "$here/sass_opcodes.py" > "$out/pipes-sass.txt"
 "$out/pipes" | tee "$out/pipes.txt"
 ncu --clock-control none --metrics smsp__inst_executed.sum,sm__cycles_elapsed.avg,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.peak_sustained \
     --csv --page raw --print-units base --log-file "$out/pipes-ncu.csv" "$out/pipes" > /dev/null

@@ -23,6 +23,7 @@ OnChipCounts& OnChipCounts::operator+=(const OnChipCounts& o) {
   for (int t = 0; t < kTensorCount; ++t) by_tensor[t] += o.by_tensor[t];
   mma += o.mma, ldmatrix += o.ldmatrix, ld_shared += o.ld_shared, st_shared += o.st_shared, ex2 += o.ex2;
   wgmma += o.wgmma, wgmma_flops += o.wgmma_flops, mbarrier += o.mbarrier;
+  gemm_starts += o.gemm_starts, gemm_drains += o.gemm_drains, mma_ksteps += o.mma_ksteps, barriers += o.barriers;
   return *this;
 }
 
@@ -31,6 +32,7 @@ OnChipCounts OnChipCounts::times(std::int64_t n) const {
   for (SmemBytes& b : out.by_tensor) b.fill *= n, b.read *= n, b.mma_read *= n, b.write *= n;
   out.mma *= n, out.ldmatrix *= n, out.ld_shared *= n, out.st_shared *= n, out.ex2 *= n;
   out.wgmma *= n, out.wgmma_flops *= n, out.mbarrier *= n;
+  out.gemm_starts *= n, out.gemm_drains *= n, out.mma_ksteps *= n, out.barriers *= n;
   return out;
 }
 
@@ -136,6 +138,13 @@ OnChipCounts fa2_forward_pair(const Fa2ForwardLayout& l) {
   // exp2 of every score, and of (m_old − m_new) for each row a thread holds: two rows of each
   // 16-row group per thread, so two warp instructions per 16 rows.
   c.ex2 = ceil_div(Br * l.Bc, 32) + 2 * ceil_div(Br, 16);
+  // S_ij, then O_i += P̃_ij V_j; a barrier before each (K_j's, then V_j's copies landed: hbmlab's
+  // gpu/flash2.cu and FlashAttention-2's flash_fwd_kernel alike). The softmax waits on S; O's
+  // accumulator is next read a step on.
+  c.gemm_starts = 2;
+  c.gemm_drains = 1;
+  c.mma_ksteps = ceil_div(l.d, 16) + ceil_div(l.Bc, 16);
+  c.barriers = 2;
   return c;
 }
 
@@ -176,6 +185,13 @@ OnChipCounts fa2_backward_pair(const Fa2BackwardLayout& l) {
   c[Tensor::Q].fill += l.Br * l.d * e;
   c[Tensor::dO].fill += l.Br * l.d * e;
   c.ex2 = ceil_div(l.Br * l.Bc, 32);  // P_ij = exp2(S_ij·scale − L_i), no rescaling
+  // Five GEMMs in turn (S, dP, dV, dQ, dK), each loading its fragments from shared memory; barriers
+  // when Q_i, dO_i have landed, when P_ij and dS_ij are stored, and before dO_i's buffer is reused.
+  // P waits on S, dS on dP, the atomic adds on dQ; dV and dK accumulate over the steps.
+  c.gemm_starts = 5;
+  c.gemm_drains = 3;
+  c.mma_ksteps = 2 * ceil_div(l.d, 16) + 2 * ceil_div(l.Br, 16) + ceil_div(l.Bc, 16);
+  c.barriers = 3;
   return c;
 }
 
@@ -225,6 +241,12 @@ OnChipCounts hbmlab_backward_pair(const HbmlabBackwardLayout& l) {
   for (Tensor t : {Tensor::lse, Tensor::D}) c[t].read += stat_loads * stat_wavefronts * kWavefrontBytes;
   c.ld_shared += 2 * stat_loads;
   c.ex2 = ceil_div(l.Br * l.Bc, 32);
+  // S_ijᵀ with dP_ijᵀ, dV_j with dK_j, then dQ_i (gpu/flash2_backward.cu), one barrier a step. P and
+  // dS wait on S and dP, the atomic adds on dQ; dV and dK accumulate over the steps.
+  c.gemm_starts = 3;
+  c.gemm_drains = 2;
+  c.mma_ksteps = ceil_div(l.d, 16) + ceil_div(l.Br, 16) + ceil_div(l.Bc, 16);
+  c.barriers = 1;
   return c;
 }
 
@@ -554,6 +576,12 @@ OnChipCounts decode_split_pair(const DecodeSplitLayout& l) {
   c[Tensor::V].fill += l.Bc * l.d * e;
   // Each warp: exp2 of its scores, and (synchronised) of m_old − m_new for the two rows a lane holds.
   c.ex2 = 16 * groups * l.Bc / 32 + (l.unified ? 0 : W * 2 * groups);
+  // S, then O += P̃ V_j over the warp's Bc/4 keys; a barrier when K_j, V_j have landed and one before
+  // the stage is refilled (gpu/flash_decoding.cu). The softmax waits on S; O accumulates.
+  c.gemm_starts = 2;
+  c.gemm_drains = 1;
+  c.mma_ksteps = ceil_div(l.d, 16) + ceil_div(l.Bc / W, 16);
+  c.barriers = 2;
   return c;
 }
 

@@ -55,6 +55,12 @@ struct OnChipCounts {
   // (with wgmma's operand reads). Not charged to the shared-memory pipe's time.
   std::int64_t mbarrier = 0;
   std::int64_t mbarrier_bytes() const { return mbarrier * kWavefrontBytes; }
+  // The latency path of an mma.sync kernel, counted once per CTA and block pair (its warps run it
+  // side by side): the GEMMs a warp runs one after another, each starting on fragments it loads
+  // (ldmatrix); those whose products the next instructions wait on (the softmax on S, an atomic add
+  // of dQ; not an accumulator kept across steps, as O or dK); the k-steps of the GEMMs, each a
+  // dependent MMA on every accumulator; the CTA-wide barriers (__syncthreads) between them.
+  std::int64_t gemm_starts = 0, gemm_drains = 0, mma_ksteps = 0, barriers = 0;
 
   SmemBytes& operator[](Tensor t) { return by_tensor[static_cast<int>(t)]; }
   const SmemBytes& operator[](Tensor t) const { return by_tensor[static_cast<int>(t)]; }

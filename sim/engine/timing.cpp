@@ -70,6 +70,8 @@ struct Rates {
   double wgmma_wait_cycles = 0, pipe_hz = 0;
   double ex2_per_sm = 0, fp32_per_sm = 0, smem_per_sm = 0;               // results/s, FLOP/s, bytes/s
   double issue_per_sm = 0;  // warp instructions/s; 0 where the preset does not give it
+  // Latencies in seconds at pipe_hz; 0 where the preset does not give them.
+  double mma_latency_s = 0, ldmatrix_latency_s = 0, barrier_s = 0;
 };
 
 Rates rates_of(const GpuSpec& gpu) {
@@ -98,6 +100,11 @@ Rates rates_of(const GpuSpec& gpu) {
   r.fp32_per_sm = gpu.fp32_fma_flops_per_cycle_per_sm * pipe_hz;
   r.smem_per_sm = gpu.sram_bytes_per_cycle_per_sm * pipe_hz;
   r.issue_per_sm = gpu.issue_per_cycle_per_sm * pipe_hz;
+  if (pipe_hz > 0) {
+    r.mma_latency_s = gpu.mma_sync_latency_cycles / pipe_hz;
+    r.ldmatrix_latency_s = gpu.ldmatrix_latency_cycles / pipe_hz;
+    r.barrier_s = gpu.barrier_cycles / pipe_hz;
+  }
   return r;
 }
 
@@ -114,6 +121,10 @@ struct PipeCosts {
   bool async_mma = false;   // wgmma: the warps go on issuing while the tensor cores work
   double waits_s = 0;       // warpgroups in step (KernelPlan::wgmma_waits): their waits on the products, a phase
   double issue = 0;         // the counted warp instructions (MMAs, shared-memory loads and stores, exps) at the issue rate
+  // mma.sync kernels: one warp's dependent MMA chain (its GEMMs' k-steps at the MMA latency), and
+  // the latency one CTA's warps wait out with nothing to issue: each GEMM's first fragments
+  // (ldmatrix), the last products of those the next instructions use (MMA), each barrier.
+  double mma_chain = 0, exposed = 0;
 };
 
 PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_sm) {
@@ -140,6 +151,12 @@ PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_
   // Each wgmma is one instruction in each of its warpgroup's four warps.
   const double instructions = double(oc.mma + oc.ldmatrix + oc.ld_shared + oc.st_shared + oc.ex2 + 4 * oc.wgmma);
   if (r.issue_per_sm > 0) c.issue = instructions / r.issue_per_sm * per_flop;
+  if (oc.wgmma_flops == 0) {
+    c.mma_chain = double(oc.mma_ksteps) * r.mma_latency_s * per_flop;
+    c.exposed = (double(oc.gemm_starts) * r.ldmatrix_latency_s + double(oc.gemm_drains) * r.mma_latency_s +
+                 double(oc.barriers) * r.barrier_s) *
+                per_flop;
+  }
   return c;
 }
 
@@ -393,7 +410,13 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
     const double waits = mm > 0 ? pipes.waits_s : 0.0;
     const double issued = pipes.async_mma ? std::max(mm * (pipes.tensor + pipes.ex2), fp32)
                                           : mm * (pipes.tensor + pipes.ex2) + fp32 + waits;
-    compute = pipes.async_mma ? issued : mm * (std::max(pipes.smem_loads, pipes.tensor) + pipes.ex2) + fp32 + waits;
+    // An mma.sync GEMM lasts at least its k-steps one after another at the MMA's latency, and one
+    // CTA's warps wait out, with nothing to issue, each GEMM's first loads and last products and each
+    // barrier; other CTAs' warps issue meanwhile (`issued` adds no latency).
+    compute = pipes.async_mma
+                  ? issued
+                  : mm * (std::max({pipes.smem_loads, pipes.tensor, pipes.mma_chain}) + pipes.exposed + pipes.ex2) +
+                        fp32 + waits;
     d.issued += issued;
     d.chain = std::max(d.chain, compute);
     // Every FP32 operation of a warp's 32 lanes is one instruction.

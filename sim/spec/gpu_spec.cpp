@@ -59,6 +59,9 @@ constexpr Field kFields[] = {
     {"issue_per_cycle_per_sm", "instructions/cycle", &GpuSpec::issue_per_cycle_per_sm, false, false, true},
     {"pipe_clock_mhz", "MHz", &GpuSpec::pipe_clock_mhz, false, false, true},
     {"wgmma_wait_cycles", "cycles", &GpuSpec::wgmma_wait_cycles, false, false, true},
+    {"mma_sync_latency_cycles", "cycles", &GpuSpec::mma_sync_latency_cycles, false, false, true},
+    {"ldmatrix_latency_cycles", "cycles", &GpuSpec::ldmatrix_latency_cycles, false, false, true},
+    {"barrier_cycles", "cycles", &GpuSpec::barrier_cycles, false, false, true},
     {"l2_reduction_sector_gbps", "GB/s", &GpuSpec::l2_reduction_sector_gbps, false, false, true},
     {"l2_reduction_line_gbps", "GB/s", &GpuSpec::l2_reduction_line_gbps, false, false, true},
 };

@@ -61,6 +61,12 @@ struct GpuSpec {
   double issue_per_cycle_per_sm = 0;             // warp instructions issued
   double pipe_clock_mhz = 0;                     // the SM clock those pipes ran at under load
   double wgmma_wait_cycles = 0;                  // a warpgroup waiting on its wgmma products: the tensor pipe's drain
+  // The SM's latencies, per SM clock (gpu/bench/latency.cu); optional, 0 where not measured: an
+  // mma.sync m16n8k16 whose accumulator the next one adds into, an ldmatrix.x4 whose registers an
+  // MMA takes, a __syncthreads of 8 warps with nothing between.
+  double mma_sync_latency_cycles = 0;
+  double ldmatrix_latency_cycles = 0;
+  double barrier_cycles = 0;
   // The L2's fp32 reductions (red.global.add into L2-resident addresses), bytes added per second by
   // all SMs together (gpu/bench/l2_reduce.cu); optional, 0 where not measured. A request of one
   // 32-byte sector (a warp adding an MMA fragment: 8 rows, 32 bytes each) or of whole 128-byte lines

@@ -972,6 +972,68 @@ TEST_CASE("on the H100 hbmlab's flash3 backward is bound by the L2's reductions;
           run_engine(algo_named(room), p, b, h100, {}).predicted_s);
 }
 
+TEST_CASE("an mma.sync phase waits out its latencies when one CTA holds the SM (toy, by hand)", "[engine][pipes]") {
+  GpuSpec toy = toy_with_pipes();
+  toy.mma_sync_latency_cycles = 8;
+  toy.ldmatrix_latency_cycles = 6;
+  toy.barrier_cycles = 4;
+  const double launch = 10e-9;
+  // 4 MMAs: 64 cycles of the tensor pipe. One GEMM start (6 cycles) whose products the next
+  // instructions wait on (8) and one barrier (4): 82.
+  KernelPlan k = with_pipes(1, 4, 0, 0, 0);
+  k.on_chip.gemm_starts = 1;
+  k.on_chip.gemm_drains = 1;
+  k.on_chip.barriers = 1;
+  k.on_chip.mma_ksteps = 2;  // a chain of 16 cycles, under the tensor time
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 82e-9));
+  // A GEMM that only accumulates (its products read a step on) leaves its last MMAs to drain under
+  // what follows: 64 + 6 + 4.
+  k.on_chip.gemm_drains = 0;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 74e-9));
+  k.on_chip.gemm_drains = 1;
+  // A chain of 10 dependent k-steps (80 cycles) outlasts the tensor pipe's 64: 80 + 18.
+  k.on_chip.mma_ksteps = 10;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 98e-9));
+  // Without latencies in the preset the phase is its tensor time again.
+  CHECK(run_plans({k}, toy_with_pipes(), {}).predicted_s == Approx(launch + 64e-9));
+  // Two CTAs on SM 0 (three on two SMs): the other CTA's MMAs issue while one waits, so the step
+  // is their summed tensor time, 2 × 64, not a CTA's 98.
+  KernelPlan three = with_pipes(3, 12, 0, 0, 0);
+  three.on_chip.gemm_starts = 3;
+  three.on_chip.gemm_drains = 3;
+  three.on_chip.barriers = 3;
+  three.on_chip.mma_ksteps = 30;
+  CHECK(run_plans({three}, toy, {}).predicted_s == Approx(launch + 128e-9));
+  // A wgmma kernel keeps its own rule (asynchronous: the tensor time alone).
+  KernelPlan w = with_pipes(1, 4, 0, 0, 0, true);
+  w.on_chip.gemm_starts = 1;
+  w.on_chip.gemm_drains = 1;
+  w.on_chip.barriers = 1;
+  w.on_chip.mma_ksteps = 10;
+  CHECK(run_plans({w}, toy, {}).predicted_s == Approx(launch + 64e-9));
+}
+
+TEST_CASE("the mma.sync layouts count their latency path per CTA and block pair", "[engine][pipes]") {
+  const HbmlabBackwardLayout own{.Br = 64, .Bc = 128, .d = 128};
+  const OnChipCounts h = hbmlab_backward_pair(own);
+  CHECK(h.gemm_starts == 3);
+  CHECK(h.gemm_drains == 2);
+  CHECK(h.barriers == 1);
+  CHECK(h.mma_ksteps == 128 / 16 + 64 / 16 + 128 / 16);
+  const OnChipCounts f = fa2_backward_pair(Fa2BackwardLayout::for_blocks(64, 128, 128, 8));
+  CHECK(f.gemm_starts == 5);
+  CHECK(f.gemm_drains == 3);
+  CHECK(f.barriers == 3);
+  CHECK(f.mma_ksteps == 2 * 8 + 2 * 4 + 8);
+  const OnChipCounts fwd = fa2_forward_pair({.Br = 128, .Bc = 64, .d = 64});
+  CHECK(fwd.gemm_starts == 2);
+  CHECK(fwd.gemm_drains == 1);
+  CHECK(fwd.barriers == 2);
+  CHECK(fwd.mma_ksteps == 4 + 4);
+  // They scale with the pairs, as the other counts do.
+  CHECK(h.times(3).mma_ksteps == 3 * h.mma_ksteps);
+}
+
 TEST_CASE("wgmma warpgroups that run in step wait on their products and hide no FP32 work (toy, by hand)",
           "[engine][pipes]") {
   GpuSpec toy = toy_with_pipes();
