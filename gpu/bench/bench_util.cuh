@@ -1,11 +1,14 @@
-// What the L2 microbenchmarks share (l2_reuse.cu, l2_layout.cu, l2_alias.cu): an exit on a CUDA
-// error, and a grid-wide barrier for grids whose CTAs are all resident at once.
+// What the microbenchmarks share: an exit on a CUDA error (every one), a grid-wide barrier for grids
+// whose CTAs are all resident at once (l2_reuse.cu, l2_layout.cu, l2_alias.cu), and the timing of a
+// kernel that runs one CTA per SM under its own clock (pipes.cu, latency.cu).
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 namespace bench {
 
@@ -39,4 +42,45 @@ __device__ void grid_barrier(unsigned int ctas) {
   __syncthreads();
 }
 
+// One timed launch of a kernel that runs one CTA per SM and writes each CTA's clock64 span to
+// cycles[blockIdx.x]: the median SM's cycles, and the SM clock in MHz (the slowest SM's cycles over
+// the launch's elapsed time).
+struct SmLaunch {
+  double median_cycles = 0, mhz = 0;
+};
+
+// Runs `launch()` six times, the first a warm-up, and returns the five timed launches.
+template <class Launch>
+std::vector<SmLaunch> time_per_sm(Launch launch, int sms, const long long* cycles, const char* program,
+                                  const char* what) {
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), program, "event");
+  check(cudaEventCreate(&e1), program, "event");
+  std::vector<SmLaunch> runs;
+  for (int rep = 0; rep < 6; ++rep) {
+    check(cudaEventRecord(e0), program, "record");
+    launch();
+    check(cudaGetLastError(), program, what);
+    check(cudaEventRecord(e1), program, "record");
+    check(cudaDeviceSynchronize(), program, what);
+    if (rep == 0) continue;  // warm-up
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, e0, e1), program, "elapsed");
+    std::vector<long long> cyc(sms);
+    check(cudaMemcpy(cyc.data(), cycles, sms * sizeof(long long), cudaMemcpyDeviceToHost), program, "copy");
+    std::sort(cyc.begin(), cyc.end());
+    runs.push_back({static_cast<double>(cyc[sms / 2]), static_cast<double>(cyc[sms - 1]) / (ms * 1e-3) / 1e6});
+  }
+  check(cudaEventDestroy(e0), program, "event");
+  check(cudaEventDestroy(e1), program, "event");
+  return runs;
+}
+
+// The median of `v` (the upper one of an even count).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 }  // namespace bench
+

@@ -155,39 +155,21 @@ int main() {
   unsigned* sink = nullptr;
   bench::check(cudaMalloc(&cycles, sms * sizeof(long long)), me, "cudaMalloc cycles");
   bench::check(cudaMalloc(&sink, sizeof(unsigned)), me, "cudaMalloc sink");
-  cudaEvent_t e0, e1;
-  bench::check(cudaEventCreate(&e0), me, "event");
-  bench::check(cudaEventCreate(&e1), me, "event");
-
   std::printf("device %s, %d SMs, one CTA per SM; cycles per step (clock64), median over SMs, median of 5 launches\n",
               prop.name, sms);
   std::printf("%-26s %6s %14s %16s %10s %9s\n", "case", "thr", "cycles/step", "cycles/instr/w", "cycles", "MHz");
   for (const Case& c : cases) {
     bench::check(cudaFuncSetAttribute(c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes), me, c.name.c_str());
     std::vector<double> steps, clocks, totals;
-    for (int rep = 0; rep < 6; ++rep) {
-      bench::check(cudaEventRecord(e0), me, "record");
-      c.kernel<<<sms, c.threads, kSmemBytes>>>(c.iters, 0u, Out{cycles, sink});
-      bench::check(cudaGetLastError(), me, c.name.c_str());
-      bench::check(cudaEventRecord(e1), me, "record");
-      bench::check(cudaDeviceSynchronize(), me, c.name.c_str());
-      if (rep == 0) continue;  // warm-up
-      float ms = 0;
-      bench::check(cudaEventElapsedTime(&ms, e0, e1), me, "elapsed");
-      std::vector<long long> cyc(sms);
-      bench::check(cudaMemcpy(cyc.data(), cycles, sms * sizeof(long long), cudaMemcpyDeviceToHost), me, "copy");
-      std::sort(cyc.begin(), cyc.end());
-      const double med = static_cast<double>(cyc[sms / 2]);
-      totals.push_back(med);
-      steps.push_back(med / (static_cast<double>(c.iters) * kUnroll));
-      clocks.push_back(static_cast<double>(cyc[sms - 1]) / (ms * 1e-3) / 1e6);
+    const auto launch = [&] { c.kernel<<<sms, c.threads, kSmemBytes>>>(c.iters, 0u, Out{cycles, sink}); };
+    for (const bench::SmLaunch& r : bench::time_per_sm(launch, sms, cycles, me, c.name.c_str())) {
+      totals.push_back(r.median_cycles);
+      steps.push_back(r.median_cycles / (static_cast<double>(c.iters) * kUnroll));
+      clocks.push_back(r.mhz);
     }
-    std::sort(steps.begin(), steps.end());
-    std::sort(clocks.begin(), clocks.end());
-    std::sort(totals.begin(), totals.end());
-    const double step = steps[steps.size() / 2];
+    const double step = bench::median(steps);
     std::printf("%-26s %6d %14.2f %16.2f %10.0f %9.0f\n", c.name.c_str(), c.threads, step, step / c.per_step,
-                totals[totals.size() / 2], clocks[clocks.size() / 2]);
+                bench::median(totals), bench::median(clocks));
   }
   return 0;
 }

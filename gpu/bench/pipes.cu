@@ -305,38 +305,21 @@ int main(int argc, char** argv) {
   unsigned* sink = nullptr;
   bench::check(cudaMalloc(&cycles, sms * sizeof(long long)), me, "cudaMalloc cycles");
   bench::check(cudaMalloc(&sink, sizeof(unsigned)), me, "cudaMalloc sink");
-  cudaEvent_t e0, e1;
-  bench::check(cudaEventCreate(&e0), me, "event");
-  bench::check(cudaEventCreate(&e1), me, "event");
-
   std::printf("device %s, %d SMs, one CTA per SM; rates per SM clock (clock64), median over SMs of 5 launches\n",
               prop.name, sms);
   std::printf("%-26s %6s %12s %14s %10s %9s\n", "case", "thr", "per clk/SM", "warp instr/clk", "cycles", "MHz");
   for (const Case& c : cases) {
     bench::check(cudaFuncSetAttribute(c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, c.smem), me, c.name.c_str());
     std::vector<double> rates, clocks;
-    for (int rep = 0; rep < 6; ++rep) {
-      bench::check(cudaEventRecord(e0), me, "record");
-      c.kernel<<<sms, c.threads, c.smem>>>(c.iters, Out{cycles, sink});
-      bench::check(cudaGetLastError(), me, c.name.c_str());
-      bench::check(cudaEventRecord(e1), me, "record");
-      bench::check(cudaDeviceSynchronize(), me, c.name.c_str());
-      if (rep == 0) continue;  // warm-up
-      float ms = 0;
-      bench::check(cudaEventElapsedTime(&ms, e0, e1), me, "elapsed");
-      std::vector<long long> cyc(sms);
-      bench::check(cudaMemcpy(cyc.data(), cycles, sms * sizeof(long long), cudaMemcpyDeviceToHost), me, "copy");
-      std::sort(cyc.begin(), cyc.end());
-      const double med = static_cast<double>(cyc[sms / 2]);
-      rates.push_back(c.work_per_iter * c.iters / med);
-      clocks.push_back(static_cast<double>(cyc[sms - 1]) / (ms * 1e-3) / 1e6);
+    const auto launch = [&] { c.kernel<<<sms, c.threads, c.smem>>>(c.iters, Out{cycles, sink}); };
+    for (const bench::SmLaunch& r : bench::time_per_sm(launch, sms, cycles, me, c.name.c_str())) {
+      rates.push_back(c.work_per_iter * c.iters / r.median_cycles);
+      clocks.push_back(r.mhz);
     }
-    std::sort(rates.begin(), rates.end());
-    std::sort(clocks.begin(), clocks.end());
-    const double rate = rates[rates.size() / 2];
+    const double rate = bench::median(rates);
     const double instr_rate = rate / c.work_per_iter * c.instr_per_iter;
     std::printf("%-26s %6d %12.1f %14.3f %10.0f %9.0f   %s\n", c.name.c_str(), c.threads, rate, instr_rate,
-                c.work_per_iter * c.iters / rate, clocks[clocks.size() / 2], c.unit.c_str());
+                c.work_per_iter * c.iters / rate, bench::median(clocks), c.unit.c_str());
   }
   (void)argc;
   (void)argv;
