@@ -410,17 +410,31 @@ protected:
     return plan;
   }
 
+  // How a combine CTA walks the splits: every O_part loaded at once after the LSEs (the reference),
+  // one split at a time as PyTorch's combine adds them (LaunchOverride::combine_split_by_split), or one
+  // at a time as gpu/flash_decoding.cu's loop does: it loads O_part_s only once the split's weight
+  // e^(LSE_s − LSE) is known not to be zero, so its S loads are S dependent round trips to the L2.
+  enum class CombineLoop { all_at_once, pytorch, hbmlab };
+  static CombineLoop combine_loop(const LaunchOverride& launch) {
+    if (launch.hbmlab_kernels) return CombineLoop::hbmlab;
+    return launch.combine_split_by_split ? CombineLoop::pytorch : CombineLoop::all_at_once;
+  }
+
   // The combine kernel: one CTA per row block of a group, 128 threads, the splits' LSE in shared
-  // memory beside an fp32 O_i (as FlashAttention's combine kernel keeps them). Its loads wait for
-  // nothing but themselves; the weights need every LSE_s before O_part is read.
+  // memory beside an fp32 O_i (as FlashAttention's combine kernel keeps them). The weights need every
+  // LSE_s before O_part is read. hbmlab's loop spends kCombineSplitCycles of its own on each split
+  // besides the round trip: the split's LSE_s again (an L1 hit), its weight, the test.
   static KernelPlan combine_plan(const AttentionProblem& p, Blocks b, const BlockGrid& g, std::int64_t instances,
-                                 std::string name) {
+                                 std::string name, CombineLoop loop) {
     KernelPlan plan;
     plan.name = std::move(name);
-    plan.overlap = "none inside a CTA: every split's LSE_s, then its O_part, then O_i";
+    plan.overlap = loop == CombineLoop::all_at_once
+                       ? "none inside a CTA: every split's LSE_s, then its O_part, then O_i"
+                       : "none inside a CTA: every split's LSE_s, then one O_part after another, each waited for, then O_i";
     plan.double_buffered = false;
     plan.instances = instances;
     plan.smem_bytes_per_cta = kStatBytes * b.Br * (p.head_dim + g.splits);
+    if (loop == CombineLoop::hbmlab) plan.phase_latency_cycles = kCombineSplitCycles;
     return plan;
   }
 
@@ -461,6 +475,18 @@ protected:
   static constexpr std::int64_t kSyncStatOps = 5;
   // Per score with the unified max: the safe-range check (a max) 1, subtract-and-exp 2, rowsum 1.
   static constexpr std::int64_t kUnifiedScoreOps = 4;
+  // gpu/flash_decoding.cu's combine, per split beyond its L2 round trip: measured 0.246 µs a split
+  // (assets/measurements/h100-decode-latency.txt: 3.62 to 18.85 µs for S = 2 to 64, partials in the
+  // L2), less the 0.182 µs the engine charges the split's load (l2_latency_ns and its bytes): 0.064 µs,
+  // about 125 SM clocks at 1,980 MHz.
+  static constexpr double kCombineSplitCycles = 125;
+  // gpu/flash_decoding.cu's split kernel, once per CTA beyond its phases: one CTA alone with one K/V
+  // block took 5.98 µs under ncu (h100-decode-latency.txt, cta-blocks, N = 64), of which the engine's
+  // launch (kernel_overhead_ns) and the CTA's phases (Q_i, K_j, V_j, their products, the partial's
+  // stores) give 3.81 µs: the 2.17 µs left, 4,300 SM clocks at 1,980 MHz, is the CTA's own chain that no
+  // phase holds (the prologue, the four warps' merge of (m, ℓ, O) through shared memory and the
+  // normalising loop, the stores' drain).
+  static constexpr double kDecodeSplitCtaCycles = 4300;
 };
 
 }  // namespace hbmlab

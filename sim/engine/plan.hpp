@@ -72,6 +72,9 @@ struct KernelPlan {
   double sram_fraction_per_cta = 1.0;
   double phase_latency_cycles = 0;
   double cta_overhead_cycles = 0;  // once per CTA, before its first phase's work: prologue and epilogue
+  // The same, measured on the kernel itself (one CTA alone, less its launch and phases), so charged
+  // also when the kernel is timed from its pipes, which leave out the fitted constants above.
+  double measured_cta_cycles = 0;
   OnChipCounts on_chip;  // shared memory ↔ registers and warp instructions, from the kernel's warp layout
   ReductionRequests reduction_requests = ReductionRequests::lines;  // for its accesses marked `reduction`
   // A wgmma kernel whose consumer warpgroups meet at a barrier every phase and run it in order: their
@@ -100,6 +103,9 @@ void apply_launch(KernelPlan& plan, const LaunchOverride& launch);
 
 struct EngineOptions {
   bool l2_enabled = true;  // off: the paper's model, every load and store reaches HBM as counted
+  // Each kernel starts with an empty L2, as Nsight Compute's --cache-control all runs a launch sequence
+  // (it flushes the L2 before every profiled kernel: a combine then reads the partials from DRAM).
+  bool l2_flushed_between_kernels = false;
   bool record_timeline = false;
   std::int64_t sram_bytes_per_sm = 0;     // 0: the GPU's
   std::int64_t sram_bytes_per_block = 0;  // 0: the GPU's

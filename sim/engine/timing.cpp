@@ -280,6 +280,11 @@ public:
   }
 
   void run(const KernelPlan& k, std::int32_t kernel_index);
+  // Empties the L2 (EngineOptions::l2_flushed_between_kernels): what was dirty is written back outside
+  // any kernel, so no kernel's DRAM counts see it.
+  void flush_l2() {
+    for (TileL2& c : l2_) c = TileL2(gpu_.l2_effective_bytes, gpu_.l2_ways, gpu_.l2_line_bytes);
+  }
   double now_s() const { return now_s_; }
   std::int64_t dirty_bytes() const {
     std::int64_t sum = 0;
@@ -429,8 +434,9 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
   }
   // What the CTA does once its loads are in: its compute or its own shared-memory traffic.
   const double own_sram = k.sram_bound_work ? double(ph.sram_bytes) / (rates_.sram_per_sm * k.sram_fraction_per_cta) : 0;
-  // A kernel timed from its pipes carries no fitted cycle constants.
-  const double fixed_cycles = pipes.on ? 0.0 : k.phase_latency_cycles + (r.phase == 0 ? k.cta_overhead_cycles : 0.0);
+  // A kernel timed from its pipes carries no fitted cycle constants, only measured ones.
+  const double fitted_cycles = pipes.on ? 0.0 : k.phase_latency_cycles + (r.phase == 0 ? k.cta_overhead_cycles : 0.0);
+  const double fixed_cycles = fitted_cycles + (r.phase == 0 ? k.measured_cta_cycles : 0.0);
   const double work = std::max(compute, own_sram) + fixed_cycles / rates_.clock_hz;
   d.latency_bytes += latency_bytes;
   // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
@@ -627,6 +633,7 @@ EngineResult run_plans(const std::vector<KernelPlan>& plans, const GpuSpec& gpu,
     const double sms = double(gpu.sm_count);
     compute_s += double(mm) / (matmul_rate_of(k, rates) * sms) +
                  double(nm) / (rates.non_matmul_per_sm * sms);
+    if (n > 0 && options.l2_flushed_between_kernels) replay.flush_l2();
     replay.run(k, static_cast<std::int32_t>(n));
   }
   result.predicted_s = replay.now_s();

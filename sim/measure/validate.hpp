@@ -43,6 +43,8 @@ struct ValidationRow {
   Algo algo = default_algo();
   Blocks blocks;
   LaunchOverride launch;
+  bool l2_flushed_between_kernels = false;  // timed kernel by kernel under ncu --cache-control all
+  bool timed_by_events = false;  // CUDA events around the launch sequence: GpuSpec::event_timing_overhead_ns is added
   // Measured (absent fields: NaN) and predicted.
   double measured_time_s = 0, predicted_time_s = 0;
   double measured_dram_read = 0, predicted_dram_read = 0;

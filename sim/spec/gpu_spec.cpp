@@ -21,7 +21,7 @@ struct Field {
   std::variant<std::int64_t GpuSpec::*, double GpuSpec::*> member;
   bool power_of_two = false;
   bool at_most_one = false;  // a fraction of a peak rate
-  bool optional = false;     // a measured pipe rate a preset may leave out
+  bool optional = false;     // a measured number (a pipe rate, a latency) a preset may leave out
 };
 
 // The numbers a preset must give, with the unit each must be written in.
@@ -47,6 +47,8 @@ constexpr Field kFields[] = {
     {"hbm_bytes_in_flight_per_sm", "bytes", &GpuSpec::hbm_bytes_in_flight_per_sm},
     {"registers_per_sm", "registers", &GpuSpec::registers_per_sm},
     {"kernel_overhead_ns", "ns", &GpuSpec::kernel_overhead_ns},
+    {"event_timing_overhead_ns", "ns", &GpuSpec::event_timing_overhead_ns, false, false, true},
+    {"kernel_gap_ns", "ns", &GpuSpec::kernel_gap_ns, false, false, true},
     {"matmul_efficiency", "fraction", &GpuSpec::matmul_efficiency, false, true},
     {"gemm_efficiency", "fraction", &GpuSpec::gemm_efficiency, false, true},
     {"non_matmul_efficiency", "fraction", &GpuSpec::non_matmul_efficiency, false, true},

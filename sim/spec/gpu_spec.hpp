@@ -46,6 +46,8 @@ struct GpuSpec {
   std::int64_t hbm_bytes_in_flight_per_sm = 0;  // most load bytes one SM keeps outstanding
   std::int64_t registers_per_sm = 0;        // 32-bit registers per SM (limits CTAs per SM)
   double kernel_overhead_ns = 0;            // launch and drain cost of one kernel
+  double event_timing_overhead_ns = 0;      // what CUDA events around a launch sequence add to it (0: not measured)
+  double kernel_gap_ns = 0;                 // between two kernels of a stream, beyond their ncu durations (0: not measured)
   double matmul_efficiency = 0;             // sustained / peak tensor-core rate in fused attention kernels
   double gemm_efficiency = 0;               // sustained / peak tensor-core rate in library GEMMs (cuBLAS)
   double non_matmul_efficiency = 0;         // sustained / peak non-matmul rate

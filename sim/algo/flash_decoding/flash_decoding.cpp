@@ -81,20 +81,23 @@ public:
     // is staged through shared memory. gpu/flash_decoding.cu's splits the keys over its warps instead,
     // and its combine uses registers only; FA2's combine's layout is not described.
     const bool ours = options.launch.hbmlab_kernels && has_decode_layout(p, b);
-    if (ours)
+    if (ours) {
       plans.back().on_chip = decode_split_kernel(plans.back(), {.Br = b.Br, .Bc = b.Bc, .d = p.head_dim},
                                                  g.splits * packed_rows(p) * instances(p));
+      plans.back().measured_cta_cycles = kDecodeSplitCtaCycles;
+    }
     else if (p.elem_bytes() == 2)
       plans.back().on_chip = fa2_forward_kernel(plans.back(), {.Br = b.Br, .Bc = b.Bc, .d = p.head_dim,
                                                                .warps = plans.back().threads_per_cta / 32,
                                                                .staged_output_bytes = g.splits > 1 ? 4 : 2});
     if (g.splits > 1) {
-      plans.push_back(combine_plan(p, b, g, instances(p), "flash-decoding combine"));
+      const CombineLoop loop = combine_loop(options.launch);
+      plans.push_back(combine_plan(p, b, g, instances(p), "flash-decoding combine", loop));
       PlanBuilder builder(plans.back(), p, g.Tc, gpu.l2_sector_bytes);
       CtaPrograms programs(builder);
       Emitter e(p, g, programs);
       for (std::int64_t i = 0; i < g.Tr; ++i)
-        emit_combine(e, Path::synchronised, {}, i, static_cast<std::int32_t>(i), options.launch.combine_split_by_split);
+        emit_combine(e, Path::synchronised, {}, i, static_cast<std::int32_t>(i), loop != CombineLoop::all_at_once);
       if (ours) plans.back().on_chip = decode_combine_kernel(g.splits, packed_rows(p) * instances(p), 0);
     }
     return plans;

@@ -131,22 +131,27 @@ public:
     build(split_plan(p, b, gpu, "flashdecoding++ split-KV"),
           [&](Emitter& e) { emit_split(e, Path::unified, {}, all_row_blocks(g), 0); });
     apply_launch(plans.back(), options.launch);
-    if (layout) plans.back().on_chip = decode_split_kernel(plans.back(), split, g.splits * packed_rows(p) * instances(p));
+    if (layout) {
+      plans.back().on_chip = decode_split_kernel(plans.back(), split, g.splits * packed_rows(p) * instances(p));
+      plans.back().measured_cta_cycles = kDecodeSplitCtaCycles;
+    }
     if (!again.empty()) {
       build(split_plan(p, b, gpu, "flashdecoding++ fallback"),
             [&](Emitter& e) { emit_split(e, Path::synchronised, {kFallbackOffset, kFallbackOffset}, again, 0); });
       apply_launch(plans.back(), options.launch);
       DecodeSplitLayout synchronised = split;
       synchronised.unified = false;
-      if (layout)
+      if (layout) {
         plans.back().on_chip = decode_split_kernel(plans.back(), synchronised, g.splits * again_rows * instances(p));
+        plans.back().measured_cta_cycles = kDecodeSplitCtaCycles;
+      }
     }
     if (g.splits > 1)
-      build(combine_plan(p, b, g, instances(p), "flashdecoding++ combine"), [&](Emitter& e) {
+      build(combine_plan(p, b, g, instances(p), "flashdecoding++ combine", CombineLoop::hbmlab), [&](Emitter& e) {
         for (std::int64_t i = 0; i < g.Tr; ++i) {
           const bool sync = std::find(again.begin(), again.end(), i) != again.end();
           emit_combine(e, sync ? Path::synchronised : Path::unified, sync ? Lines{0, kFallbackOffset} : Lines{}, i,
-                       static_cast<std::int32_t>(i));
+                       static_cast<std::int32_t>(i), true);
         }
       });
     if (g.splits > 1 && layout)
