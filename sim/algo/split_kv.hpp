@@ -405,7 +405,6 @@ protected:
     plan.double_buffered = true;
     plan.instances = instances(p);
     plan.smem_bytes_per_cta = working_set_bytes(p, b);
-    plan.cta_overhead_cycles = kCtaOverheadCycles;
     (void)gpu;
     return plan;
   }

@@ -438,6 +438,9 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l) {
   const std::int64_t same = smem_wavefronts(lanes([](int) { return 0; }), 4);
   const std::int64_t keys = smem_wavefronts(lanes([&](int lane) { return 4 * lane * (d + 1); }), 4);
   const std::int64_t chunk = smem_wavefronts(lanes([](int) { return 0; }), 16);
+  // Barriers (__syncthreads): one after O, ℓ, m are initialised, one after each K/V block's inner
+  // loop, and four per computed pair (before Q_i's load, after it, after S_ij, after the softmax).
+  c.barriers = 1 + g.Tc;
   for (std::int64_t j = 0; j < g.Tc; ++j) {
     const std::int64_t c0 = g.col_begin(j), cols = g.cols(j);
     // line 6: K_j, V_j into shared memory in fp32, an element per lane.
@@ -446,6 +449,7 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l) {
     for (std::int64_t i = 0; i < g.Tr; ++i) {
       if (g.skipped(i, j)) continue;
       const std::int64_t r0 = g.row_begin(i), rows = g.rows(i);
+      c.barriers += 4;
       // line 8: Q_i, O_i, ℓ_i, m_i.
       smem_store(c, Tensor::Q, warp_steps(rows * d), row);
       smem_store(c, Tensor::O, warp_steps(rows * d), row);
@@ -505,6 +509,12 @@ OnChipCounts standard_qk_kernel(const KernelPlan& plan, const StandardLayout& l)
   auto row_copy = [&](std::int64_t k) { return ((k / (d / 8)) * (d + 8) + (k % (d / 8)) * 8) * e; };
   auto tile = [&](std::int64_t rows, std::int64_t cols) {
     OnChipCounts t = gemm;
+    // One GEMM over d/16 k-steps whose product is stored right after (a drain); barriers after the
+    // operands' stores, after the MMAs, after S_ij's staging.
+    t.gemm_starts = 1;
+    t.gemm_drains = 1;
+    t.mma_ksteps = ceil_div(d, 16);
+    t.barriers = 3;
     staged(t, Tensor::Q, Access::store, l.Br * d / 8, 16, row_copy);
     staged(t, Tensor::K, Access::store, l.Bc * d / 8, 16, row_copy);
     wmma_stage(t, Tensor::S, l.Br, l.Bc, rows, cols);
@@ -534,6 +544,7 @@ OnChipCounts standard_softmax_kernel(const KernelPlan& plan, const StandardLayou
   smem_load(c, Tensor::S, warp_steps(N), row);  // e^(x − max), a float a lane
   smem_store(c, Tensor::P, warp_steps(N), row);
   c.ex2 = warp_steps(N);
+  c.barriers = 4;  // two block reductions (block_reduce), two __syncthreads each
   // Eight at a time as two 16-byte loads, to 16-byte stores: lanes 32 bytes apart (8 wavefronts a load).
   for (std::int64_t half : {0, 16}) staged(c, Tensor::P, Access::load, N / 8, 16, [&](std::int64_t v) { return 32 * v + half; });
   c = c.times(plan.instances * N);
@@ -552,8 +563,15 @@ OnChipCounts standard_pv_kernel(const KernelPlan& plan, const StandardLayout& l)
       warp_gemm({.a = Tensor::P, .b = Tensor::V, .M = l.Br, .N = d, .K = l.Bc, .Wm = Wm, .Wn = Wn}, e);
   step[Tensor::P].fill += l.Br * l.Bc * e;  // cp.async, zero-filled past N
   step[Tensor::V].fill += l.Bc * d * e;
+  // Per P_ij, V_j: one GEMM of Bc/16 k-steps into the accumulator O_i keeps (no drain), between two
+  // barriers; per CTA the last products drain into O_i's staging, between two more barriers.
+  step.gemm_starts = 1;
+  step.mma_ksteps = ceil_div(l.Bc, 16);
+  step.barriers = 2;
   for (std::int64_t i = 0; i < g.Tr; ++i) {
     c += step.times(g.Tc);
+    c.gemm_drains += 1;
+    c.barriers += 2;
     wmma_stage(c, Tensor::O, l.Br, d, g.rows(i), d);
   }
   c = c.times(plan.instances);

@@ -47,9 +47,7 @@ constexpr Field kFields[] = {
     {"hbm_bytes_in_flight_per_sm", "bytes", &GpuSpec::hbm_bytes_in_flight_per_sm},
     {"registers_per_sm", "registers", &GpuSpec::registers_per_sm},
     {"kernel_overhead_ns", "ns", &GpuSpec::kernel_overhead_ns},
-    {"matmul_efficiency", "fraction", &GpuSpec::matmul_efficiency, false, true},
     {"gemm_efficiency", "fraction", &GpuSpec::gemm_efficiency, false, true},
-    {"non_matmul_efficiency", "fraction", &GpuSpec::non_matmul_efficiency, false, true},
     {"hbm_efficiency", "fraction", &GpuSpec::hbm_efficiency, false, true},
     {"mma_sync_flops_per_cycle_per_sm", "FLOP/cycle", &GpuSpec::mma_sync_flops_per_cycle_per_sm, false, false, true},
     {"mma_sync_flops_per_cycle_per_warp", "FLOP/cycle", &GpuSpec::mma_sync_flops_per_cycle_per_warp, false, false, true},
@@ -104,6 +102,10 @@ GpuSpec parse_gpu_spec(std::string_view toml_text, std::string_view origin) {
     const std::string at = where(origin, node);
     const auto field = std::find_if(std::begin(kFields), std::end(kFields),
                                     [&](const Field& f) { return f.key == key; });
+    if (key == "matmul_efficiency" || key == "non_matmul_efficiency")
+      fail_input("{}: numbers.{}: no longer a key: every kernel is timed from the SM's pipes "
+                 "(mma_sync_flops_per_cycle_per_sm, ex2_per_cycle_per_sm, …; docs/design.md#the-sms-pipes)",
+                 at, key);
     if (field == std::end(kFields))
       fail_input("{}: numbers.{}: unknown key", at, key);
     const toml::table* entry = node.as_table();

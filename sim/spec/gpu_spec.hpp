@@ -38,7 +38,7 @@ struct GpuSpec {
   double non_matmul_tflops = 0;   // fp32 rate for exp, max, sums and rescales
 
   // Timing engine (sim/engine/timing.hpp). Peak rates above are datasheet figures; the
-  // efficiencies below say what fraction of each a real kernel sustains.
+  // efficiencies below say what fraction of each a library GEMM and a device copy sustain.
   std::int64_t l2_effective_bytes = 0;      // what the L2 holds of data that SMs on both halves read
   std::int64_t l2_ways = 0;                 // associativity (l2_effective_bytes / l2_line_bytes: fully associative)
   double l2_bandwidth_gbps = 0;             // SM↔L2 bandwidth, all SMs together
@@ -46,13 +46,12 @@ struct GpuSpec {
   std::int64_t hbm_bytes_in_flight_per_sm = 0;  // most load bytes one SM keeps outstanding
   std::int64_t registers_per_sm = 0;        // 32-bit registers per SM (limits CTAs per SM)
   double kernel_overhead_ns = 0;            // launch and drain cost of one kernel
-  double matmul_efficiency = 0;             // sustained / peak tensor-core rate in fused attention kernels
   double gemm_efficiency = 0;               // sustained / peak tensor-core rate in library GEMMs (cuBLAS)
-  double non_matmul_efficiency = 0;         // sustained / peak non-matmul rate
   double hbm_efficiency = 0;                // sustained / peak HBM bandwidth
 
-  // The SM's pipes, per SM clock, each measured by a microbenchmark (gpu/bench/pipes.cu); optional
-  // in a preset, 0 where not measured. Shared-memory bandwidth is sram_bytes_per_cycle_per_sm above.
+  // The SM's pipes, per SM clock, each measured by a microbenchmark (gpu/bench/pipes.cu). The timing
+  // engine times every kernel from them and asks for all but the issue rate; a preset for counts
+  // alone may leave them out. Shared-memory bandwidth is sram_bytes_per_cycle_per_sm above.
   double mma_sync_flops_per_cycle_per_sm = 0;    // mma.sync m16n8k16 fp16→fp32, enough warps
   double mma_sync_flops_per_cycle_per_warp = 0;  // the same from one warp alone (8 independent MMAs)
   double wgmma_flops_per_cycle_per_sm = 0;       // wgmma m64nNk16 fp16→fp32, operands in shared memory
@@ -73,12 +72,6 @@ struct GpuSpec {
   // (a warp adding 32 consecutive floats or more).
   double l2_reduction_sector_gbps = 0;
   double l2_reduction_line_gbps = 0;
-  // Whether the engine times kernels with exact on-chip counts from these pipes.
-  bool has_pipes() const {
-    return mma_sync_flops_per_cycle_per_sm > 0 && mma_sync_flops_per_cycle_per_warp > 0 &&
-           wgmma_flops_per_cycle_per_sm > 0 && ex2_per_cycle_per_sm > 0 && fp32_fma_flops_per_cycle_per_sm > 0 &&
-           pipe_clock_mhz > 0;
-  }
 
   std::vector<Quantity> quantities;  // every number in file order, for listings
 };
