@@ -62,7 +62,7 @@ struct KernelPlan {
   // in flight under the current tile's last phases, so only a slot's first tile waits for them.
   bool persistent = false;
   bool library_gemm = false;              // a library GEMM: the tensor rate × gemm_efficiency, not the pipes
-  bool matmul_on_fp32_units = false;      // matmuls as scalar FMAs (non-matmul rate), not on tensor cores
+  bool matmul_on_fp32_units = false;      // matmuls as scalar FMAs on the FP32 pipe, not on tensor cores
   std::int64_t bytes_in_flight_per_cta = 0;  // 0: the SM's cap; else what the CTA's load loop keeps outstanding
   // A CTA that waits for its loads (not double-buffered) then works through its phase: its FLOPs,
   // or, when `sram_bound_work`, its own shared-memory traffic at most at `sram_fraction_per_cta`
