@@ -1,7 +1,7 @@
 """How far ahead of its first reader each variable-latency result is issued, in the main loop of each
 kernel of `cuobjdump -sass` output on stdin: for ldmatrix (LDSM), exp2 (MUFU) and shuffles (SHFL),
 the instructions and MMAs (HMMA) between the producer and the first instruction that reads one of
-its registers. A warp waits on such a result (ncu's short-scoreboard stall) unless the work between
+its registers; and how many exps issue among the P̃V MMAs (after the first HMMA that follows an exp). A warp waits on such a result (ncu's short-scoreboard stall) unless the work between
 covers its latency. The main loop: from the last barrier before the first HMMA to the branch after
 the last HMMA. Used by fwd_stall_ncu.sh.
 Run: zcat fwd-stall-sass.txt.gz | python3 gpu/bench/sass_distance.py"""
@@ -36,7 +36,11 @@ def report(name, ins):
     if not loop:
         return
     mmas = sum(op.startswith("HMMA") for op, _ in loop)
-    print(f"{name}: main loop {len(loop)} instructions, {mmas} HMMA")
+    exps = [i for i, (op, _) in enumerate(loop) if op.startswith("MUFU")]
+    # The exps issued after the first MMA that follows an exp (P̃V's): among that GEMM's MMAs.
+    pv = next((i for i, (op, _) in enumerate(loop) if op.startswith("HMMA") and exps and i > exps[0]), len(loop))
+    print(f"{name}: main loop {len(loop)} instructions, {mmas} HMMA, {len(exps)} MUFU "
+          f"({sum(i > pv for i in exps)} after the first HMMA that follows one)")
     for kind in KINDS:
         gaps = []
         for i, (op, regs) in enumerate(loop):
