@@ -942,6 +942,10 @@ TEST_CASE("the backward rooms plan dQ_i's adds as reductions, exactly; the forwa
         for (const TileAccess& a : plans[k].accesses) CHECK_FALSE(a.reduction);
       // hbmlab's kernels add MMA fragments (a sector per request); FlashAttention-2 and cuDNN lines.
       CHECK(plans[1].reduction_requests == (own ? ReductionRequests::sectors : ReductionRequests::lines));
+      // The warp instructions that add them, over the 16 heads: a float2 fragment (64 floats) for
+      // hbmlab's kernels, one float a lane (32) for FlashAttention-2's.
+      if (own) CHECK(plans[1].on_chip.red == 16 * pairs * 64 * 128 / 64);
+      else if (std::string(room) == "flash2") CHECK(plans[1].on_chip.red == 16 * pairs * 64 * 128 / 32);
     }
     for (const KernelPlan& k : algo_named(room)->plan_kernels(p, b, h100, {}))
       for (const TileAccess& a : k.accesses) CHECK_FALSE(a.reduction);
