@@ -24,6 +24,7 @@ OnChipCounts& OnChipCounts::operator+=(const OnChipCounts& o) {
   mma += o.mma, ldmatrix += o.ldmatrix, ld_shared += o.ld_shared, st_shared += o.st_shared, ex2 += o.ex2;
   wgmma += o.wgmma, wgmma_flops += o.wgmma_flops, mbarrier += o.mbarrier;
   gemm_starts += o.gemm_starts, gemm_drains += o.gemm_drains, mma_ksteps += o.mma_ksteps, barriers += o.barriers;
+  red += o.red;
   return *this;
 }
 
@@ -33,6 +34,7 @@ OnChipCounts OnChipCounts::times(std::int64_t n) const {
   out.mma *= n, out.ldmatrix *= n, out.ld_shared *= n, out.st_shared *= n, out.ex2 *= n;
   out.wgmma *= n, out.wgmma_flops *= n, out.mbarrier *= n;
   out.gemm_starts *= n, out.gemm_drains *= n, out.mma_ksteps *= n, out.barriers *= n;
+  out.red *= n;
   return out;
 }
 
@@ -192,6 +194,9 @@ OnChipCounts fa2_backward_pair(const Fa2BackwardLayout& l) {
   c.gemm_drains = 3;
   c.mma_ksteps = 2 * ceil_div(l.d, 16) + 2 * ceil_div(l.Br, 16) + ceil_div(l.Bc, 16);
   c.barriers = 3;
+  // dQ_i into the fp32 accumulator: an atomicAdd(float) per element, a warp's lanes on 32
+  // consecutive floats of a row (red.global.add.f32, one 128-byte line a request).
+  c.red = ceil_div(l.Br * l.d, 32);
   return c;
 }
 
@@ -247,6 +252,9 @@ OnChipCounts hbmlab_backward_pair(const HbmlabBackwardLayout& l) {
   c.gemm_drains = 2;
   c.mma_ksteps = ceil_div(l.d, 16) + ceil_div(l.Br, 16) + ceil_div(l.Bc, 16);
   c.barriers = 1;
+  // dQ_i into the fp32 accumulator: each thread's MMA fragment as float2, a warp instruction on 8
+  // rows × 8 floats (red.global.add.v2.f32, 8 one-sector requests).
+  c.red = ceil_div(l.Br * l.d, 64);
   return c;
 }
 
@@ -346,6 +354,9 @@ OnChipCounts wgmma_backward_pair(const WgmmaBackwardLayout& l) {
   c.wgmma = G * (2 * ceil_div(d, 16) + 2 * ceil_div(Br, 16) + ceil_div(Bc, 16));
   c.wgmma_flops = 10 * Br * Bc * d;  // five products of 2·Br·Bc·d
   c.ex2 = ceil_div(Br * Bc, 32);
+  // dQ_i into the fp32 accumulator: each thread's wgmma fragment as float2, a warp instruction on 8
+  // rows × 8 floats (gpu/flash3_backward.cu: red.global.add.v2.f32, 8 one-sector requests).
+  c.red = ceil_div(Br * d, 64);
   return c;
 }
 

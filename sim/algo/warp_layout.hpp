@@ -61,6 +61,10 @@ struct OnChipCounts {
   // of dQ; not an accumulator kept across steps, as O or dK); the k-steps of the GEMMs, each a
   // dependent MMA on every accumulator; the CTA-wide barriers (__syncthreads) between them.
   std::int64_t gemm_starts = 0, gemm_drains = 0, mma_ksteps = 0, barriers = 0;
+  // Warp-level red.global.add instructions (the backward's dQ_i adds into the fp32 accumulator): the
+  // SM's memory path takes each at the preset's rate for the kernel's requests, and a warp waits
+  // for its own once the queue is full (docs/design.md#the-backwards-dq-reductions).
+  std::int64_t red = 0;
 
   SmemBytes& operator[](Tensor t) { return by_tensor[static_cast<int>(t)]; }
   const SmemBytes& operator[](Tensor t) const { return by_tensor[static_cast<int>(t)]; }

@@ -70,6 +70,9 @@ struct Rates {
   double issue_per_sm = 0;  // warp instructions/s; 0 where the preset does not give it
   // Latencies in seconds at pipe_hz; 0 where the preset does not give them.
   double mma_latency_s = 0, ldmatrix_latency_s = 0, barrier_s = 0;
+  // One SM's red.global.add warp instructions, seconds each at pipe_hz by request shape, and the
+  // seconds of them its queue takes before a warp waits for its own; 0 where not measured.
+  double red_sector_s = 0, red_line_s = 0, red_queue_s = 0;
 };
 
 Rates rates_of(const GpuSpec& gpu) {
@@ -101,6 +104,9 @@ Rates rates_of(const GpuSpec& gpu) {
     r.mma_latency_s = gpu.mma_sync_latency_cycles / pipe_hz;
     r.ldmatrix_latency_s = gpu.ldmatrix_latency_cycles / pipe_hz;
     r.barrier_s = gpu.barrier_cycles / pipe_hz;
+    r.red_sector_s = gpu.sm_reduction_sector_cycles / pipe_hz;
+    r.red_line_s = gpu.sm_reduction_line_cycles / pipe_hz;
+    r.red_queue_s = gpu.sm_reduction_queue_cycles / pipe_hz;
   }
   return r;
 }
@@ -134,6 +140,9 @@ struct PipeCosts {
     }
     return 0.0;
   }
+  // The dQ adds (red.global.add warp instructions) on the SM's memory path, and the part of a CTA's
+  // burst its queue takes while the warps go on (docs/design.md#the-backwards-dq-reductions).
+  double red = 0, red_queue = 0;
 };
 
 PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_sm) {
@@ -175,6 +184,9 @@ PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_
   // Each wgmma is one instruction in each of its warpgroup's four warps.
   const double instructions = double(oc.mma + oc.ldmatrix + oc.ld_shared + oc.st_shared + oc.ex2 + 4 * oc.wgmma);
   if (r.issue_per_sm > 0) c.issue = instructions / r.issue_per_sm * per_unit;
+  const double red_s = k.reduction_requests == ReductionRequests::sectors ? r.red_sector_s : r.red_line_s;
+  c.red = double(oc.red) * red_s * per_unit;
+  c.red_queue = r.red_queue_s;
   if (oc.wgmma_flops == 0) {
     c.mma_chain = double(oc.mma_ksteps) * r.mma_latency_s * per_unit;
     c.exposed = (double(oc.gemm_starts) * r.ldmatrix_latency_s + double(oc.gemm_drains) * r.mma_latency_s +
@@ -247,6 +259,7 @@ struct StepDemand {
   // the longest phase one CTA runs in order (its GEMMs, then its softmax).
   double issued = 0, chain = 0;
   double issue = 0;  // every resident warp's instructions through the SM's issue slots
+  double red = 0;    // every resident CTA's dQ adds through the SM's memory path
   double latency_bytes = 0, window = 0;  // Σ bytes × latency, and the bytes the CTAs keep in flight
   double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
@@ -434,10 +447,16 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   // An mma.sync GEMM lasts at least its k-steps one after another at the MMA's latency, and one
   // CTA's warps wait out, with nothing to issue, each GEMM's first loads and last products and each
   // barrier; other CTAs' warps issue meanwhile (`issued` adds no latency).
-  const double compute =
+  double compute =
       pipes.async_mma
           ? issued
           : w * (std::max({pipes.smem_loads, pipes.tensor, pipes.mma_chain}) + pipes.exposed + pipes.ex2) + fp32 + waits;
+  // The CTA's dQ adds leave through the SM's memory path one after another; its queue takes the
+  // first of them, and then each warp waits until its own have gone, with nothing else to issue
+  // before the next barrier (gpu/bench/l2_reduce.cu, `l2_reduce sm`: the step rounds).
+  const double reds = w * pipes.red;
+  compute += std::max(0.0, reds - pipes.red_queue);
+  d.red += reds;
   d.issued += issued;
   d.chain = std::max(d.chain, compute);
   // Every FP32 operation of a warp's 32 lanes is one instruction.
@@ -488,7 +507,7 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
   const double in_flight = std::min(d.window, rates_.in_flight_per_sm);
   const double memory = in_flight > 0 ? d.latency_bytes / in_flight : 0.0;
   const bool serial_waits = 2 * d.serial_memory > d.serial;
-  const double pipes = std::max({d.issued, d.chain, d.issue});
+  const double pipes = std::max({d.issued, d.chain, d.issue, d.red});
   const double t_compute = std::max(pipes, serial_waits ? 0.0 : d.serial);
   const double t_latency = std::max(memory, serial_waits ? d.serial : 0.0);
   const double step_s = std::max({t_dram, t_l2, t_compute, t_latency, d.sram});

@@ -8,7 +8,8 @@
 // compute (every kernel over the SM's measured pipe rates: with exact on-chip counts its MMAs,
 // shared-memory loads, exps, FP32 operations and latencies; one CTA's phase in the order its warps
 // run it, the resident CTAs' issued work (MMAs, exps, FP32) added up, every CTA's shared-memory bytes
-// against the SM's bandwidth, the counted instructions against its issue rate —
+// against the SM's bandwidth, the counted instructions against its issue rate, the dQ
+// adds (red.global.add) through the SM's memory path, which one CTA's warps wait out beyond its queue —
 // docs/design.md#the-sms-pipes; a kernel without counts, its FLOPs alone; a library GEMM at
 // gemm_efficiency of the tensor rate), its SRAM bytes over SRAM
 // bandwidth, memory latency (Little's law: bytes × latency over the bytes the SM keeps in flight),

@@ -62,6 +62,9 @@ constexpr Field kFields[] = {
     {"barrier_cycles", "cycles", &GpuSpec::barrier_cycles, false, false, true},
     {"l2_reduction_sector_gbps", "GB/s", &GpuSpec::l2_reduction_sector_gbps, false, false, true},
     {"l2_reduction_line_gbps", "GB/s", &GpuSpec::l2_reduction_line_gbps, false, false, true},
+    {"sm_reduction_sector_cycles", "cycles", &GpuSpec::sm_reduction_sector_cycles, false, false, true},
+    {"sm_reduction_line_cycles", "cycles", &GpuSpec::sm_reduction_line_cycles, false, false, true},
+    {"sm_reduction_queue_cycles", "cycles", &GpuSpec::sm_reduction_queue_cycles, false, false, true},
 };
 
 constexpr double kMaxWholeNumber = 9007199254740992.0;  // 2^53

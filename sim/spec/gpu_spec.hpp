@@ -72,6 +72,13 @@ struct GpuSpec {
   // (a warp adding 32 consecutive floats or more).
   double l2_reduction_sector_gbps = 0;
   double l2_reduction_line_gbps = 0;
+  // The SM's side of those reductions (gpu/bench/l2_reduce.cu, `l2_reduce sm`); optional, 0 where not
+  // measured: the cycles one SM's memory path takes per red.global.add warp instruction of each request
+  // shape (the MMA fragment as float2: 8 one-sector requests; 32 consecutive floats: one line), and the
+  // cycles of those a CTA's warps hand to the queue before the next instruction of each warp waits.
+  double sm_reduction_sector_cycles = 0;
+  double sm_reduction_line_cycles = 0;
+  double sm_reduction_queue_cycles = 0;
 
   std::vector<Quantity> quantities;  // every number in file order, for listings
 };

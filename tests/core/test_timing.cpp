@@ -966,6 +966,10 @@ TEST_CASE("the backward rooms plan dQ_i's adds as reductions, exactly; the forwa
         for (const TileAccess& a : plans[k].accesses) CHECK_FALSE(a.reduction);
       // hbmlab's kernels add MMA fragments (a sector per request); FlashAttention-2 and cuDNN lines.
       CHECK(plans[1].reduction_requests == (own ? ReductionRequests::sectors : ReductionRequests::lines));
+      // The warp instructions that add them, over the 16 heads: a float2 fragment (64 floats) for
+      // hbmlab's kernels, one float a lane (32) for FlashAttention-2's.
+      if (own) CHECK(plans[1].on_chip.red == 16 * pairs * 64 * 128 / 64);
+      else if (std::string(room) == "flash2") CHECK(plans[1].on_chip.red == 16 * pairs * 64 * 128 / 32);
     }
     for (const KernelPlan& k : algo_named(room)->plan_kernels(p, b, h100, {}))
       for (const TileAccess& a : k.accesses) CHECK_FALSE(a.reduction);
@@ -1035,6 +1039,37 @@ TEST_CASE("an mma.sync phase waits out its latencies when one CTA holds the SM (
   w.on_chip.barriers = 1;
   w.on_chip.mma_ksteps = 10;
   CHECK(run_plans({w}, toy, {}).predicted_s == Approx(launch + 64e-9));
+}
+
+TEST_CASE("a CTA's dQ adds hold its warps once the SM's queue is full; the SM's path sums them (toy, by hand)",
+          "[engine][pipes][reduction]") {
+  GpuSpec toy = toy_with_pipes();
+  toy.sm_reduction_sector_cycles = 16;
+  toy.sm_reduction_line_cycles = 5;
+  toy.sm_reduction_queue_cycles = 20;
+  const double launch = 10e-9;
+  // 4 MMAs (64 cycles) and 10 red.global.add warp instructions: in fragment requests 160 cycles of
+  // the SM's memory path, of which the queue takes 20 and the warps wait out 140: 64 + 140.
+  KernelPlan k = with_pipes(1, 4, 0, 0, 0);
+  k.on_chip.red = 10;
+  k.reduction_requests = ReductionRequests::sectors;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 204e-9));
+  // As whole lines, 50 cycles: 64 + 30.
+  k.reduction_requests = ReductionRequests::lines;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 94e-9));
+  // A burst the queue takes whole (one instruction, 16 cycles) costs the warps nothing.
+  k.reduction_requests = ReductionRequests::sectors;
+  k.on_chip.red = 1;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 64e-9));
+  // Without the SM's rates in the preset the adds are the L2's alone.
+  k.on_chip.red = 10;
+  CHECK(run_plans({k}, toy_with_pipes(), {}).predicted_s == Approx(launch + 64e-9));
+  // Two CTAs on SM 0 (three on two SMs): each holds its own warps (64 + 140), but the SM's path
+  // takes both CTAs' adds one after another, 2 × 160, longer than either CTA or their MMAs (128).
+  KernelPlan three = with_pipes(3, 12, 0, 0, 0);
+  three.on_chip.red = 30;
+  three.reduction_requests = ReductionRequests::sectors;
+  CHECK(run_plans({three}, toy, {}).predicted_s == Approx(launch + 320e-9));
 }
 
 TEST_CASE("the mma.sync layouts count their latency path per CTA and block pair", "[engine][pipes]") {
