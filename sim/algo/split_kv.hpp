@@ -405,7 +405,6 @@ protected:
     plan.double_buffered = true;
     plan.instances = instances(p);
     plan.smem_bytes_per_cta = working_set_bytes(p, b);
-    plan.cta_overhead_cycles = kCtaOverheadCycles;
     (void)gpu;
     return plan;
   }
@@ -434,7 +433,7 @@ protected:
     plan.double_buffered = false;
     plan.instances = instances;
     plan.smem_bytes_per_cta = kStatBytes * b.Br * (p.head_dim + g.splits);
-    if (loop == CombineLoop::hbmlab) plan.phase_latency_cycles = kCombineSplitCycles;
+    if (loop == CombineLoop::hbmlab) plan.measured_phase_cycles = kCombineSplitCycles;
     return plan;
   }
 

@@ -33,14 +33,6 @@ public:
   }
 
 protected:
-  // What a FlashAttention-2-style CTA (one Q_i against a stream of K_j, V_j) spends outside its
-  // pipelined K/V loop, in cycles: launch and index math, the wait on Q_i before the first MMA, and
-  // the epilogue (ℓ_i reduction, O_i normalised, O_i and L_i written). Calibrated with hbmlab validate
-  // on the short kernels (N = 512 to 2048), where a CTA runs only 1 to 16 steps: PyTorch's
-  // FlashAttention-2 (assets/measurements/calibration-h100.json) and hbmlab's flash2
-  // (assets/measurements/h100.json) both come within 15 % at 2,500 cycles (1.3 µs).
-  static constexpr double kCtaOverheadCycles = 2500;
-
   // The block pairs a grid keeps, summed: what the closed forms and the non-matmul work of the tiled
   // rooms are made of. Without a block mask each row block keeps a prefix of the K/V blocks (all of
   // them, or up to the causal diagonal: visited_blocks); with one, pair by pair.

@@ -24,6 +24,7 @@ OnChipCounts& OnChipCounts::operator+=(const OnChipCounts& o) {
   mma += o.mma, ldmatrix += o.ldmatrix, ld_shared += o.ld_shared, st_shared += o.st_shared, ex2 += o.ex2;
   wgmma += o.wgmma, wgmma_flops += o.wgmma_flops, mbarrier += o.mbarrier;
   gemm_starts += o.gemm_starts, gemm_drains += o.gemm_drains, mma_ksteps += o.mma_ksteps, barriers += o.barriers;
+  red += o.red;
   return *this;
 }
 
@@ -33,6 +34,7 @@ OnChipCounts OnChipCounts::times(std::int64_t n) const {
   out.mma *= n, out.ldmatrix *= n, out.ld_shared *= n, out.st_shared *= n, out.ex2 *= n;
   out.wgmma *= n, out.wgmma_flops *= n, out.mbarrier *= n;
   out.gemm_starts *= n, out.gemm_drains *= n, out.mma_ksteps *= n, out.barriers *= n;
+  out.red *= n;
   return out;
 }
 
@@ -192,6 +194,9 @@ OnChipCounts fa2_backward_pair(const Fa2BackwardLayout& l) {
   c.gemm_drains = 3;
   c.mma_ksteps = 2 * ceil_div(l.d, 16) + 2 * ceil_div(l.Br, 16) + ceil_div(l.Bc, 16);
   c.barriers = 3;
+  // dQ_i into the fp32 accumulator: an atomicAdd(float) per element, a warp's lanes on 32
+  // consecutive floats of a row (red.global.add.f32, one 128-byte line a request).
+  c.red = ceil_div(l.Br * l.d, 32);
   return c;
 }
 
@@ -247,6 +252,9 @@ OnChipCounts hbmlab_backward_pair(const HbmlabBackwardLayout& l) {
   c.gemm_drains = 2;
   c.mma_ksteps = ceil_div(l.d, 16) + ceil_div(l.Br, 16) + ceil_div(l.Bc, 16);
   c.barriers = 1;
+  // dQ_i into the fp32 accumulator: each thread's MMA fragment as float2, a warp instruction on 8
+  // rows × 8 floats (red.global.add.v2.f32, 8 one-sector requests).
+  c.red = ceil_div(l.Br * l.d, 64);
   return c;
 }
 
@@ -346,6 +354,9 @@ OnChipCounts wgmma_backward_pair(const WgmmaBackwardLayout& l) {
   c.wgmma = G * (2 * ceil_div(d, 16) + 2 * ceil_div(Br, 16) + ceil_div(Bc, 16));
   c.wgmma_flops = 10 * Br * Bc * d;  // five products of 2·Br·Bc·d
   c.ex2 = ceil_div(Br * Bc, 32);
+  // dQ_i into the fp32 accumulator: each thread's wgmma fragment as float2, a warp instruction on 8
+  // rows × 8 floats (gpu/flash3_backward.cu: red.global.add.v2.f32, 8 one-sector requests).
+  c.red = ceil_div(Br * d, 64);
   return c;
 }
 
@@ -438,6 +449,9 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l) {
   const std::int64_t same = smem_wavefronts(lanes([](int) { return 0; }), 4);
   const std::int64_t keys = smem_wavefronts(lanes([&](int lane) { return 4 * lane * (d + 1); }), 4);
   const std::int64_t chunk = smem_wavefronts(lanes([](int) { return 0; }), 16);
+  // Barriers (__syncthreads): one after O, ℓ, m are initialised, one after each K/V block's inner
+  // loop, and four per computed pair (before Q_i's load, after it, after S_ij, after the softmax).
+  c.barriers = 1 + g.Tc;
   for (std::int64_t j = 0; j < g.Tc; ++j) {
     const std::int64_t c0 = g.col_begin(j), cols = g.cols(j);
     // line 6: K_j, V_j into shared memory in fp32, an element per lane.
@@ -446,6 +460,7 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l) {
     for (std::int64_t i = 0; i < g.Tr; ++i) {
       if (g.skipped(i, j)) continue;
       const std::int64_t r0 = g.row_begin(i), rows = g.rows(i);
+      c.barriers += 4;
       // line 8: Q_i, O_i, ℓ_i, m_i.
       smem_store(c, Tensor::Q, warp_steps(rows * d), row);
       smem_store(c, Tensor::O, warp_steps(rows * d), row);
@@ -505,6 +520,12 @@ OnChipCounts standard_qk_kernel(const KernelPlan& plan, const StandardLayout& l)
   auto row_copy = [&](std::int64_t k) { return ((k / (d / 8)) * (d + 8) + (k % (d / 8)) * 8) * e; };
   auto tile = [&](std::int64_t rows, std::int64_t cols) {
     OnChipCounts t = gemm;
+    // One GEMM over d/16 k-steps whose product is stored right after (a drain); barriers after the
+    // operands' stores, after the MMAs, after S_ij's staging.
+    t.gemm_starts = 1;
+    t.gemm_drains = 1;
+    t.mma_ksteps = ceil_div(d, 16);
+    t.barriers = 3;
     staged(t, Tensor::Q, Access::store, l.Br * d / 8, 16, row_copy);
     staged(t, Tensor::K, Access::store, l.Bc * d / 8, 16, row_copy);
     wmma_stage(t, Tensor::S, l.Br, l.Bc, rows, cols);
@@ -534,6 +555,7 @@ OnChipCounts standard_softmax_kernel(const KernelPlan& plan, const StandardLayou
   smem_load(c, Tensor::S, warp_steps(N), row);  // e^(x − max), a float a lane
   smem_store(c, Tensor::P, warp_steps(N), row);
   c.ex2 = warp_steps(N);
+  c.barriers = 4;  // two block reductions (block_reduce), two __syncthreads each
   // Eight at a time as two 16-byte loads, to 16-byte stores: lanes 32 bytes apart (8 wavefronts a load).
   for (std::int64_t half : {0, 16}) staged(c, Tensor::P, Access::load, N / 8, 16, [&](std::int64_t v) { return 32 * v + half; });
   c = c.times(plan.instances * N);
@@ -552,8 +574,15 @@ OnChipCounts standard_pv_kernel(const KernelPlan& plan, const StandardLayout& l)
       warp_gemm({.a = Tensor::P, .b = Tensor::V, .M = l.Br, .N = d, .K = l.Bc, .Wm = Wm, .Wn = Wn}, e);
   step[Tensor::P].fill += l.Br * l.Bc * e;  // cp.async, zero-filled past N
   step[Tensor::V].fill += l.Bc * d * e;
+  // Per P_ij, V_j: one GEMM of Bc/16 k-steps into the accumulator O_i keeps (no drain), between two
+  // barriers; per CTA the last products drain into O_i's staging, between two more barriers.
+  step.gemm_starts = 1;
+  step.mma_ksteps = ceil_div(l.Bc, 16);
+  step.barriers = 2;
   for (std::int64_t i = 0; i < g.Tr; ++i) {
     c += step.times(g.Tc);
+    c.gemm_drains += 1;
+    c.barriers += 2;
     wmma_stage(c, Tensor::O, l.Br, d, g.rows(i), d);
   }
   c = c.times(plan.instances);

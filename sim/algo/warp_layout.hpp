@@ -61,6 +61,10 @@ struct OnChipCounts {
   // of dQ; not an accumulator kept across steps, as O or dK); the k-steps of the GEMMs, each a
   // dependent MMA on every accumulator; the CTA-wide barriers (__syncthreads) between them.
   std::int64_t gemm_starts = 0, gemm_drains = 0, mma_ksteps = 0, barriers = 0;
+  // Warp-level red.global.add instructions (the backward's dQ_i adds into the fp32 accumulator): the
+  // SM's memory path takes each at the preset's rate for the kernel's requests, and a warp waits
+  // for its own once the queue is full (docs/design.md#the-backwards-dq-reductions).
+  std::int64_t red = 0;
 
   SmemBytes& operator[](Tensor t) { return by_tensor[static_cast<int>(t)]; }
   const SmemBytes& operator[](Tensor t) const { return by_tensor[static_cast<int>(t)]; }
@@ -191,6 +195,7 @@ OnChipCounts registers_only_kernel(std::string layout);
 // row) and its K_j row one at a time; the softmax a warp per row; O_i a thread per element, reading
 // P̃_ij four at a time and V_j's column one at a time. Bytes are the accesses' wavefronts × 128
 // (smem_wavefronts): a broadcast 16-byte read is 256 bytes, a 32-bit access of a few lanes 128.
+// Barriers: one at the start, one per K/V block, four per computed pair.
 struct Flash1Layout {
   std::int64_t N = 0, Br = 0, Bc = 0, d = 0;
   bool causal = false;
@@ -207,6 +212,9 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l);
 //    e^(x − max) read, stored and exponentiated element by element, then read back 8 bytes at a time;
 //  - pv_kernel, one Br × d tile of O per CTA, P_ij and V_j arriving by cp.async, the warps on
 //    (Br / max(16, Br/4)) × the rest of 4; O's fp32 accumulator staged like S's.
+// Their latency path (OnChipCounts::gemm_starts …): qk_kernel one GEMM of d/16 k-steps a tile, drained
+// into S_ij, and 3 barriers; softmax_kernel 4 barriers a row (two block reductions); pv_kernel a GEMM
+// of Bc/16 k-steps and 2 barriers per P_ij, V_j, and per tile of O one drain and 2 barriers.
 struct StandardLayout {
   std::int64_t N = 0, Br = 0, Bc = 0, d = 0;
   std::int64_t elem_bytes = 2;
@@ -235,7 +243,7 @@ OnChipCounts decode_split_kernel(const KernelPlan& plan, const DecodeSplitLayout
 
 // hbmlab's decode_combine_kernel: a warp per packed row, no shared memory; a synchronised row takes
 // e^(LSE_s − max) of every split twice (for the sum, a lane per split; for the weights, the warp per
-// split), a unified row (flashdecoding++ in range) none. `synchronised_rows`: over all instances.
+// split), a unified row (flashdecoding++ in range) none. No barrier: its warps never meet. `synchronised_rows`: over all instances.
 OnChipCounts decode_combine_kernel(std::int64_t splits, std::int64_t synchronised_rows, std::int64_t unified_rows);
 
 // The (i, j) pairs a plan's CTAs compute: its phases that do matmul work, over all instances.

@@ -61,20 +61,17 @@ struct KernelPlan {
   // Persistent CTAs (one per SM slot walks the grid's tiles in turn): the next tile's first loads are
   // in flight under the current tile's last phases, so only a slot's first tile waits for them.
   bool persistent = false;
-  bool library_gemm = false;              // tensor rate × gemm_efficiency instead of matmul_efficiency
-  bool matmul_on_fp32_units = false;      // matmuls as scalar FMAs (non-matmul rate), not on tensor cores
+  bool library_gemm = false;              // a library GEMM: the tensor rate × gemm_efficiency, not the pipes
+  bool matmul_on_fp32_units = false;      // matmuls as scalar FMAs on the FP32 pipe, not on tensor cores
   std::int64_t bytes_in_flight_per_cta = 0;  // 0: the SM's cap; else what the CTA's load loop keeps outstanding
   // A CTA that waits for its loads (not double-buffered) then works through its phase: its FLOPs,
   // or, when `sram_bound_work`, its own shared-memory traffic at most at `sram_fraction_per_cta`
-  // of the SM's SRAM bandwidth (its warps keep too few shared-memory loads in flight for more);
-  // plus a fixed chain of barriers and reductions that no rate above sees.
+  // of the SM's SRAM bandwidth (its warps keep too few shared-memory loads in flight for more).
   bool sram_bound_work = false;
   double sram_fraction_per_cta = 1.0;
-  double phase_latency_cycles = 0;
-  double cta_overhead_cycles = 0;  // once per CTA, before its first phase's work: prologue and epilogue
-  // The same, measured on the kernel itself (one CTA alone, less its launch and phases), so charged
-  // also when the kernel is timed from its pipes, which leave out the fitted constants above.
-  double measured_cta_cycles = 0;
+  // Measured on the kernel itself (gpu/bench/decode_latency.sh), not fitted: SM clocks of a chain that no
+  // pipe above sees, once per CTA with its first phase (its prologue and epilogue) and once per phase.
+  double measured_cta_cycles = 0, measured_phase_cycles = 0;
   OnChipCounts on_chip;  // shared memory ↔ registers and warp instructions, from the kernel's warp layout
   ReductionRequests reduction_requests = ReductionRequests::lines;  // for its accesses marked `reduction`
   // A wgmma kernel whose consumer warpgroups meet at a barrier every phase and run it in order: their

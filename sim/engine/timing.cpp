@@ -56,30 +56,29 @@ Occupancy occupancy(const KernelPlan& k, const GpuSpec& gpu, std::int64_t sram_p
 // [SECTION] The replay
 
 struct Rates {
-  double matmul_per_sm = 0, gemm_per_sm = 0, non_matmul_per_sm = 0;  // FLOP/s
-  double sram_per_sm = 0;                                            // bytes/s
+  double gemm_per_sm = 0;    // FLOP/s: a library GEMM (cuBLAS), the tensor rate × gemm_efficiency
+  double sram_per_sm = 0;    // bytes/s
   double dram = 0, l2 = 0;                                           // bytes/s, whole GPU
   double l2_reduce_sectors = 0, l2_reduce_lines = 0;                 // fp32 bytes added/s, whole GPU; 0: unknown
   double hbm_latency_s = 0, l2_latency_s = 0;
   double in_flight_per_sm = 0;  // bytes
   double clock_hz = 0;
-  // The SM's pipes (GpuSpec's measured rates at pipe_clock_mhz), per second per SM; `pipes` is false
-  // when the preset does not give them all.
-  bool pipes = false;
+  // The SM's pipes (GpuSpec's measured rates at pipe_clock_mhz), per second per SM.
   double mma_sync_per_sm = 0, mma_sync_per_warp = 0, wgmma_per_sm = 0;  // FLOP/s
   double wgmma_wait_cycles = 0, pipe_hz = 0;
   double ex2_per_sm = 0, fp32_per_sm = 0, smem_per_sm = 0;               // results/s, FLOP/s, bytes/s
   double issue_per_sm = 0;  // warp instructions/s; 0 where the preset does not give it
   // Latencies in seconds at pipe_hz; 0 where the preset does not give them.
   double mma_latency_s = 0, ldmatrix_latency_s = 0, barrier_s = 0;
+  // One SM's red.global.add warp instructions, seconds each at pipe_hz by request shape, and the
+  // seconds of them its queue takes before a warp waits for its own; 0 where not measured.
+  double red_sector_s = 0, red_line_s = 0, red_queue_s = 0;
 };
 
 Rates rates_of(const GpuSpec& gpu) {
   Rates r;
   const double sms = double(gpu.sm_count);
-  r.matmul_per_sm = gpu.tensor_tflops * 1e12 * gpu.matmul_efficiency / sms;
   r.gemm_per_sm = gpu.tensor_tflops * 1e12 * gpu.gemm_efficiency / sms;
-  r.non_matmul_per_sm = gpu.non_matmul_tflops * 1e12 * gpu.non_matmul_efficiency / sms;
   r.sram_per_sm = gpu.sram_bytes_per_cycle_per_sm * gpu.clock_mhz * 1e6;
   r.dram = gpu.hbm_bandwidth_gbps * 1e9 * gpu.hbm_efficiency;
   r.l2 = gpu.l2_bandwidth_gbps * 1e9;
@@ -89,13 +88,14 @@ Rates rates_of(const GpuSpec& gpu) {
   r.l2_latency_s = gpu.l2_latency_ns * 1e-9;
   r.in_flight_per_sm = double(gpu.hbm_bytes_in_flight_per_sm);
   r.clock_hz = gpu.clock_mhz * 1e6;
-  r.pipes = gpu.has_pipes();
   const double pipe_hz = gpu.pipe_clock_mhz * 1e6;
   r.pipe_hz = pipe_hz;
   r.wgmma_wait_cycles = gpu.wgmma_wait_cycles;
   r.mma_sync_per_sm = gpu.mma_sync_flops_per_cycle_per_sm * pipe_hz;
   r.mma_sync_per_warp = gpu.mma_sync_flops_per_cycle_per_warp * pipe_hz;
-  r.wgmma_per_sm = gpu.wgmma_flops_per_cycle_per_sm * pipe_hz;
+  // No wgmma (the A100's sm_80): a wgmma plan runs at the mma.sync rate.
+  r.wgmma_per_sm = (gpu.wgmma_flops_per_cycle_per_sm > 0 ? gpu.wgmma_flops_per_cycle_per_sm
+                                                           : gpu.mma_sync_flops_per_cycle_per_sm) * pipe_hz;
   r.ex2_per_sm = gpu.ex2_per_cycle_per_sm * pipe_hz;
   r.fp32_per_sm = gpu.fp32_fma_flops_per_cycle_per_sm * pipe_hz;
   r.smem_per_sm = gpu.sram_bytes_per_cycle_per_sm * pipe_hz;
@@ -104,68 +104,103 @@ Rates rates_of(const GpuSpec& gpu) {
     r.mma_latency_s = gpu.mma_sync_latency_cycles / pipe_hz;
     r.ldmatrix_latency_s = gpu.ldmatrix_latency_cycles / pipe_hz;
     r.barrier_s = gpu.barrier_cycles / pipe_hz;
+    r.red_sector_s = gpu.sm_reduction_sector_cycles / pipe_hz;
+    r.red_line_s = gpu.sm_reduction_line_cycles / pipe_hz;
+    r.red_queue_s = gpu.sm_reduction_queue_cycles / pipe_hz;
   }
   return r;
 }
 
-// A kernel's on-chip counts as seconds of each pipe per matmul FLOP of its phases
+// A kernel's on-chip counts as seconds of each pipe per unit of its phases' work
 // (docs/design.md#the-sms-pipes): a phase's share of the kernel's MMAs, exps and shared-memory bytes
-// is its share of the kernel's matmul FLOPs, as every computed block pair issues the same
-// instructions. `on` is false for a kernel without exact counts or a preset without the pipes.
+// is its share of the kernel's matmul FLOPs (every computed block pair issues the same
+// instructions); in a kernel without matmuls (a softmax, the split-KV combine, D = rowsum(dO ∘ O))
+// its share of the non-matmul operations, or, with none, of the phases.
 struct PipeCosts {
-  bool on = false;
-  double tensor = 0;        // the tensor pipe at the rate the SM's resident warps reach
+  enum class Share { matmul, non_matmul, phase } share = Share::matmul;
+  bool counted = false;     // the kernel's launch plan carries its on-chip counts
+  double tensor = 0;        // its matmuls: on the tensor pipe at the rate the SM's resident warps reach,
+                            // at gemm_efficiency (a library GEMM), or on the FP32 pipe (matmul_on_fp32_units)
   double ex2 = 0;           // the exponent unit
   double smem_loads = 0;    // shared memory ↔ registers by the warps' own instructions (ldmatrix, ld/st.shared)
   double smem = 0;          // every shared-memory byte: those, the copy engine's fills, wgmma's operand reads
   bool async_mma = false;   // wgmma: the warps go on issuing while the tensor cores work
   double waits_s = 0;       // warpgroups in step (KernelPlan::wgmma_waits): their waits on the products, a phase
   double issue = 0;         // the counted warp instructions (MMAs, shared-memory loads and stores, exps) at the issue rate
-  // mma.sync kernels: one warp's dependent MMA chain (its GEMMs' k-steps at the MMA latency), and
-  // the latency one CTA's warps wait out with nothing to issue: each GEMM's first fragments
+  // Kernels without wgmma: one warp's dependent MMA chain (its GEMMs' k-steps at the MMA latency),
+  // and the latency one CTA's warps wait out with nothing to issue: each GEMM's first fragments
   // (ldmatrix), the last products of those the next instructions use (MMA), each barrier.
   double mma_chain = 0, exposed = 0;
+  // The phase's units of work by `share`.
+  double units(const CtaPhase& ph) const {
+    switch (share) {
+      case Share::matmul: return double(ph.matmul_flops);
+      case Share::non_matmul: return double(ph.non_matmul_flops);
+      case Share::phase: return 1.0;
+    }
+    return 0.0;
+  }
+  // The dQ adds (red.global.add warp instructions) on the SM's memory path, and the part of a CTA's
+  // burst its queue takes while the warps go on (docs/design.md#the-backwards-dq-reductions).
+  double red = 0, red_queue = 0;
 };
 
 PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_sm) {
   PipeCosts c;
   const OnChipCounts& oc = k.on_chip;
-  if (!r.pipes || !oc.modelled || k.library_gemm || k.matmul_on_fp32_units) return c;
-  std::int64_t matmul = 0;
+  std::int64_t matmul = 0, non_matmul = 0, phases = 0;
   for (const CtaProgram& pg : k.programs)
-    for (std::int32_t f = pg.first_phase; f < pg.first_phase + pg.phase_count; ++f) matmul += k.phases[f].matmul_flops;
-  if (matmul <= 0 || oc.mma_flops() + oc.wgmma_flops <= 0) return c;
-  const double per_flop = 1.0 / (double(matmul) * double(k.instances));
+    for (std::int32_t f = pg.first_phase; f < pg.first_phase + pg.phase_count; ++f) {
+      matmul += k.phases[f].matmul_flops;
+      non_matmul += k.phases[f].non_matmul_flops;
+      ++phases;
+    }
+  c.share = matmul > 0 ? PipeCosts::Share::matmul : non_matmul > 0 ? PipeCosts::Share::non_matmul : PipeCosts::Share::phase;
+  const std::int64_t units = matmul > 0 ? matmul : non_matmul > 0 ? non_matmul : phases;
+  if (units <= 0) return c;
+  const double per_unit = 1.0 / (double(units) * double(k.instances));
   // mma.sync: one warp alone reaches a sub-partition's share; four warps (one per sub-partition)
   // reach about the SM's rate (assets/measurements/h100-pipes.txt).
   const double warps_per_cta = std::max(1.0, double(k.threads_per_cta / 32));
   const double mma_sm = std::min(r.mma_sync_per_sm, r.mma_sync_per_warp * warps_per_cta * double(ctas_per_sm));
+  c.counted = oc.modelled && !k.library_gemm;
+  // Matmuls (per matmul FLOP, as `units` is then the matmul FLOPs): a library GEMM at its measured
+  // rate; scalar FMAs on the FP32 pipe; counted MMAs on their pipe; a kernel without counts, its
+  // FLOPs on mma.sync.
+  if (matmul > 0) {
+    if (k.library_gemm) c.tensor = 1.0 / r.gemm_per_sm;
+    else if (k.matmul_on_fp32_units) c.tensor = 1.0 / r.fp32_per_sm;
+    else if (c.counted && oc.mma_flops() + oc.wgmma_flops > 0)
+      c.tensor = (double(oc.mma_flops()) / mma_sm + double(oc.wgmma_flops) / r.wgmma_per_sm) * per_unit;
+    else c.tensor = 1.0 / mma_sm;
+  }
+  if (!c.counted) return c;
   const SmemBytes smem = oc.total();
-  c.on = true;
-  c.tensor = (double(oc.mma_flops()) / mma_sm + double(oc.wgmma_flops) / r.wgmma_per_sm) * per_flop;
-  c.smem_loads = double(smem.read + smem.write) / r.smem_per_sm * per_flop;
+  c.smem_loads = double(smem.read + smem.write) / r.smem_per_sm * per_unit;
   c.async_mma = oc.wgmma_flops > 0 && k.wgmma_waits == 0;
   c.waits_s = double(k.wgmma_waits) * r.wgmma_wait_cycles / r.pipe_hz;
-  c.ex2 = double(oc.ex2) * 32.0 / r.ex2_per_sm * per_flop;
-  c.smem = double(smem.fill + smem.read + smem.mma_read + smem.write) / r.smem_per_sm * per_flop;
+  c.ex2 = double(oc.ex2) * 32.0 / r.ex2_per_sm * per_unit;
+  c.smem = double(smem.fill + smem.read + smem.mma_read + smem.write) / r.smem_per_sm * per_unit;
   // Each wgmma is one instruction in each of its warpgroup's four warps.
   const double instructions = double(oc.mma + oc.ldmatrix + oc.ld_shared + oc.st_shared + oc.ex2 + 4 * oc.wgmma);
-  if (r.issue_per_sm > 0) c.issue = instructions / r.issue_per_sm * per_flop;
+  if (r.issue_per_sm > 0) c.issue = instructions / r.issue_per_sm * per_unit;
+  const double red_s = k.reduction_requests == ReductionRequests::sectors ? r.red_sector_s : r.red_line_s;
+  c.red = double(oc.red) * red_s * per_unit;
+  c.red_queue = r.red_queue_s;
   if (oc.wgmma_flops == 0) {
-    c.mma_chain = double(oc.mma_ksteps) * r.mma_latency_s * per_flop;
+    c.mma_chain = double(oc.mma_ksteps) * r.mma_latency_s * per_unit;
     c.exposed = (double(oc.gemm_starts) * r.ldmatrix_latency_s + double(oc.gemm_drains) * r.mma_latency_s +
                  double(oc.barriers) * r.barrier_s) *
-                per_flop;
+                per_unit;
   }
   return c;
 }
 
-// FLOP/s per SM at which a kernel's matmuls run.
+// FLOP/s per SM of a kernel's matmuls at the pipe it issues them to (the compute bound of a run).
 double matmul_rate_of(const KernelPlan& k, const Rates& r) {
-  if (k.matmul_on_fp32_units) return r.non_matmul_per_sm;
-  // wgmma kernels (flash3) where the preset gives no pipe rates: the rate of a library GEMM, which on
-  // Hopper runs on wgmma too.
-  return k.library_gemm || k.on_chip.wgmma_flops > 0 ? r.gemm_per_sm : r.matmul_per_sm;
+  if (k.library_gemm) return r.gemm_per_sm;
+  if (k.matmul_on_fp32_units) return r.fp32_per_sm;
+  return k.on_chip.wgmma_flops > 0 ? r.wgmma_per_sm : r.mma_sync_per_sm;
 }
 
 struct Resident {
@@ -219,11 +254,12 @@ void add_sample(Timeline& tl, double& bin_s, const BandwidthSample& s) {
 
 // What one step of an SM asks of the SM and the memory system, summed over the CTAs resident on it.
 struct StepDemand {
-  double compute = 0, sram = 0;          // seconds at the SM's rates
-  // Kernels timed from the pipes: what the resident CTAs' warps issue and wait on (MMAs, exps, FP32
-  // work), summed over them, and the longest phase one CTA runs in order (its GEMMs, then its softmax).
+  double sram = 0;  // seconds of the SM's shared-memory bandwidth
+  // What the resident CTAs' warps issue and wait on (MMAs, exps, FP32 work), summed over them, and
+  // the longest phase one CTA runs in order (its GEMMs, then its softmax).
   double issued = 0, chain = 0;
   double issue = 0;  // every resident warp's instructions through the SM's issue slots
+  double red = 0;    // every resident CTA's dQ adds through the SM's memory path
   double latency_bytes = 0, window = 0;  // Σ bytes × latency, and the bytes the CTAs keep in flight
   double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
@@ -298,8 +334,8 @@ private:
   std::vector<std::vector<Resident>> place_first_wave(Grid& grid, std::int64_t ctas_per_sm, double start_s) const;
   // One resident CTA carries out its current phase: its tiles go through the L2 (or straight to HBM
   // with the L2 off) and its demand is added to the SM's step.
-  void serve_phase(const KernelPlan& k, const Resident& r, double matmul_rate, const PipeCosts& pipes,
-                   std::int64_t active_sms, StepDemand& d);
+  void serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts& pipes, std::int64_t active_sms,
+                   StepDemand& d);
   void take_writebacks(StepDemand& d);
   StepTime step_time(const StepDemand& d, std::int64_t active_sms) const;
   // CTAs whose last phase ended at t1 leave (their span recorded); the next CTA of the grid takes
@@ -347,8 +383,8 @@ std::vector<std::vector<Resident>> Replay::place_first_wave(Grid& grid, std::int
   return resident;
 }
 
-void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_rate, const PipeCosts& pipes,
-                         std::int64_t active_sms, StepDemand& d) {
+void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts& pipes, std::int64_t active_sms,
+                         StepDemand& d) {
   const bool l2_on = options_.l2_enabled;
   const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
   double latency_bytes = 0, window = 0;
@@ -401,42 +437,41 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, double matmul_r
     }
   }
   if (k.bytes_in_flight_per_cta > 0) window = std::min(window, double(k.bytes_in_flight_per_cta));
-  double compute = 0;
-  if (pipes.on) {
-    // One CTA's warps run a phase in order: the GEMMs (mma.sync's loop loads the next fragments
-    // from shared memory under the current MMAs), then the softmax (exps, then FP32 work). A wgmma
-    // is asynchronous: the warpgroup's FP32 work issues while it runs. The CTAs resident on an SM
-    // take turns on the tensor pipe, the exponent unit and the FP32 pipe, whose work their warps
-    // issue: that work adds up; shared memory serves every CTA's loads at once, against its
-    // bandwidth alone (docs/design.md#the-sms-pipes).
-    const double mm = double(ph.matmul_flops);
-    // A non-matmul operation is one FP32 lane instruction; an FMA counts two FLOPs in the pipe's rate.
-    const double fp32 = double(ph.non_matmul_flops) / (rates_.fp32_per_sm / 2);
-    const double waits = mm > 0 ? pipes.waits_s : 0.0;
-    const double issued = pipes.async_mma ? std::max(mm * (pipes.tensor + pipes.ex2), fp32)
-                                          : mm * (pipes.tensor + pipes.ex2) + fp32 + waits;
-    // An mma.sync GEMM lasts at least its k-steps one after another at the MMA's latency, and one
-    // CTA's warps wait out, with nothing to issue, each GEMM's first loads and last products and each
-    // barrier; other CTAs' warps issue meanwhile (`issued` adds no latency).
-    compute = pipes.async_mma
-                  ? issued
-                  : mm * (std::max({pipes.smem_loads, pipes.tensor, pipes.mma_chain}) + pipes.exposed + pipes.ex2) +
-                        fp32 + waits;
-    d.issued += issued;
-    d.chain = std::max(d.chain, compute);
-    // Every FP32 operation of a warp's 32 lanes is one instruction.
-    if (rates_.issue_per_sm > 0) d.issue += mm * pipes.issue + double(ph.non_matmul_flops) / 32.0 / rates_.issue_per_sm;
-    d.sram += mm * pipes.smem;
-  } else {
-    compute = double(ph.matmul_flops) / matmul_rate + double(ph.non_matmul_flops) / rates_.non_matmul_per_sm;
-    d.compute += compute;
-    d.sram += double(ph.sram_bytes) / rates_.sram_per_sm;
-  }
+  // One CTA's warps run a phase in order: the GEMMs (mma.sync's loop loads the next fragments
+  // from shared memory under the current MMAs), then the softmax (exps, then FP32 work). A wgmma
+  // is asynchronous: the warpgroup's FP32 work issues while it runs. The CTAs resident on an SM
+  // take turns on the tensor pipe, the exponent unit and the FP32 pipe, whose work their warps
+  // issue: that work adds up; shared memory serves every CTA's loads at once, against its
+  // bandwidth alone (docs/design.md#the-sms-pipes).
+  const double w = pipes.units(ph);
+  // A non-matmul operation is one FP32 lane instruction; an FMA counts two FLOPs in the pipe's rate.
+  const double fp32 = double(ph.non_matmul_flops) / (rates_.fp32_per_sm / 2);
+  const double waits = ph.matmul_flops > 0 ? pipes.waits_s : 0.0;
+  const double issued = pipes.async_mma ? std::max(w * (pipes.tensor + pipes.ex2), fp32)
+                                        : w * (pipes.tensor + pipes.ex2) + fp32 + waits;
+  // An mma.sync GEMM lasts at least its k-steps one after another at the MMA's latency, and one
+  // CTA's warps wait out, with nothing to issue, each GEMM's first loads and last products and each
+  // barrier; other CTAs' warps issue meanwhile (`issued` adds no latency).
+  double compute =
+      pipes.async_mma
+          ? issued
+          : w * (std::max({pipes.smem_loads, pipes.tensor, pipes.mma_chain}) + pipes.exposed + pipes.ex2) + fp32 + waits;
+  // The CTA's dQ adds leave through the SM's memory path one after another; its queue takes the
+  // first of them, and then each warp waits until its own have gone, with nothing else to issue
+  // before the next barrier (gpu/bench/l2_reduce.cu, `l2_reduce sm`: the step rounds).
+  const double reds = w * pipes.red;
+  compute += std::max(0.0, reds - pipes.red_queue);
+  d.red += reds;
+  d.issued += issued;
+  d.chain = std::max(d.chain, compute);
+  // Every FP32 operation of a warp's 32 lanes is one instruction.
+  if (rates_.issue_per_sm > 0) d.issue += w * pipes.issue + double(ph.non_matmul_flops) / 32.0 / rates_.issue_per_sm;
+  // Shared-memory bytes: the counted ones, or, for a kernel without counts, its plan's.
+  d.sram += pipes.counted ? w * pipes.smem : double(ph.sram_bytes) / rates_.sram_per_sm;
   // What the CTA does once its loads are in: its compute or its own shared-memory traffic.
   const double own_sram = k.sram_bound_work ? double(ph.sram_bytes) / (rates_.sram_per_sm * k.sram_fraction_per_cta) : 0;
-  // A kernel timed from its pipes carries no fitted cycle constants, only measured ones.
-  const double fitted_cycles = pipes.on ? 0.0 : k.phase_latency_cycles + (r.phase == 0 ? k.cta_overhead_cycles : 0.0);
-  const double fixed_cycles = fitted_cycles + (r.phase == 0 ? k.measured_cta_cycles : 0.0);
+  // A chain the kernel's own measurement found beyond its pipes (KernelPlan::measured_*_cycles).
+  const double fixed_cycles = k.measured_phase_cycles + (r.phase == 0 ? k.measured_cta_cycles : 0.0);
   const double work = std::max(compute, own_sram) + fixed_cycles / rates_.clock_hz;
   d.latency_bytes += latency_bytes;
   // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
@@ -479,7 +514,7 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
   const double in_flight = std::min(d.window, rates_.in_flight_per_sm);
   const double memory = in_flight > 0 ? d.latency_bytes / in_flight : 0.0;
   const bool serial_waits = 2 * d.serial_memory > d.serial;
-  const double pipes = std::max({d.compute, d.issued, d.chain, d.issue});
+  const double pipes = std::max({d.issued, d.chain, d.issue, d.red});
   const double t_compute = std::max(pipes, serial_waits ? 0.0 : d.serial);
   const double t_latency = std::max(memory, serial_waits ? d.serial : 0.0);
   const double step_s = std::max({t_dram, t_l2, t_compute, t_latency, d.sram});
@@ -530,7 +565,6 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   const Occupancy occ = occupancy(k, gpu_, sram_per_sm_, sram_per_block_);
   KernelTiming kt = begin_kernel(k, occ);
   const double start_s = now_s_ + gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
-  const double matmul_rate = matmul_rate_of(k, rates_);
   const PipeCosts pipes = pipe_costs(k, rates_, occ.ctas_per_sm);
   Grid grid{static_cast<std::int64_t>(k.programs.size()), kt.ctas, 0};
   std::vector<std::vector<Resident>> resident = place_first_wave(grid, occ.ctas_per_sm, start_s);
@@ -556,7 +590,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     for (; !leaving.empty() && leaving.top() <= t0; leaving.pop()) --active_sms;
     std::vector<Resident>& here = resident[s];
     StepDemand demand;  // one step of this SM: each resident CTA carries out one phase
-    for (const Resident& r : here) serve_phase(k, r, matmul_rate, pipes, active_sms, demand);
+    for (const Resident& r : here) serve_phase(k, r, pipes, active_sms, demand);
     take_writebacks(demand);
     const StepTime step = step_time(demand, active_sms);
     busy.add(step);
@@ -597,9 +631,13 @@ void validate_for_engine(const GpuSpec& gpu) {
   };
   positive(gpu.hbm_bandwidth_gbps, "hbm_bandwidth_gbps");
   positive(gpu.l2_bandwidth_gbps, "l2_bandwidth_gbps");
-  positive(gpu.tensor_tflops * gpu.matmul_efficiency, "matmul_efficiency");
   positive(gpu.tensor_tflops * gpu.gemm_efficiency, "gemm_efficiency");
-  positive(gpu.non_matmul_tflops * gpu.non_matmul_efficiency, "non_matmul_efficiency");
+  // Every kernel is timed from the SM's pipes (docs/design.md#the-sms-pipes).
+  positive(gpu.mma_sync_flops_per_cycle_per_sm, "mma_sync_flops_per_cycle_per_sm");
+  positive(gpu.mma_sync_flops_per_cycle_per_warp, "mma_sync_flops_per_cycle_per_warp");
+  positive(gpu.ex2_per_cycle_per_sm, "ex2_per_cycle_per_sm");
+  positive(gpu.fp32_fma_flops_per_cycle_per_sm, "fp32_fma_flops_per_cycle_per_sm");
+  positive(gpu.pipe_clock_mhz, "pipe_clock_mhz");
   positive(gpu.hbm_efficiency, "hbm_efficiency");
   positive(double(gpu.hbm_bytes_in_flight_per_sm), "hbm_bytes_in_flight_per_sm");
   positive(gpu.sram_bytes_per_cycle_per_sm * gpu.clock_mhz, "sram_bytes_per_cycle_per_sm");
@@ -631,8 +669,7 @@ EngineResult run_plans(const std::vector<KernelPlan>& plans, const GpuSpec& gpu,
     result.matmul_flops += mm;
     result.non_matmul_flops += nm;
     const double sms = double(gpu.sm_count);
-    compute_s += double(mm) / (matmul_rate_of(k, rates) * sms) +
-                 double(nm) / (rates.non_matmul_per_sm * sms);
+    compute_s += double(mm) / (matmul_rate_of(k, rates) * sms) + double(nm) / (rates.fp32_per_sm / 2 * sms);
     if (n > 0 && options.l2_flushed_between_kernels) replay.flush_l2();
     replay.run(k, static_cast<std::int32_t>(n));
   }

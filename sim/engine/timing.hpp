@@ -5,12 +5,13 @@
 // The model, step by step: each SM keeps its own clock. In one step of an SM every CTA resident
 // on it carries out one phase of its program (a phase = the loads of one K_j, V_j or tile, the
 // compute on it and any stores). A step lasts as long as its busiest resource needs: the SM's
-// compute (a kernel with exact on-chip counts: its MMAs, shared-memory loads, exps and FP32
-// operations over the SM's measured pipe rates: one CTA's phase in the order its warps run it,
-// the resident CTAs' issued work (MMAs, exps, FP32) added up, every CTA's shared-memory bytes
-// against the SM's bandwidth, the counted instructions against its issue rate —
-// docs/design.md#the-sms-pipes; any other kernel: its tensor-core and
-// non-matmul FLOPs over the preset's fractions of the datasheet rates), its SRAM bytes over SRAM
+// compute (every kernel over the SM's measured pipe rates: with exact on-chip counts its MMAs,
+// shared-memory loads, exps, FP32 operations and latencies; one CTA's phase in the order its warps
+// run it, the resident CTAs' issued work (MMAs, exps, FP32) added up, every CTA's shared-memory bytes
+// against the SM's bandwidth, the counted instructions against its issue rate, the dQ
+// adds (red.global.add) through the SM's memory path, which one CTA's warps wait out beyond its queue —
+// docs/design.md#the-sms-pipes; a kernel without counts, its FLOPs alone; a library GEMM at
+// gemm_efficiency of the tensor rate), its SRAM bytes over SRAM
 // bandwidth, memory latency (Little's law: bytes × latency over the bytes the SM keeps in flight),
 // and its DRAM and SM↔L2 bytes over its fair share of HBM and L2 bandwidth (the total over the SMs
 // that have work; a backward's fp32 dQ adds at the L2's measured reduction rate, added to its loads'

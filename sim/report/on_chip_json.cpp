@@ -45,7 +45,8 @@ nlohmann::ordered_json on_chip_json(const OnChipCounts& c, double time_s, const 
           {"smem_write_bytes", t.write},
           {"by_tensor", by_tensor},
           {"instructions", {{"mma", c.mma}, {"ldmatrix", c.ldmatrix}, {"ld_shared", c.ld_shared},
-                            {"st_shared", c.st_shared}, {"ex2", c.ex2}, {"wgmma", c.wgmma}, {"mbarrier", c.mbarrier}}},
+                            {"st_shared", c.st_shared}, {"ex2", c.ex2}, {"wgmma", c.wgmma}, {"mbarrier", c.mbarrier},
+                            {"red", c.red}}},
           {"pipes", {{"tensor_busy", share(pipes.tensor)}, {"smem_busy", share(pipes.smem)}, {"ex2_busy", share(pipes.ex2)},
                      {"limiter", pipes.limiter.empty() ? Json(nullptr) : Json(pipes.limiter)},
                      {"clock_mhz", gpu.clock_mhz}}}};

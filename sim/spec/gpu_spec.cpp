@@ -49,9 +49,7 @@ constexpr Field kFields[] = {
     {"kernel_overhead_ns", "ns", &GpuSpec::kernel_overhead_ns},
     {"event_timing_overhead_ns", "ns", &GpuSpec::event_timing_overhead_ns, false, false, true},
     {"kernel_gap_ns", "ns", &GpuSpec::kernel_gap_ns, false, false, true},
-    {"matmul_efficiency", "fraction", &GpuSpec::matmul_efficiency, false, true},
     {"gemm_efficiency", "fraction", &GpuSpec::gemm_efficiency, false, true},
-    {"non_matmul_efficiency", "fraction", &GpuSpec::non_matmul_efficiency, false, true},
     {"hbm_efficiency", "fraction", &GpuSpec::hbm_efficiency, false, true},
     {"mma_sync_flops_per_cycle_per_sm", "FLOP/cycle", &GpuSpec::mma_sync_flops_per_cycle_per_sm, false, false, true},
     {"mma_sync_flops_per_cycle_per_warp", "FLOP/cycle", &GpuSpec::mma_sync_flops_per_cycle_per_warp, false, false, true},
@@ -66,6 +64,9 @@ constexpr Field kFields[] = {
     {"barrier_cycles", "cycles", &GpuSpec::barrier_cycles, false, false, true},
     {"l2_reduction_sector_gbps", "GB/s", &GpuSpec::l2_reduction_sector_gbps, false, false, true},
     {"l2_reduction_line_gbps", "GB/s", &GpuSpec::l2_reduction_line_gbps, false, false, true},
+    {"sm_reduction_sector_cycles", "cycles", &GpuSpec::sm_reduction_sector_cycles, false, false, true},
+    {"sm_reduction_line_cycles", "cycles", &GpuSpec::sm_reduction_line_cycles, false, false, true},
+    {"sm_reduction_queue_cycles", "cycles", &GpuSpec::sm_reduction_queue_cycles, false, false, true},
 };
 
 constexpr double kMaxWholeNumber = 9007199254740992.0;  // 2^53
@@ -106,6 +107,10 @@ GpuSpec parse_gpu_spec(std::string_view toml_text, std::string_view origin) {
     const std::string at = where(origin, node);
     const auto field = std::find_if(std::begin(kFields), std::end(kFields),
                                     [&](const Field& f) { return f.key == key; });
+    if (key == "matmul_efficiency" || key == "non_matmul_efficiency")
+      fail_input("{}: numbers.{}: no longer a key: every kernel is timed from the SM's pipes "
+                 "(mma_sync_flops_per_cycle_per_sm, ex2_per_cycle_per_sm, …; docs/design.md#the-sms-pipes)",
+                 at, key);
     if (field == std::end(kFields))
       fail_input("{}: numbers.{}: unknown key", at, key);
     const toml::table* entry = node.as_table();

@@ -38,7 +38,7 @@ struct GpuSpec {
   double non_matmul_tflops = 0;   // fp32 rate for exp, max, sums and rescales
 
   // Timing engine (sim/engine/timing.hpp). Peak rates above are datasheet figures; the
-  // efficiencies below say what fraction of each a real kernel sustains.
+  // efficiencies below say what fraction of each a library GEMM and a device copy sustain.
   std::int64_t l2_effective_bytes = 0;      // what the L2 holds of data that SMs on both halves read
   std::int64_t l2_ways = 0;                 // associativity (l2_effective_bytes / l2_line_bytes: fully associative)
   double l2_bandwidth_gbps = 0;             // SM↔L2 bandwidth, all SMs together
@@ -48,13 +48,12 @@ struct GpuSpec {
   double kernel_overhead_ns = 0;            // launch and drain cost of one kernel
   double event_timing_overhead_ns = 0;      // what CUDA events around a launch sequence add to it (0: not measured)
   double kernel_gap_ns = 0;                 // between two kernels of a stream, beyond their ncu durations (0: not measured)
-  double matmul_efficiency = 0;             // sustained / peak tensor-core rate in fused attention kernels
   double gemm_efficiency = 0;               // sustained / peak tensor-core rate in library GEMMs (cuBLAS)
-  double non_matmul_efficiency = 0;         // sustained / peak non-matmul rate
   double hbm_efficiency = 0;                // sustained / peak HBM bandwidth
 
-  // The SM's pipes, per SM clock, each measured by a microbenchmark (gpu/bench/pipes.cu); optional
-  // in a preset, 0 where not measured. Shared-memory bandwidth is sram_bytes_per_cycle_per_sm above.
+  // The SM's pipes, per SM clock, each measured by a microbenchmark (gpu/bench/pipes.cu). The timing
+  // engine times every kernel from them and asks for all but the issue rate; a preset for counts
+  // alone may leave them out. Shared-memory bandwidth is sram_bytes_per_cycle_per_sm above.
   double mma_sync_flops_per_cycle_per_sm = 0;    // mma.sync m16n8k16 fp16→fp32, enough warps
   double mma_sync_flops_per_cycle_per_warp = 0;  // the same from one warp alone (8 independent MMAs)
   double wgmma_flops_per_cycle_per_sm = 0;       // wgmma m64nNk16 fp16→fp32, operands in shared memory
@@ -75,12 +74,13 @@ struct GpuSpec {
   // (a warp adding 32 consecutive floats or more).
   double l2_reduction_sector_gbps = 0;
   double l2_reduction_line_gbps = 0;
-  // Whether the engine times kernels with exact on-chip counts from these pipes.
-  bool has_pipes() const {
-    return mma_sync_flops_per_cycle_per_sm > 0 && mma_sync_flops_per_cycle_per_warp > 0 &&
-           wgmma_flops_per_cycle_per_sm > 0 && ex2_per_cycle_per_sm > 0 && fp32_fma_flops_per_cycle_per_sm > 0 &&
-           pipe_clock_mhz > 0;
-  }
+  // The SM's side of those reductions (gpu/bench/l2_reduce.cu, `l2_reduce sm`); optional, 0 where not
+  // measured: the cycles one SM's memory path takes per red.global.add warp instruction of each request
+  // shape (the MMA fragment as float2: 8 one-sector requests; 32 consecutive floats: one line), and the
+  // cycles of those a CTA's warps hand to the queue before the next instruction of each warp waits.
+  double sm_reduction_sector_cycles = 0;
+  double sm_reduction_line_cycles = 0;
+  double sm_reduction_queue_cycles = 0;
 
   std::vector<Quantity> quantities;  // every number in file order, for listings
 };

@@ -109,10 +109,10 @@ TEST_CASE("on-chip: simulate --json reports the counts and the pipes", "[on_chip
   CHECK(tensor > 0);
   CHECK(tensor < 1);
   CHECK(j["on_chip"]["pipes"]["limiter"].is_string());
-  // A preset without measured pipe rates leaves the busy shares null.
+  // The A100 preset's published pipe rates give busy shares too, on the same counts.
   request.gpu = load_gpu("a100-80gb");
   const Json a100 = simulation_json(simulate(request));
-  CHECK(a100["on_chip"]["pipes"]["tensor_busy"].is_null());
+  CHECK(a100["on_chip"]["pipes"]["tensor_busy"].get<double>() > 0);
   CHECK(a100["on_chip"]["instructions"]["mma"] == j["on_chip"]["instructions"]["mma"]);
 }
 
@@ -375,6 +375,12 @@ TEST_CASE("on-chip: standard's three kernels follow gpu/standard.cu", "[on_chip]
   CHECK(qk[Tensor::S].read == 32 * 8 * 128 * tiles);
   CHECK(qk.st_shared == (B * d / 8 / 32 * 2 + B * B * 4 / 256) * tiles);
   CHECK(qk.ld_shared == B * B / 128 * tiles);
+  // Its latency path, a hand count of qk_kernel: one GEMM a tile (d/16 = 4 k-steps) whose product S_ij
+  // is stored at once (a drain), and 3 __syncthreads (after Q_i, K_j's stores, the MMAs, the staging).
+  CHECK(qk.gemm_starts == tiles);
+  CHECK(qk.gemm_drains == tiles);
+  CHECK(qk.mma_ksteps == 4 * tiles);
+  CHECK(qk.barriers == 3 * tiles);
   // softmax: one CTA of 128 threads per row; the row stored element by element, read twice.
   const std::int64_t rows = N * heads;
   CHECK(sm.ex2 == N / 32 * rows);
@@ -385,6 +391,9 @@ TEST_CASE("on-chip: standard's three kernels follow gpu/standard.cu", "[on_chip]
   CHECK(sm.st_shared == (8 * (N / 8 / 32) + 2 * 4 + N / 32) * rows);
   CHECK(sm.ld_shared == (2 * 4 + N / 32 + 2 * (N / 8 / 32)) * rows);
   CHECK(sm.total().write + sm.total().read == (296 + 104) * 128 * rows);
+  // Two block reductions (max, then sum) of two __syncthreads each; no GEMM.
+  CHECK(sm.barriers == 4 * rows);
+  CHECK(sm.gemm_starts + sm.gemm_drains + sm.mma_ksteps == 0);
   // pv: Br = 64 on 4 × 1 warps of 16 rows: each warp reads its P_ij rows and all of V_j.
   const std::int64_t Tc = N / B, ctas = N / B * heads;
   CHECK(pv[Tensor::P].read == B * B * 2 * Tc * ctas);
@@ -393,6 +402,12 @@ TEST_CASE("on-chip: standard's three kernels follow gpu/standard.cu", "[on_chip]
   CHECK(pv.ldmatrix == (B * B * 2 + 4 * B * d * 2) / 512 * Tc * ctas);
   CHECK(pv.mma == (B / 16) * (d / 8) * (B / 16) * Tc * ctas);
   CHECK(pv[Tensor::O].write == B * d * 4 / 256 * 4 * 128 * ctas);  // 16 8-byte stores of 4 wavefronts
+  // Per P_ij, V_j a GEMM of Bc/16 = 4 k-steps between two barriers (after cp.async's wait, after the
+  // MMAs); per CTA O_i's accumulator drains once into its staging, between two more.
+  CHECK(pv.gemm_starts == Tc * ctas);
+  CHECK(pv.mma_ksteps == 4 * Tc * ctas);
+  CHECK(pv.gemm_drains == ctas);
+  CHECK(pv.barriers == (2 * Tc + 2) * ctas);
   // A ragged last row and column of tiles: S's staging reads back only the real N × N scores.
   const std::vector<KernelPlan> ragged = hbmlab_plans("standard", AttentionProblem(1, heads, 1000, d), B, B);
   // 1000 = 15 · 64 + 40. A tile's read-back is 16 warp steps of 4 rows, two 16-byte loads each (32);
@@ -429,6 +444,9 @@ TEST_CASE("on-chip: flash1's CTA reads every FMA operand from shared memory", "[
   const std::int64_t per_pair_stores = 2 * B * d / 32 + 2 * 2 + score_steps + B * (B / 32 + 4);
   CHECK(c.st_shared == pairs * per_pair_stores + Tc * 2 * B * d / 32);
   CHECK(c.ex2 == pairs * B * (B / 32 + 2));
+  // __syncthreads: 1 after the initialisation, 1 per K/V block, 4 per pair (19); no MMA latency path.
+  CHECK(c.barriers == 1 + Tc + 4 * pairs);
+  CHECK(c.gemm_starts + c.gemm_drains + c.mma_ksteps == 0);
   // Causal: the pair (1, 2) is skipped, and the diagonal pairs' masked lanes load nothing.
   AttentionProblem causal(1, 1, N, d);
   causal.causal = true;
@@ -436,6 +454,7 @@ TEST_CASE("on-chip: flash1's CTA reads every FMA operand from shared memory", "[
   // A diagonal pair's row r sees r + 1 keys: the warp step of keys 0–31 loads for every row, that of
   // keys 32–63 for rows 32–63 only (96 of 128 steps); a load of a few lanes still takes a wavefront.
   CHECK(cc[Tensor::K].read == (score_steps + 2 * (B + B / 2)) * d * 128);
+  CHECK(cc.barriers == 1 + Tc + 4 * 3);  // the skipped pair has none
 }
 
 TEST_CASE("on-chip: the backward's D and dQ-conversion kernels use registers only", "[on_chip]") {
@@ -450,6 +469,7 @@ TEST_CASE("on-chip: the backward's D and dQ-conversion kernels use registers onl
     CHECK(plans[0].on_chip.modelled);
     CHECK(plans[0].on_chip.total().read + plans[0].on_chip.total().write == 0);
     CHECK(plans[0].on_chip.ldmatrix + plans[0].on_chip.mma + plans[0].on_chip.ex2 == 0);
+    CHECK(plans[0].on_chip.barriers == 0);  // a warp's shuffles, never a __syncthreads
     CHECK(plans[2].on_chip.modelled);
     // PyTorch's conversion stages dQ_i: ncu counted 120,320 loads and 481,280 stores (94 × 40 CTAs).
     CHECK(plans[2].on_chip.ld_shared == (ours ? 0 : 120'320));
@@ -489,6 +509,7 @@ TEST_CASE("on-chip: gpu/flash_decoding.cu's split and combine kernels", "[on_chi
   CHECK(fd[1].on_chip.modelled);
   CHECK(fd[1].on_chip.total().read == 0);
   CHECK(fd[1].on_chip.ex2 == 32 * (1 + 16));
+  CHECK(fd[1].on_chip.barriers + fd[1].on_chip.gemm_starts == 0);  // a warp per row, no barrier, no MMA
   // flashdecoding++ in range: no rescale, no weights; the combine adds ℓ_s without an exponent.
   const std::vector<KernelPlan> pp = hbmlab_plans("flashdecoding++", p, 16, 64);
   REQUIRE(pp.size() == 2);

@@ -48,6 +48,10 @@ TEST_CASE("malformed presets name file, line and key", "[spec][errors]") {
                     "toy.toml:15: numbers.l2_line_bytes.value: must be a power of two, got 96");
   CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "sm_count ", "sm_cuont "), origin),
                     "toy.toml:7: numbers.sm_cuont: unknown key");
+  // The fractions of the datasheet rates that kernels were once timed at: refused, with the reason.
+  CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "sm_count ", "matmul_efficiency "), origin),
+                    Catch::StartsWith("toy.toml:7: numbers.matmul_efficiency: no longer a key: every kernel is timed "
+                                      "from the SM's pipes"));
   CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "source = \"chosen: 1 cycle = 1 ns\"", "source = \"\""), origin),
                     Catch::StartsWith("toy.toml:8: numbers.clock_mhz.source: missing"));
   CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "[numbers]", "[numbers"), origin), Catch::StartsWith("toy.toml:6:"));

@@ -192,7 +192,6 @@ public:
                                  "double-buffered: K_{j+1}, V_{j+1} load while S_ij, P̃_ij V_j compute (FlashAttention-2 "
                                  "prefetches the next K/V block with cp.async)",
                                  true);
-    plan.cta_overhead_cycles = kCtaOverheadCycles;
     const BlockGrid g(p, b);
     PlanBuilder builder(plan, p, g.Tc, gpu.l2_sector_bytes);
     Programs programs(builder, options.launch.kv_descending);

@@ -208,9 +208,9 @@ public:
         "and dQ as wgmma; dQ_i added with fp32 atomics in the L2",
         kStages, consumer_warpgroups(b));
     // wgmma at the preset's gemm_efficiency, as flash3's forward and cuDNN's backward sustain it;
-    // hbmlab's kernel (the records of gpu/flash3_backward.cu) at matmul_efficiency: it issues each
-    // step's products, elementwise work and dQ atomics one after the other in a warpgroup (no
-    // pingpong, no overlap within a warpgroup), so its tensor cores wait as mma.sync kernels' do.
+    // hbmlab's kernel (the records of gpu/flash3_backward.cu) from the SM's pipes with its counts: it
+    // issues each step's products, elementwise work and dQ atomics one after the other in a
+    // warpgroup (no pingpong, no overlap within a warpgroup), so its tensor cores wait on them.
     main.library_gemm = !options.launch.hbmlab_kernels;
     // hbmlab's kernel: both consumer warpgroups meet at a named barrier every step (dQ_i needs both
     // halves of dS_ij), so they run in step: S and dP, a wait; P and dS; dV, dK and dQ, a wait; the

@@ -20,11 +20,6 @@
 namespace hbmlab {
 namespace {
 
-// gpu/standard.cu's softmax_kernel: the chain of its two block-wide reductions (shuffles, barriers,
-// the shared-memory passes between them) in cycles, calibrated against ncu's kernel times of the
-// H100 records (assets/measurements/h100-standard-ncu.csv).
-constexpr double kSoftmaxReductionCycles = 3000;
-
 class Standard final : public Algorithm {
 public:
   // [SECTION] Identity, blocks and SRAM
@@ -231,7 +226,6 @@ public:
     sm.threads_per_cta = threads;
     sm.smem_bytes_per_cta = p.seq_len * 4;
     sm.bytes_in_flight_per_cta = threads * 16 * 4;
-    sm.phase_latency_cycles = kSoftmaxReductionCycles;
     PlanBuilder rows(sm, p, g.Tc, sector);
     for (std::int64_t r = 0; r < p.Nq(); ++r) {
       rows.begin_program();
