@@ -61,6 +61,13 @@ struct OnChipCounts {
   // of dQ; not an accumulator kept across steps, as O or dK); the k-steps of the GEMMs, each a
   // dependent MMA on every accumulator; the CTA-wide barriers (__syncthreads) between them.
   std::int64_t gemm_starts = 0, gemm_drains = 0, mma_ksteps = 0, barriers = 0;
+  // The latency path of a kernel that computes on the FP32 pipe from shared memory (hbmlab's
+  // flash1), counted the same way for its slowest warp: the FMAs it runs one after another on one
+  // accumulator (its dot products) and the ld.shared those FMAs wait on; then its softmax, where
+  // nothing else issues: the steps of its row reductions (a shuffle and a max or add each), its
+  // ld.shared, FP32 operations, expf and divisions, each waiting on the one before.
+  std::int64_t fma_chain = 0, fma_chain_loads = 0;
+  std::int64_t shuffle_steps = 0, serial_loads = 0, serial_fp32 = 0, serial_exps = 0, serial_divides = 0;
 
   SmemBytes& operator[](Tensor t) { return by_tensor[static_cast<int>(t)]; }
   const SmemBytes& operator[](Tensor t) const { return by_tensor[static_cast<int>(t)]; }

@@ -60,6 +60,11 @@ constexpr Field kFields[] = {
     {"mma_sync_latency_cycles", "cycles", &GpuSpec::mma_sync_latency_cycles, false, false, true},
     {"ldmatrix_latency_cycles", "cycles", &GpuSpec::ldmatrix_latency_cycles, false, false, true},
     {"barrier_cycles", "cycles", &GpuSpec::barrier_cycles, false, false, true},
+    {"fp32_fma_latency_cycles", "cycles", &GpuSpec::fp32_fma_latency_cycles, false, false, true},
+    {"ld_shared_latency_cycles", "cycles", &GpuSpec::ld_shared_latency_cycles, false, false, true},
+    {"shuffle_step_cycles", "cycles", &GpuSpec::shuffle_step_cycles, false, false, true},
+    {"expf_latency_cycles", "cycles", &GpuSpec::expf_latency_cycles, false, false, true},
+    {"fp32_divide_latency_cycles", "cycles", &GpuSpec::fp32_divide_latency_cycles, false, false, true},
     {"l2_reduction_sector_gbps", "GB/s", &GpuSpec::l2_reduction_sector_gbps, false, false, true},
     {"l2_reduction_line_gbps", "GB/s", &GpuSpec::l2_reduction_line_gbps, false, false, true},
 };
