@@ -198,7 +198,9 @@ OnChipCounts registers_only_kernel(std::string layout);
 // row) and its K_j row one at a time; the softmax a warp per row; O_i a thread per element, reading
 // P̃_ij four at a time and V_j's column one at a time. Bytes are the accesses' wavefronts × 128
 // (smem_wavefronts): a broadcast 16-byte read is 256 bytes, a 32-bit access of a few lanes 128.
-// Barriers: one at the start, one per K/V block, four per computed pair.
+// Barriers: one at the start, one per K/V block, four per computed pair. Its latency path per pair
+// (OnChipCounts::fma_chain …): the slowest thread's dot products of S_ij and of P̃_ij V_j, one
+// accumulator each, and the slowest warp's softmax rows (docs/design.md#the-sms-pipes).
 struct Flash1Layout {
   std::int64_t N = 0, Br = 0, Bc = 0, d = 0;
   bool causal = false;

@@ -201,7 +201,8 @@ public:
       plan.overlap += "; Q_i, O_i load a few 2-byte elements per thread at a time";
       // Calibrated on the records where one flash1 CTA has an SM to itself (N ≥ 2048: B·H ≤ 128 CTAs
       // on 132 SMs; hbmlab validate, assets/measurements/h100.json): its 8 warps reach 90% of the
-      // SRAM bandwidth. Its barriers, exps and FP32 work are timed from the SM's pipes (flash1_kernel).
+      // SRAM bandwidth. Its barriers, exps and FP32 work are timed from the SM's pipes, and its FMA
+      // chains and softmax from the SM's measured latencies (flash1_kernel counts both).
       plan.sram_bound_work = true;
       plan.sram_fraction_per_cta = 0.9;
       for (CtaPhase& ph : plan.phases) ph.sram_bytes += kSramBytesPerMatmulFlop * ph.matmul_flops;
