@@ -475,16 +475,19 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l) {
       const std::int64_t elements = ceil_div(rows * d, Flash1Layout::kThreads);
       c.fma_chain += elements * cols;
       c.fma_chain_loads += elements * ceil_div(cols, 4);
-      // Lines 10–11: a warp's rows one after another (8 warps). Per row: S_ij's row loaded (a lane's
-      // Bc/32 scores), their max, five shuffle steps; loaded again, exponentiated (one expf), their sum,
-      // five shuffle steps; lane 0 then loads m_i and ℓ_i, takes max(m_i, m̃), the two exps (side by side),
-      // e^(m_i − m_new)·ℓ_i and ℓ_new, and the two divisions (side by side).
-      const std::int64_t warp_rows = ceil_div(rows, Flash1Layout::kThreads / 32);
+      // Lines 10–11: a warp's rows one after another (8 warps). Per row, a lane's Bc/32 scores each
+      // loaded and taken into the running max (a load and an FMNMX each), five shuffle steps; each
+      // loaded again and exponentiated (a load and an expf each: the `mt == −∞` test puts each in a
+      // branch of its own, so nothing overlaps), the last add of their sum, five shuffle steps; lane 0
+      // then loads m_i (ℓ_i's load hides under the exp), takes max(m_i, m̃), e^(m_i − m_new), its
+      // product with ℓ_i, e^(m̃ − m_new), ℓ_new and the two quotients, each exp and quotient again in a
+      // branch of its own.
+      const std::int64_t warp_rows = ceil_div(rows, Flash1Layout::kThreads / 32), per_lane = l.Bc / 32;
       c.shuffle_steps += warp_rows * 10;
-      c.serial_loads += warp_rows * 3;
-      c.serial_fp32 += warp_rows * (2 * (l.Bc / 32) + 3);
-      c.serial_exps += warp_rows * 2;
-      c.serial_divides += warp_rows;
+      c.serial_loads += warp_rows * (2 * per_lane + 1);
+      c.serial_fp32 += warp_rows * (per_lane + 4);
+      c.serial_exps += warp_rows * (per_lane + 2);
+      c.serial_divides += warp_rows * 2;
       // line 8: Q_i, O_i, ℓ_i, m_i.
       smem_store(c, Tensor::Q, warp_steps(rows * d), row);
       smem_store(c, Tensor::O, warp_steps(rows * d), row);
