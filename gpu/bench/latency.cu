@@ -8,7 +8,15 @@
 //                then the next address from the MMA's result (ldmatrix and MMA latency in series,
 //                plus the two integer ops between: LOP3, IADD);
 //   barrier      __syncthreads (bar.sync 0) after bar.sync with 4, 8 and 16 warps, nothing between:
-//                a barrier's round trip.
+//                a barrier's round trip;
+//   ffma chain   fma.rn.f32 into the accumulator of the one before (C chains a warp, 1 or 8 warps):
+//                one FP32 FMA's latency, what a dot product with one accumulator waits per element;
+//   ld.shared    a pointer chase in shared memory: ld.shared.u32 of the next address (each word holds
+//                its own address), and ld.shared.f32 → fma.rn.f32 on the loaded value → next address
+//                from the FMA's bits (LOP3, IADD between, as the ldmatrix chase);
+//   shfl         shfl.sync.bfly into the value of the one before, alone and as a reduction step with
+//                max.f32 or add.f32 (a warp's row max and row sum take five of these in a row);
+//   expf, div    expf and IEEE division (the compiler's own sequences) each on the last one's result.
 // Shared memory holds zeros (from a kernel argument, so the compiler cannot know), so the chased
 // addresses stay in place; the MMAs' operands are not all zeros where no address depends on them.
 // Each case reports the median over the SMs of cycles per step and the clock (the slowest SM's
@@ -124,6 +132,103 @@ __global__ void barrier_kernel(int iters, std::uint32_t, Out out) {
   stop_clock(t0, out);
 }
 
+// [SECTION] FP32, shared-memory load and shuffle chains
+
+template <int kChains>
+__global__ void ffma_chain_kernel(int iters, std::uint32_t, Out out) {
+  const float a = 1.0f + 1e-7f * static_cast<float>(threadIdx.x), b = 1e-7f;
+  float c[kChains];
+  for (int k = 0; k < kChains; ++k) c[k] = static_cast<float>(k);
+  const long long t0 = start_clock();
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int k = 0; k < kChains; ++k) asm volatile("fma.rn.f32 %0, %1, %2, %0;\n" : "+f"(c[k]) : "f"(a), "f"(b));
+    }
+  }
+  stop_clock(t0, out);
+  float s = 0;
+  for (int k = 0; k < kChains; ++k) s += c[k];
+  if (s == 1234.5f) out.sink[0] = 1;
+}
+
+// Each word holds its own shared-memory address, so ld.shared of an address returns it again.
+__global__ void lds_chase_kernel(int iters, std::uint32_t zero, Out out) {
+  extern __shared__ __align__(1024) std::uint32_t smem[];
+  const std::uint32_t base = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  for (int i = threadIdx.x; i < kSmemBytes / 4; i += blockDim.x) smem[i] = base + 4 * i + zero;
+  __syncthreads();
+  std::uint32_t addr = base + 4 * (threadIdx.x % 32);  // a warp's 32 consecutive words: one wavefront
+  const long long t0 = start_clock();
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) asm volatile("ld.shared.u32 %0, [%0];\n" : "+r"(addr));
+  }
+  stop_clock(t0, out);
+  if (addr == 0x12345u) out.sink[0] = 1;
+}
+
+// ld.shared.f32 → fma.rn.f32 on the loaded float → the next address from the FMA's bits (zero:
+// shared memory holds zeros and the accumulator stays 0).
+__global__ void lds_ffma_chase_kernel(int iters, std::uint32_t zero, Out out) {
+  extern __shared__ __align__(1024) std::uint32_t smem[];
+  fill_smem(smem, kSmemBytes / 4, zero);
+  const std::uint32_t base = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem)) + 4 * (threadIdx.x % 32);
+  std::uint32_t off = 0;
+  float acc = 0.f;
+  const float x = 1.0f + static_cast<float>(threadIdx.x);
+  const long long t0 = start_clock();
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float v;
+      asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(base + off));
+      asm volatile("fma.rn.f32 %0, %1, %2, %0;\n" : "+f"(acc) : "f"(v), "f"(x));
+      off = __float_as_uint(acc) & 0x200u;
+    }
+  }
+  stop_clock(t0, out);
+  if (off == 0x12345u || acc == 1234.5f) out.sink[0] = 1;
+}
+
+// kOp 0: shfl.sync.bfly alone; 1: then max.f32 with the value before (a row max's step); 2: add.f32.
+template <int kOp>
+__global__ void shfl_chain_kernel(int iters, std::uint32_t, Out out) {
+  float v = static_cast<float>(threadIdx.x % 32);
+  const long long t0 = start_clock();
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float t;
+      asm volatile("shfl.sync.bfly.b32 %0, %1, 1, 0x1f, 0xffffffff;\n" : "=f"(t) : "f"(v));
+      if constexpr (kOp == 0) v = t;
+      if constexpr (kOp == 1) asm volatile("max.f32 %0, %0, %1;\n" : "+f"(v) : "f"(t));
+      if constexpr (kOp == 2) asm volatile("add.f32 %0, %0, %1;\n" : "+f"(v) : "f"(t));
+    }
+  }
+  stop_clock(t0, out);
+  if (v == 1234.5f) out.sink[0] = 1;
+}
+
+// expf (v stays near the fixed point 1 of e^(v − 1)) and IEEE division (1/v stays 1), each on the
+// last result.
+template <bool kDivide>
+__global__ void sfu_chain_kernel(int iters, std::uint32_t zero, Out out) {
+  float v = 1.0f + __uint_as_float(zero);
+  const long long t0 = start_clock();
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if constexpr (kDivide) v = 1.0f / v;
+      else v = expf(v - 1.0f);
+      asm volatile("" : "+f"(v));
+    }
+  }
+  stop_clock(t0, out);
+  if (v == 1234.5f) out.sink[0] = 1;
+}
+
 struct Case {
   std::string name;
   void (*kernel)(int, std::uint32_t, Out);
@@ -150,6 +255,18 @@ int main() {
                        chains[k], 32 * warps, 2000, static_cast<double>(chain_counts[k])});
   cases.push_back({"ldmatrix.x4>mma chase 1w", ldsm_chain_kernel, 32, 2000, 1});
   for (int warps : {4, 8, 16}) cases.push_back({"bar.sync " + std::to_string(warps) + "w", barrier_kernel, 32 * warps, 2000, 1});
+  for (int warps : {1, 8}) {
+    const std::string w = " " + std::to_string(warps) + "w";
+    cases.push_back({"ffma chain x1" + w, ffma_chain_kernel<1>, 32 * warps, 2000, 1});
+    cases.push_back({"ffma chain x4" + w, ffma_chain_kernel<4>, 32 * warps, 2000, 4});
+    cases.push_back({"ld.shared chase" + w, lds_chase_kernel, 32 * warps, 2000, 1});
+    cases.push_back({"ld.shared>ffma chase" + w, lds_ffma_chase_kernel, 32 * warps, 2000, 1});
+    cases.push_back({"shfl.bfly chain" + w, shfl_chain_kernel<0>, 32 * warps, 2000, 1});
+    cases.push_back({"shfl.bfly+max.f32" + w, shfl_chain_kernel<1>, 32 * warps, 2000, 1});
+    cases.push_back({"shfl.bfly+add.f32" + w, shfl_chain_kernel<2>, 32 * warps, 2000, 1});
+  }
+  cases.push_back({"expf chain 1w", sfu_chain_kernel<false>, 32, 2000, 1});
+  cases.push_back({"div.rn.f32 chain 1w", sfu_chain_kernel<true>, 32, 2000, 1});
 
   long long* cycles = nullptr;
   unsigned* sink = nullptr;

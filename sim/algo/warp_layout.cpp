@@ -25,6 +25,9 @@ OnChipCounts& OnChipCounts::operator+=(const OnChipCounts& o) {
   wgmma += o.wgmma, wgmma_flops += o.wgmma_flops, mbarrier += o.mbarrier;
   gemm_starts += o.gemm_starts, gemm_drains += o.gemm_drains, mma_ksteps += o.mma_ksteps, barriers += o.barriers;
   red += o.red;
+  fma_chain += o.fma_chain, fma_chain_loads += o.fma_chain_loads, shuffle_steps += o.shuffle_steps;
+  serial_loads += o.serial_loads, serial_fp32 += o.serial_fp32, serial_exps += o.serial_exps;
+  serial_divides += o.serial_divides;
   return *this;
 }
 
@@ -35,6 +38,8 @@ OnChipCounts OnChipCounts::times(std::int64_t n) const {
   out.wgmma *= n, out.wgmma_flops *= n, out.mbarrier *= n;
   out.gemm_starts *= n, out.gemm_drains *= n, out.mma_ksteps *= n, out.barriers *= n;
   out.red *= n;
+  out.fma_chain *= n, out.fma_chain_loads *= n, out.shuffle_steps *= n;
+  out.serial_loads *= n, out.serial_fp32 *= n, out.serial_exps *= n, out.serial_divides *= n;
   return out;
 }
 
@@ -461,6 +466,39 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l) {
       if (g.skipped(i, j)) continue;
       const std::int64_t r0 = g.row_begin(i), rows = g.rows(i);
       c.barriers += 4;
+      // The latency path of the pair's slowest warp (OnChipCounts::fma_chain …), from the kernel's
+      // SASS (nvcc 13, sm_90). Line 9: a thread's scores k = tid, tid + 256, … one after another, each
+      // d FMAs into one accumulator; the compiler issues each 16-byte chunk of Q_i's row just before
+      // the four FMAs that take it, so each of them waits out a load (d/4 a score).
+      std::int64_t scores = 0;
+      for (std::int64_t t = 0; t < Flash1Layout::kThreads; ++t) {
+        std::int64_t mine = 0;
+        for (std::int64_t k = t; k < rows * l.Bc; k += Flash1Layout::kThreads) {
+          const std::int64_t r = k / l.Bc, col = k % l.Bc;
+          mine += col < cols && !(l.causal && c0 + col > r0 + r);
+        }
+        scores = std::max(scores, mine);
+      }
+      c.fma_chain += scores * d;
+      c.fma_chain_loads += scores * (d / 4);
+      // Line 12: a thread's elements of O_i one after another, each `cols` FMAs into one accumulator,
+      // waiting likewise on each 16-byte chunk of P̃_ij's row.
+      const std::int64_t elements = ceil_div(rows * d, Flash1Layout::kThreads);
+      c.fma_chain += elements * cols;
+      c.fma_chain_loads += elements * ceil_div(cols, 4);
+      // Lines 10–11: a warp's rows one after another (8 warps). Per row, a lane's Bc/32 scores each
+      // loaded and taken into the running max (a load and an FMNMX each), five shuffle steps; each
+      // loaded again and exponentiated (a load and an expf each: the `mt == −∞` test puts each in a
+      // branch of its own, so nothing overlaps), the last add of their sum, five shuffle steps; lane 0
+      // then loads m_i (ℓ_i's load hides under the exp), takes max(m_i, m̃), e^(m_i − m_new), its
+      // product with ℓ_i, e^(m̃ − m_new), ℓ_new and the two quotients, each exp and quotient again in a
+      // branch of its own.
+      const std::int64_t warp_rows = ceil_div(rows, Flash1Layout::kThreads / 32), per_lane = l.Bc / 32;
+      c.shuffle_steps += warp_rows * 10;
+      c.serial_loads += warp_rows * (2 * per_lane + 1);
+      c.serial_fp32 += warp_rows * (per_lane + 4);
+      c.serial_exps += warp_rows * (per_lane + 2);
+      c.serial_divides += warp_rows * 2;
       // line 8: Q_i, O_i, ℓ_i, m_i.
       smem_store(c, Tensor::Q, warp_steps(rows * d), row);
       smem_store(c, Tensor::O, warp_steps(rows * d), row);

@@ -65,6 +65,13 @@ struct OnChipCounts {
   // SM's memory path takes each at the preset's rate for the kernel's requests, and a warp waits
   // for its own once the queue is full (docs/design.md#the-backwards-dq-reductions).
   std::int64_t red = 0;
+  // The latency path of a kernel that computes on the FP32 pipe from shared memory (hbmlab's
+  // flash1), counted the same way for its slowest warp: the FMAs it runs one after another on one
+  // accumulator (its dot products) and the ld.shared those FMAs wait on; then its softmax, where
+  // nothing else issues: the steps of its row reductions (a shuffle and a max or add each), its
+  // ld.shared, FP32 operations, expf and divisions, each waiting on the one before.
+  std::int64_t fma_chain = 0, fma_chain_loads = 0;
+  std::int64_t shuffle_steps = 0, serial_loads = 0, serial_fp32 = 0, serial_exps = 0, serial_divides = 0;
 
   SmemBytes& operator[](Tensor t) { return by_tensor[static_cast<int>(t)]; }
   const SmemBytes& operator[](Tensor t) const { return by_tensor[static_cast<int>(t)]; }
@@ -195,7 +202,9 @@ OnChipCounts registers_only_kernel(std::string layout);
 // row) and its K_j row one at a time; the softmax a warp per row; O_i a thread per element, reading
 // P̃_ij four at a time and V_j's column one at a time. Bytes are the accesses' wavefronts × 128
 // (smem_wavefronts): a broadcast 16-byte read is 256 bytes, a 32-bit access of a few lanes 128.
-// Barriers: one at the start, one per K/V block, four per computed pair.
+// Barriers: one at the start, one per K/V block, four per computed pair. Its latency path per pair
+// (OnChipCounts::fma_chain …): the slowest thread's dot products of S_ij and of P̃_ij V_j, one
+// accumulator each, and the slowest warp's softmax rows (docs/design.md#the-sms-pipes).
 struct Flash1Layout {
   std::int64_t N = 0, Br = 0, Bc = 0, d = 0;
   bool causal = false;

@@ -66,7 +66,8 @@ struct KernelPlan {
   std::int64_t bytes_in_flight_per_cta = 0;  // 0: the SM's cap; else what the CTA's load loop keeps outstanding
   // A CTA that waits for its loads (not double-buffered) then works through its phase: its FLOPs,
   // or, when `sram_bound_work`, its own shared-memory traffic at most at `sram_fraction_per_cta`
-  // of the SM's SRAM bandwidth (its warps keep too few shared-memory loads in flight for more).
+  // of the SM's SRAM bandwidth (its warps keep too few shared-memory loads in flight for more) in
+  // place of its GEMMs, and then what its warps wait out after them (OnChipCounts' latency path).
   bool sram_bound_work = false;
   double sram_fraction_per_cta = 1.0;
   // Measured on the kernel itself (gpu/bench/decode_latency.sh), not fitted: SM clocks of a chain that no

@@ -73,6 +73,7 @@ struct Rates {
   // One SM's red.global.add warp instructions, seconds each at pipe_hz by request shape, and the
   // seconds of them its queue takes before a warp waits for its own; 0 where not measured.
   double red_sector_s = 0, red_line_s = 0, red_queue_s = 0;
+  double fma_latency_s = 0, ld_shared_latency_s = 0, shuffle_step_s = 0, expf_latency_s = 0, divide_latency_s = 0;
 };
 
 Rates rates_of(const GpuSpec& gpu) {
@@ -107,6 +108,11 @@ Rates rates_of(const GpuSpec& gpu) {
     r.red_sector_s = gpu.sm_reduction_sector_cycles / pipe_hz;
     r.red_line_s = gpu.sm_reduction_line_cycles / pipe_hz;
     r.red_queue_s = gpu.sm_reduction_queue_cycles / pipe_hz;
+    r.fma_latency_s = gpu.fp32_fma_latency_cycles / pipe_hz;
+    r.ld_shared_latency_s = gpu.ld_shared_latency_cycles / pipe_hz;
+    r.shuffle_step_s = gpu.shuffle_step_cycles / pipe_hz;
+    r.expf_latency_s = gpu.expf_latency_cycles / pipe_hz;
+    r.divide_latency_s = gpu.fp32_divide_latency_cycles / pipe_hz;
   }
   return r;
 }
@@ -127,9 +133,10 @@ struct PipeCosts {
   bool async_mma = false;   // wgmma: the warps go on issuing while the tensor cores work
   double waits_s = 0;       // warpgroups in step (KernelPlan::wgmma_waits): their waits on the products, a phase
   double issue = 0;         // the counted warp instructions (MMAs, shared-memory loads and stores, exps) at the issue rate
-  // Kernels without wgmma: one warp's dependent MMA chain (its GEMMs' k-steps at the MMA latency),
-  // and the latency one CTA's warps wait out with nothing to issue: each GEMM's first fragments
-  // (ldmatrix), the last products of those the next instructions use (MMA), each barrier.
+  // Kernels without wgmma: one warp's dependent MMA chain (its GEMMs' k-steps at the MMA latency) or
+  // FMA chain (its dot products on the FP32 pipe and the shared-memory loads they wait on), and the
+  // latency one CTA's warps wait out with nothing to issue: each GEMM's first fragments (ldmatrix),
+  // the last products of those the next instructions use (MMA), each barrier, a softmax's chain.
   double mma_chain = 0, exposed = 0;
   // The phase's units of work by `share`.
   double units(const CtaPhase& ph) const {
@@ -188,9 +195,13 @@ PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_
   c.red = double(oc.red) * red_s * per_unit;
   c.red_queue = r.red_queue_s;
   if (oc.wgmma_flops == 0) {
-    c.mma_chain = double(oc.mma_ksteps) * r.mma_latency_s * per_unit;
+    c.mma_chain = (double(oc.mma_ksteps) * r.mma_latency_s + double(oc.fma_chain) * r.fma_latency_s +
+                   double(oc.fma_chain_loads) * r.ld_shared_latency_s) *
+                  per_unit;
     c.exposed = (double(oc.gemm_starts) * r.ldmatrix_latency_s + double(oc.gemm_drains) * r.mma_latency_s +
-                 double(oc.barriers) * r.barrier_s) *
+                 double(oc.barriers) * r.barrier_s + double(oc.shuffle_steps) * r.shuffle_step_s +
+                 double(oc.serial_loads) * r.ld_shared_latency_s + double(oc.serial_fp32) * r.fma_latency_s +
+                 double(oc.serial_exps) * r.expf_latency_s + double(oc.serial_divides) * r.divide_latency_s) *
                 per_unit;
   }
   return c;
@@ -452,10 +463,9 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   // An mma.sync GEMM lasts at least its k-steps one after another at the MMA's latency, and one
   // CTA's warps wait out, with nothing to issue, each GEMM's first loads and last products and each
   // barrier; other CTAs' warps issue meanwhile (`issued` adds no latency).
-  double compute =
-      pipes.async_mma
-          ? issued
-          : w * (std::max({pipes.smem_loads, pipes.tensor, pipes.mma_chain}) + pipes.exposed + pipes.ex2) + fp32 + waits;
+  const double gemms = w * std::max({pipes.smem_loads, pipes.tensor, pipes.mma_chain});
+  const double after_gemms = w * (pipes.exposed + pipes.ex2) + fp32 + waits;
+  double compute = pipes.async_mma ? issued : gemms + after_gemms;
   // The CTA's dQ adds leave through the SM's memory path one after another; its queue takes the
   // first of them, and then each warp waits until its own have gone, with nothing else to issue
   // before the next barrier (gpu/bench/l2_reduce.cu, `l2_reduce sm`: the step rounds).
@@ -468,11 +478,13 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   if (rates_.issue_per_sm > 0) d.issue += w * pipes.issue + double(ph.non_matmul_flops) / 32.0 / rates_.issue_per_sm;
   // Shared-memory bytes: the counted ones, or, for a kernel without counts, its plan's.
   d.sram += pipes.counted ? w * pipes.smem : double(ph.sram_bytes) / rates_.sram_per_sm;
-  // What the CTA does once its loads are in: its compute or its own shared-memory traffic.
+  // What the CTA does once its loads are in: its compute, or its own shared-memory traffic in place
+  // of its GEMMs, and then what its warps wait out after them.
   const double own_sram = k.sram_bound_work ? double(ph.sram_bytes) / (rates_.sram_per_sm * k.sram_fraction_per_cta) : 0;
   // A chain the kernel's own measurement found beyond its pipes (KernelPlan::measured_*_cycles).
   const double fixed_cycles = k.measured_phase_cycles + (r.phase == 0 ? k.measured_cta_cycles : 0.0);
-  const double work = std::max(compute, own_sram) + fixed_cycles / rates_.clock_hz;
+  const double work = (pipes.async_mma ? std::max(compute, own_sram) : std::max(gemms, own_sram) + after_gemms) +
+                      fixed_cycles / rates_.clock_hz;
   d.latency_bytes += latency_bytes;
   // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
   // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).

@@ -68,6 +68,15 @@ struct GpuSpec {
   double mma_sync_latency_cycles = 0;
   double ldmatrix_latency_cycles = 0;
   double barrier_cycles = 0;
+  // And those of a kernel that computes on the FP32 pipe from shared memory (hbmlab's flash1): an
+  // fma.rn.f32 on the accumulator of the one before, an ld.shared whose value the next instruction
+  // uses, a shfl.sync.bfly step of a warp's row max or sum (the shuffle and its max.f32 or add.f32),
+  // expf and IEEE division (the compiler's sequences) on the last result.
+  double fp32_fma_latency_cycles = 0;
+  double ld_shared_latency_cycles = 0;
+  double shuffle_step_cycles = 0;
+  double expf_latency_cycles = 0;
+  double fp32_divide_latency_cycles = 0;
   // The L2's fp32 reductions (red.global.add into L2-resident addresses), bytes added per second by
   // all SMs together (gpu/bench/l2_reduce.cu); optional, 0 where not measured. A request of one
   // 32-byte sector (a warp adding an MMA fragment: 8 rows, 32 bytes each) or of whole 128-byte lines

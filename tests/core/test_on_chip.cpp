@@ -457,6 +457,39 @@ TEST_CASE("on-chip: flash1's CTA reads every FMA operand from shared memory", "[
   CHECK(cc.barriers == 1 + Tc + 4 * 3);  // the skipped pair has none
 }
 
+TEST_CASE("on-chip: flash1's latency path, counted by hand (N = 64, d = 16, 32 × 32 blocks)", "[on_chip]") {
+  // 2 × 2 pairs, one CTA of 256 threads (8 warps). A pair: 32·32 scores, 4 a thread, each 16 FMAs
+  // into one accumulator waiting on 4 chunks of Q_i's row: 64 FMAs, 16 loads. 32·16 elements of O_i,
+  // 2 a thread, each 32 FMAs waiting on 8 chunks of P̃_ij's row: 64 FMAs, 16 loads. 32 rows, 4 a warp,
+  // each 10 shuffle steps; a lane's one score loaded twice and m_i once (3 loads); the max, the last
+  // add, max(m_i, m̃), ·ℓ_i, ℓ_new (5 FP32 operations); 3 expf and 2 divisions.
+  const std::int64_t pairs = 4;
+  const OnChipCounts c = hbmlab_plans("flash1", AttentionProblem(1, 1, 64, 16), 32, 32)[0].on_chip;
+  CHECK(c.fma_chain == pairs * (64 + 64));
+  CHECK(c.fma_chain_loads == pairs * (16 + 16));
+  CHECK(c.shuffle_steps == pairs * 4 * 10);
+  CHECK(c.serial_loads == pairs * 4 * 3);
+  CHECK(c.serial_fp32 == pairs * 4 * 5);
+  CHECK(c.serial_exps == pairs * 4 * 3);
+  CHECK(c.serial_divides == pairs * 4 * 2);
+  CHECK(c.gemm_starts + c.gemm_drains + c.mma_ksteps == 0);
+  // Causal: pair (0, 1) is skipped; on the diagonal, thread 0 (key 0 of rows 0, 8, 16, 24) still
+  // computes all 4 of its scores, so the slowest warp's path is a full pair's.
+  AttentionProblem causal(1, 1, 64, 16);
+  causal.causal = true;
+  const OnChipCounts cc = hbmlab_plans("flash1", causal, 32, 32)[0].on_chip;
+  CHECK(cc.fma_chain == 3 * (64 + 64));
+  CHECK(cc.shuffle_steps == 3 * 4 * 10);
+  // d = 64, 64 × 64 blocks: 16 scores a thread of 64 FMAs (16 loads each), 16 elements of 64 (16);
+  // 8 rows a warp, a lane's two scores: 5 loads, 6 FP32 operations, 4 expf a row.
+  const OnChipCounts big = hbmlab_plans("flash1", AttentionProblem(1, 1, 64, 64), 64, 64)[0].on_chip;
+  CHECK(big.fma_chain == 16 * 64 + 16 * 64);
+  CHECK(big.fma_chain_loads == 16 * 16 + 16 * 16);
+  CHECK(big.serial_loads == 8 * 5);
+  CHECK(big.serial_fp32 == 8 * 6);
+  CHECK(big.serial_exps == 8 * 4);
+}
+
 TEST_CASE("on-chip: the backward's D and dQ-conversion kernels use registers only", "[on_chip]") {
   // ncu: 0 shared-memory wavefronts and 0 ldmatrix in dot_do_o_kernel, convert_dq_kernel and
   // PyTorch's flash_bwd_dot_do_o_kernel (assets/measurements/h100-onchip-backward-ncu.csv).

@@ -1072,6 +1072,49 @@ TEST_CASE("a CTA's dQ adds hold its warps once the SM's queue is full; the SM's 
   CHECK(run_plans({three}, toy, {}).predicted_s == Approx(launch + 320e-9));
 }
 
+TEST_CASE("an FP32 phase waits out its FMA chain and its softmax's latencies (toy, by hand)", "[engine][pipes]") {
+  GpuSpec toy = toy_with_pipes();
+  toy.fp32_fma_latency_cycles = 4;
+  toy.ld_shared_latency_cycles = 20;
+  toy.shuffle_step_cycles = 30;
+  toy.expf_latency_cycles = 40;
+  toy.fp32_divide_latency_cycles = 60;
+  const double launch = 10e-9;
+  // 1 mma.sync's FLOPs (4,096) as FP32 FMAs: 4,096 / 32 = 128 cycles of the FP32 pipe.
+  KernelPlan k = with_pipes(1, 1, 0, 0, 0);
+  k.on_chip.mma = 0;
+  k.matmul_on_fp32_units = true;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 128e-9));
+  // A chain of 16 FMAs waiting on 2 loads (64 + 40 cycles) hides under the pipe's 128; 32 on 2: 168.
+  k.on_chip.fma_chain = 16;
+  k.on_chip.fma_chain_loads = 2;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 128e-9));
+  k.on_chip.fma_chain = 32;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 168e-9));
+  // Then a softmax row: 10 shuffle steps (300), 3 loads (60), 5 FP32 operations (20), 2 expf (80),
+  // 1 division (60): 520 more.
+  k.on_chip.shuffle_steps = 10;
+  k.on_chip.serial_loads = 3;
+  k.on_chip.serial_fp32 = 5;
+  k.on_chip.serial_exps = 2;
+  k.on_chip.serial_divides = 1;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 688e-9));
+  // Without these latencies in the preset the phase is its pipes again.
+  CHECK(run_plans({k}, toy_with_pipes(), {}).predicted_s == Approx(launch + 128e-9));
+  // A CTA that waits for its loads and whose own shared-memory traffic binds its GEMMs (flash1's, at
+  // a fraction of the bandwidth): 16,384 bytes at 32 B/cycle × 0.5 = 1,024 cycles, over the chain's
+  // 168; the softmax's 520 come after them, not under them.
+  KernelPlan s = synthetic(1, 1, 1024, OnChipCounts::kMmaFlops, false, 128);
+  s.on_chip = k.on_chip;
+  s.matmul_on_fp32_units = true;
+  s.sram_bound_work = true;
+  s.sram_fraction_per_cta = 0.5;
+  s.phases[0].sram_bytes = 16384;
+  const double bare = run_plans({s}, toy_with_pipes(), {}).predicted_s;
+  CHECK(bare > launch + 1024e-9);
+  CHECK(run_plans({s}, toy, {}).predicted_s - bare == Approx(520e-9));
+}
+
 TEST_CASE("the mma.sync layouts count their latency path per CTA and block pair", "[engine][pipes]") {
   const HbmlabBackwardLayout own{.Br = 64, .Bc = 128, .d = 128};
   const OnChipCounts h = hbmlab_backward_pair(own);

@@ -190,11 +190,19 @@ public:
       // loop once), so a CTA keeps threads × 8 bytes in flight.
       constexpr std::int64_t kSramBytesPerMatmulFlop = 4, kLoadBytesPerThread = 8;
       plan.matmul_on_fp32_units = true;
+      // Its launch, where a record does not give it: 256 threads, and shared memory for K_j (rows
+      // padded to d + 1), V_j, Q_i, O_i and S_ij in fp32 with ℓ_i, m_i and the two rescaling factors
+      // (where a CTA can have that much).
+      const std::int64_t d = p.head_dim;
+      const std::int64_t kernel_smem = 4 * (b.Bc * (d + 1) + b.Bc * d + 2 * b.Br * d + b.Br * b.Bc + 4 * b.Br);
+      if (!options.launch.threads_per_cta) plan.threads_per_cta = Flash1Layout::kThreads;
+      if (!options.launch.smem_bytes_per_cta && kernel_smem <= gpu.sram_bytes_per_block) plan.smem_bytes_per_cta = kernel_smem;
       plan.bytes_in_flight_per_cta = plan.threads_per_cta * kLoadBytesPerThread;
       plan.overlap += "; Q_i, O_i load a few 2-byte elements per thread at a time";
       // Calibrated on the records where one flash1 CTA has an SM to itself (N ≥ 2048: B·H ≤ 128 CTAs
       // on 132 SMs; hbmlab validate, assets/measurements/h100.json): its 8 warps reach 90% of the
-      // SRAM bandwidth. Its barriers, exps and FP32 work are timed from the SM's pipes (flash1_kernel).
+      // SRAM bandwidth. Its barriers, exps and FP32 work are timed from the SM's pipes, and its FMA
+      // chains and softmax from the SM's measured latencies (flash1_kernel counts both).
       plan.sram_bound_work = true;
       plan.sram_fraction_per_cta = 0.9;
       for (CtaPhase& ph : plan.phases) ph.sram_bytes += kSramBytesPerMatmulFlop * ph.matmul_flops;
