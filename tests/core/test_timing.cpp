@@ -1157,3 +1157,91 @@ TEST_CASE("wgmma warpgroups that run in step wait on their products and hide no 
   CHECK(bwd->plan_kernels(p, {64, 128}, h100, {})[1].wgmma_waits == 0);
   CHECK(algo_named("flash3")->plan_kernels(p, {128, 128}, h100, hbmlab)[0].wgmma_waits == 0);
 }
+
+TEST_CASE("a kernel's measured chain: once per CTA with its first phase, and once per phase (toy, by hand)",
+          "[engine][decode]") {
+  const GpuSpec toy = load_gpu("toy");  // 1 GHz: a cycle is a nanosecond
+  EngineOptions off;
+  off.l2_enabled = false;
+  KernelPlan k = synthetic(1, 2, 512, 0, false);  // two phases that wait for 512 B each: 132 ns apiece
+  const double plain = run_plans({k}, toy, off).predicted_s;
+  CHECK(plain == Approx(10e-9 + 2 * 132e-9));
+  k.measured_cta_cycles = 50;
+  k.measured_phase_cycles = 7;
+  CHECK(run_plans({k}, toy, off).predicted_s == Approx(plain + 50e-9 + 2 * 7e-9));
+  // Two CTAs on the toy's two SMs run their chains side by side: the kernel is as much longer.
+  KernelPlan two = synthetic(2, 2, 512, 0, false);
+  const double plain_two = run_plans({two}, toy, off).predicted_s;
+  two.measured_cta_cycles = 50;
+  two.measured_phase_cycles = 7;
+  CHECK(run_plans({two}, toy, off).predicted_s == Approx(plain_two + 50e-9 + 2 * 7e-9));
+}
+
+TEST_CASE("under ncu's --cache-control all each kernel starts with an empty L2", "[engine][decode]") {
+  const GpuSpec toy = load_gpu("toy");  // a 4 KiB L2
+  const KernelPlan k = synthetic(1, 2, 1024, 0, false);  // 2 KiB: fits the L2
+  EngineOptions kept, flushed;
+  flushed.l2_flushed_between_kernels = true;
+  const EngineResult a = run_plans({k, k}, toy, kept);
+  const EngineResult b = run_plans({k, k}, toy, flushed);
+  REQUIRE(a.kernels.size() == 2);
+  CHECK(a.kernels[0].dram_read_bytes == 2048);
+  CHECK(a.kernels[1].dram_read_bytes == 0);  // the second kernel finds the first's tiles
+  CHECK(b.kernels[0].dram_read_bytes == 2048);
+  CHECK(b.kernels[1].dram_read_bytes == 2048);  // read again from DRAM, at its latency
+  CHECK(b.kernels[1].time_s > a.kernels[1].time_s);
+  CHECK(b.kernels[0].time_s == a.kernels[0].time_s);
+}
+
+TEST_CASE("hbmlab's combine waits one L2 round trip and its own chain per split", "[engine][decode]") {
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  AttentionProblem p(1, 32, 4096, 128);
+  p.kv_heads = 8;
+  p.query_len = 1;
+  const Algo algo = algo_named("flash-decoding");
+  const Blocks blocks{16, 64};  // gpu/flash_decoding.cu's shape
+  auto combine_s = [&](std::int64_t splits, bool hbmlab) {
+    AttentionProblem q = p;
+    q.kv_splits = splits;
+    EngineOptions o;
+    o.launch.hbmlab_kernels = hbmlab;
+    o.launch.combine_split_by_split = !hbmlab;  // PyTorch's loop: the same round trips, no chain of its own
+    const EngineResult e = run_engine(algo, algo->prepare(q, blocks, gpu), blocks, gpu, o);
+    REQUIRE(e.kernels.size() == 2);
+    return e.kernels[1].time_s;
+  };
+  // Each further split is a round trip to the L2 at least (the partials were just written there) ...
+  const double per_split = (combine_s(64, true) - combine_s(16, true)) / 48;
+  CHECK(per_split >= gpu.l2_latency_ns * 1e-9);
+  // ... and hbmlab's loop adds its measured cycles to each (the LSE_s again, the weight, the test).
+  const double own = (combine_s(64, true) - combine_s(64, false)) - (combine_s(16, true) - combine_s(16, false));
+  CHECK(own / 48 == Approx(125 / (gpu.clock_mhz * 1e6)).epsilon(0.05));
+}
+
+TEST_CASE("validate adds the events' measured cost to records timed by CUDA events, not to ncu's", "[engine][validate]") {
+  const std::string dir = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/";
+  if (!std::filesystem::exists(dir + "h100-decode-b1.json")) return;
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  REQUIRE(gpu.event_timing_overhead_ns > 0);
+  REQUIRE(gpu.kernel_gap_ns > 0);
+  const ValidationReport events = validate_measurements({dir + "h100-decode-b1.json"}, std::nullopt);
+  REQUIRE(!events.rows.empty());
+  const ValidationRow& row = events.rows.front();  // flash-decoding, 16 splits: the split kernel and the combine
+  CHECK(row.timed_by_events);
+  CHECK(!row.l2_flushed_between_kernels);
+  EngineOptions o;
+  o.launch = row.launch;
+  const EngineResult e = run_engine(row.algo, row.problem, row.blocks, gpu, o);
+  REQUIRE(e.kernels.size() == 2);
+  CHECK(row.predicted_time_s == Approx(e.predicted_s + (gpu.event_timing_overhead_ns + gpu.kernel_gap_ns) * 1e-9));
+  // PyTorch's decode kernels, each timed by ncu under --cache-control all: nothing added, L2 emptied.
+  const ValidationReport ncu = validate_measurements({dir + "h100-decode-sdpa-ncu.json"}, std::nullopt);
+  REQUIRE(!ncu.rows.empty());
+  const ValidationRow& sdpa = ncu.rows.front();
+  CHECK(!sdpa.timed_by_events);
+  CHECK(sdpa.l2_flushed_between_kernels);
+  EngineOptions flushed;
+  flushed.launch = sdpa.launch;
+  flushed.l2_flushed_between_kernels = true;
+  CHECK(sdpa.predicted_time_s == run_engine(sdpa.algo, sdpa.problem, sdpa.blocks, gpu, flushed).predicted_s);
+}
