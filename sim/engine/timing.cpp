@@ -470,7 +470,8 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   // first of them, and then each warp waits until its own have gone, with nothing else to issue
   // before the next barrier (gpu/bench/l2_reduce.cu, `l2_reduce sm`: the step rounds).
   const double reds = w * pipes.red;
-  compute += std::max(0.0, reds - pipes.red_queue);
+  const double red_wait = std::max(0.0, reds - pipes.red_queue);
+  compute += red_wait;
   d.red += reds;
   d.issued += issued;
   d.chain = std::max(d.chain, compute);
@@ -483,8 +484,9 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   const double own_sram = k.sram_bound_work ? double(ph.sram_bytes) / (rates_.sram_per_sm * k.sram_fraction_per_cta) : 0;
   // A chain the kernel's own measurement found beyond its pipes (KernelPlan::measured_*_cycles).
   const double fixed_cycles = k.measured_phase_cycles + (r.phase == 0 ? k.measured_cta_cycles : 0.0);
-  const double work = (pipes.async_mma ? std::max(compute, own_sram) : std::max(gemms, own_sram) + after_gemms) +
-                      fixed_cycles / rates_.clock_hz;
+  const double work =
+      (pipes.async_mma ? std::max(compute, own_sram) : std::max(gemms, own_sram) + after_gemms + red_wait) +
+      fixed_cycles / rates_.clock_hz;
   d.latency_bytes += latency_bytes;
   // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
   // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
