@@ -1213,9 +1213,12 @@ TEST_CASE("hbmlab's combine waits one L2 round trip and its own chain per split"
   // Each further split is a round trip to the L2 at least (the partials were just written there) ...
   const double per_split = (combine_s(64, true) - combine_s(16, true)) / 48;
   CHECK(per_split >= gpu.l2_latency_ns * 1e-9);
-  // ... and hbmlab's loop adds its measured cycles to each (the LSE_s again, the weight, the test).
+  // ... and hbmlab's loop adds its measured 125 cycles to each (the LSE_s again, the weight, the test),
+  // beside the little its own counted instructions take.
   const double own = (combine_s(64, true) - combine_s(64, false)) - (combine_s(16, true) - combine_s(16, false));
-  CHECK(own / 48 == Approx(125 / (gpu.clock_mhz * 1e6)).epsilon(0.05));
+  const double chain_s = 125 / (gpu.clock_mhz * 1e6);
+  CHECK(own / 48 >= chain_s * 0.999);
+  CHECK(own / 48 <= chain_s * 1.2);
 }
 
 TEST_CASE("validate adds the events' measured cost to records timed by CUDA events, not to ncu's", "[engine][validate]") {
