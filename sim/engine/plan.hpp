@@ -71,7 +71,8 @@ struct KernelPlan {
   bool sram_bound_work = false;
   double sram_fraction_per_cta = 1.0;
   // Measured on the kernel itself (gpu/bench/decode_latency.sh), not fitted: SM clocks of a chain that no
-  // pipe above sees, once per CTA with its first phase (its prologue and epilogue) and once per phase.
+  // pipe above sees, added to what a CTA that waits for its loads then works: once per CTA with its
+  // first phase (its prologue and epilogue), and once per phase.
   double measured_cta_cycles = 0, measured_phase_cycles = 0;
   OnChipCounts on_chip;  // shared memory ↔ registers and warp instructions, from the kernel's warp layout
   ReductionRequests reduction_requests = ReductionRequests::lines;  // for its accesses marked `reduction`

@@ -376,8 +376,8 @@ void read_sdpa_decode(const Json& file, const std::string& path, const std::stri
   static const std::regex traits(R"(Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
   static const std::regex grid_dims(R"(\((\d+), (\d+), (\d+)\))");
   const Json& records = file.at("sdpa_decode");
-  const bool cache_control_all =
-      file.contains("method") && file.at("method").value("counters", "").find("--cache-control all") != std::string::npos;
+  const bool cache_control_all = file.contains("method") && file.at("method").is_object() &&
+                                 file.at("method").value("counters", "").find("--cache-control all") != std::string::npos;
   for (std::size_t n = 0; n < records.size(); ++n) {
     const Json& r = records[n];
     const std::string where = fmt::format("{}: sdpa_decode[{}]", path, n);
