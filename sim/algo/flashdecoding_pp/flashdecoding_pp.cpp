@@ -109,8 +109,8 @@ public:
     return run_split(precision, in, g, options, Path::unified, phi.value_or(default_unified_max(in.K.rows)));
   }
 
-  // Kernels: the unified split kernel; the fallback's synchronised split kernel for the recomputed row
-  // blocks (only when there are some: the host learns it from the flags the CTAs raise); the combine.
+  // Kernels: the unified split kernel; the fallback's synchronised split kernel, launched on every step
+  // (the CTAs of a row block that stayed in φ's range read its flag and leave); the combine.
   std::vector<KernelPlan> plan_kernels(const AttentionProblem& p, Blocks b, const GpuSpec& gpu,
                                        const EngineOptions& options) const override {
     const BlockGrid g = grid(p, b);
@@ -145,6 +145,17 @@ public:
         plans.back().on_chip = decode_split_kernel(plans.back(), synchronised, g.splits * again_rows * instances(p));
         plans.back().measured_cta_cycles = kDecodeSplitCtaCycles;
       }
+    } else {
+      // No row left the range: the fallback's launch still runs, each CTA reading its flag and leaving.
+      // A launch and nothing more (the flag's round trip is left out).
+      KernelPlan check = split_plan(p, b, gpu, "flashdecoding++ fallback (no row)");
+      apply_launch(check, options.launch);
+      check.overlap = "none: each CTA reads its row block's flag and leaves";
+      for (std::int64_t c = 0; c < g.splits * g.Tr; ++c) {
+        check.programs.push_back({static_cast<std::int32_t>(check.phases.size()), 1});
+        check.phases.push_back({});
+      }
+      plans.push_back(std::move(check));
     }
     if (g.splits > 1)
       build(combine_plan(p, b, g, instances(p), "flashdecoding++ combine", CombineLoop::hbmlab), [&](Emitter& e) {
