@@ -41,6 +41,8 @@ struct GpuSpec {
   // efficiencies below say what fraction of each a real kernel sustains.
   std::int64_t l2_effective_bytes = 0;      // what the L2 holds of data that SMs on both halves read
   std::int64_t l2_ways = 0;                 // associativity (l2_effective_bytes / l2_line_bytes: fully associative)
+  std::int64_t l2_partitions = 0;           // 2: two partitions, each caching for the SMs beside it (0, 1: one L2)
+  std::int64_t l2_partition_run_sms = 0;    // with 2: the engine's SMs sit by partition 0, 1, 0, … in runs of this many
   double l2_bandwidth_gbps = 0;             // SM↔L2 bandwidth, all SMs together
   double l2_latency_ns = 0;                 // load-to-use latency of an L2 hit
   std::int64_t hbm_bytes_in_flight_per_sm = 0;  // most load bytes one SM keeps outstanding
