@@ -242,4 +242,52 @@ std::int64_t TileL2::used_bytes() const {
   return sum;
 }
 
+PartitionedL2::PartitionedL2(std::int64_t capacity_bytes, std::int64_t ways, std::int64_t line_bytes,
+                             std::int64_t partitions) {
+  assert(partitions == 1 || partitions == 2);
+  for (std::int64_t p = 0; p < partitions; ++p) parts_.emplace_back(capacity_bytes / partitions, ways, line_bytes);
+}
+
+TileL2::ReadOutcome PartitionedL2::read(int side, std::uint64_t key, std::int64_t bytes) {
+  if (parts_.size() == 1) return parts_.front().read(key, bytes);
+  TileL2::ReadOutcome out;
+  const std::int64_t half[2] = {bytes / 2, bytes - bytes / 2};
+  for (int home = 0; home < 2; ++home) {
+    const std::uint64_t k = tile_half_key(key, home);
+    const TileL2::ReadOutcome near = parts_[side].read(k, half[home]);
+    out.hit_bytes += near.hit_bytes;
+    if (home == side || near.miss_bytes == 0) {
+      out.miss_bytes += near.miss_bytes;
+      continue;
+    }
+    // The home partition answers the near misses from its own copy, refreshed by the request.
+    const TileL2::ReadOutcome far = parts_[home].read(k, half[home]);
+    const std::int64_t far_hits = half[home] > 0 ? near.miss_bytes * far.hit_bytes / half[home] : 0;
+    out.hit_bytes += far_hits;
+    out.miss_bytes += near.miss_bytes - far_hits;
+  }
+  return out;
+}
+
+void PartitionedL2::write(std::uint64_t key, std::int64_t bytes) {
+  if (parts_.size() == 1) return parts_.front().write(key, bytes);
+  parts_[0].write(tile_half_key(key, 0), bytes / 2);
+  parts_[1].write(tile_half_key(key, 1), bytes - bytes / 2);
+}
+
+std::array<std::int64_t, kTensorCount> PartitionedL2::take_writebacks() {
+  std::array<std::int64_t, kTensorCount> out{};
+  for (TileL2& p : parts_) {
+    const auto wb = p.take_writebacks();
+    for (int t = 0; t < kTensorCount; ++t) out[t] += wb[t];
+  }
+  return out;
+}
+
+std::int64_t PartitionedL2::dirty_bytes() const {
+  std::int64_t sum = 0;
+  for (const TileL2& p : parts_) sum += p.dirty_bytes();
+  return sum;
+}
+
 }  // namespace hbmlab

@@ -35,6 +35,10 @@ inline std::uint64_t tile_key(std::int64_t instance, Tensor tensor, std::int64_t
          static_cast<std::uint64_t>(tile);
 }
 inline Tensor tile_key_tensor(std::uint64_t key) { return static_cast<Tensor>((key >> 36) & 0x1F); }
+// The lines of a tile whose home is L2 partition `home` (bit 35: tile indices stay below 2^35).
+inline std::uint64_t tile_half_key(std::uint64_t key, int home) {
+  return key | (static_cast<std::uint64_t>(home) << 35);
+}
 
 class TileL2 {
 public:
@@ -108,6 +112,28 @@ private:
   std::vector<std::int64_t> tree_;  // Fenwick tree of tile sizes by touch time (1-based)
   std::int64_t next_time_ = 0;
   std::array<std::int64_t, kTensorCount> writebacks_{};
+};
+
+// PartitionedL2: the L2 as the GPU builds it, one TileL2 per partition (the H100 has two, each by
+// half of the SMs; gpu/bench/l2_partition.cu). Every line has a home partition (the addresses of a
+// tile alternate between them, so half of each tile's bytes live on each side). An SM looks up its
+// own partition first; a miss on a line homed there goes to DRAM, a miss on a line homed on the
+// other side asks that partition, which answers from its copy or from DRAM, and the line is then
+// held in both. A line read by SMs on both sides thus takes room in both; stores go to the home.
+// With one partition it is a single TileL2 of the whole capacity.
+class PartitionedL2 {
+public:
+  PartitionedL2(std::int64_t capacity_bytes, std::int64_t ways, std::int64_t line_bytes, std::int64_t partitions);
+
+  // A load of the whole tile by an SM next to partition `side`.
+  TileL2::ReadOutcome read(int side, std::uint64_t key, std::int64_t bytes);
+  void write(std::uint64_t key, std::int64_t bytes);
+  std::array<std::int64_t, kTensorCount> take_writebacks();
+  std::int64_t dirty_bytes() const;
+  int partitions() const { return static_cast<int>(parts_.size()); }
+
+private:
+  std::vector<TileL2> parts_;
 };
 
 }  // namespace hbmlab

@@ -323,7 +323,8 @@ public:
       : gpu_(gpu), options_(options), rates_(rates_of(gpu)), result_(result) {
     sram_per_sm_ = options.sram_bytes_per_sm > 0 ? options.sram_bytes_per_sm : gpu.sram_bytes_per_sm;
     sram_per_block_ = options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
-    if (options.l2_enabled) l2_.emplace_back(gpu.l2_effective_bytes, gpu.l2_ways, gpu.l2_line_bytes);
+    if (options.l2_enabled)
+      l2_.emplace_back(gpu.l2_effective_bytes, gpu.l2_ways, gpu.l2_line_bytes, std::max<std::int64_t>(1, gpu.l2_partitions));
   }
 
   void run(const KernelPlan& k, std::int32_t kernel_index);
@@ -335,7 +336,7 @@ public:
   double now_s() const { return now_s_; }
   std::int64_t dirty_bytes() const {
     std::int64_t sum = 0;
-    for (const TileL2& c : l2_) sum += c.dirty_bytes();
+    for (const PartitionedL2& c : l2_) sum += c.dirty_bytes();
     return sum;
   }
 
@@ -348,6 +349,13 @@ private:
   void serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts& pipes, std::int64_t active_sms,
                    StepDemand& d);
   void take_writebacks(StepDemand& d);
+  // The L2 partition beside SM `sm`. The engine's SM n takes the grid's CTA n first; the GPU hands
+  // consecutive CTAs to the SMs of one partition in runs (gpu/bench/l2_partition.cu's sides against
+  // the CTA schedule of gpu/bench/cta_schedule.sh), so the engine's SMs change sides every run.
+  int l2_side(std::int32_t sm) const {
+    if (l2_.empty() || l2_.front().partitions() == 1) return 0;
+    return static_cast<int>((sm / gpu_.l2_partition_run_sms) % 2);
+  }
   StepTime step_time(const StepDemand& d, std::int64_t active_sms) const;
   // CTAs whose last phase ended at t1 leave (their span recorded); the next CTA of the grid takes
   // each freed slot on this SM, which is how the hardware hands out CTAs.
@@ -359,7 +367,7 @@ private:
   const Rates rates_;
   EngineResult& result_;
   std::int64_t sram_per_sm_ = 0, sram_per_block_ = 0;
-  std::vector<TileL2> l2_;
+  std::vector<PartitionedL2> l2_;
   double now_s_ = 0;
   double sample_bin_s_ = 1e-9;
 };
@@ -421,7 +429,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
       }
       continue;
     }
-    TileL2& cache = l2_.front();
+    PartitionedL2& cache = l2_.front();
     // An fp32 add into the L2 (dQ_i's): with the preset's reduction rate for the kernel's requests,
     // it costs the L2 that rate, once per byte added (at the write), and the CTA does not wait for it;
     // the L2 still reads the tile to add into it (a miss is a DRAM read) and holds it dirty.
@@ -435,7 +443,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
       mem.sm_write_bytes += b;
       if (reduce) d.l2_reduce += double(acc.bytes) / reduce_rate;
     } else {
-      const TileL2::ReadOutcome o = cache.read(key, b);
+      const TileL2::ReadOutcome o = cache.read(l2_side(r.sm), key, b);
       mem.sm_read_bytes += b;
       mem.read_hit_bytes += o.hit_bytes;
       mem.dram_read_bytes += o.miss_bytes;
@@ -507,7 +515,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
 }
 
 void Replay::take_writebacks(StepDemand& d) {
-  for (TileL2& cache : l2_) {
+  for (PartitionedL2& cache : l2_) {
     const auto wb = cache.take_writebacks();
     for (int t = 0; t < kTensorCount; ++t) {
       result_.memory[t].dram_write_bytes += wb[t];

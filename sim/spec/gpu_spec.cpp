@@ -72,6 +72,8 @@ constexpr Field kFields[] = {
     {"sm_reduction_sector_cycles", "cycles", &GpuSpec::sm_reduction_sector_cycles, false, false, true},
     {"sm_reduction_line_cycles", "cycles", &GpuSpec::sm_reduction_line_cycles, false, false, true},
     {"sm_reduction_queue_cycles", "cycles", &GpuSpec::sm_reduction_queue_cycles, false, false, true},
+    {"l2_partitions", "partitions", &GpuSpec::l2_partitions, false, false, true},
+    {"l2_partition_run_sms", "SMs", &GpuSpec::l2_partition_run_sms, false, false, true},
 };
 
 constexpr double kMaxWholeNumber = 9007199254740992.0;  // 2^53
@@ -171,6 +173,10 @@ GpuSpec parse_gpu_spec(std::string_view toml_text, std::string_view origin) {
   if (spec.l2_effective_bytes > spec.l2_bytes)
     fail_input("{}:1: numbers.l2_effective_bytes: {} is more than l2_bytes ({})", origin, spec.l2_effective_bytes,
                spec.l2_bytes);
+  if (spec.l2_partitions > 2)
+    fail_input("{}:1: numbers.l2_partitions: {} partitions; hbmlab models 1 or 2", origin, spec.l2_partitions);
+  if (spec.l2_partitions == 2 && spec.l2_partition_run_sms == 0)
+    fail_input("{}:1: numbers.l2_partition_run_sms: missing (unit \"SMs\"), needed with l2_partitions = 2", origin);
   if (spec.l2_sector_bytes > spec.l2_line_bytes)
     fail_input("{}:1: numbers.l2_sector_bytes: {} is more than l2_line_bytes ({})", origin,
                spec.l2_sector_bytes, spec.l2_line_bytes);

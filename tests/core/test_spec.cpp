@@ -56,6 +56,13 @@ TEST_CASE("malformed presets name file, line and key", "[spec][errors]") {
                     Catch::StartsWith("toy.toml:8: numbers.clock_mhz.source: missing"));
   CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "[numbers]", "[numbers"), origin), Catch::StartsWith("toy.toml:6:"));
   CHECK_THROWS_AS(parse_gpu_spec("name = \"x\"\n", origin), InputError);
+  const std::string partitions = "[numbers]\nl2_partitions = { value = 2, unit = \"partitions\", source = \"s\" }";
+  CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "[numbers]", partitions), origin),
+                    "toy.toml:1: numbers.l2_partition_run_sms: missing (unit \"SMs\"), needed with l2_partitions = 2");
+  CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "[numbers]", replace(partitions, "value = 2", "value = 3")), origin),
+                    "toy.toml:1: numbers.l2_partitions: 3 partitions; hbmlab models 1 or 2");
+  CHECK(load_gpu("h100-sxm").l2_partitions == 2);
+  CHECK(load_gpu("h100-sxm").l2_effective_bytes == load_gpu("h100-sxm").l2_bytes);  // the whole L2, not fitted
 }
 
 TEST_CASE("every embedded scenario parses, lessons have stages", "[spec][scenario]") {

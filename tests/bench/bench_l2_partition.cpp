@@ -1,0 +1,59 @@
+// The engine's L2 against gpu/bench/l2_partition.cu: the same reads replayed through the H100
+// preset's PartitionedL2, printed as the share of passes 2–6 that hit, footprint by footprint
+// (the GPU's figures: assets/measurements/h100-l2-partition.txt).
+// Run: ./build/tests/bench/bench_l2_partition   (--smoke: two footprints)
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "sim/engine/l2.hpp"
+#include "sim/spec/gpu_spec.hpp"
+#include "tests/bench/bench_args.hpp"
+
+using namespace hbmlab;
+
+namespace {
+
+// As l2_partition.cu: every reading SM takes a slice of the footprint and reads it six times, all
+// SMs in step; 4 KiB tiles stand for its 128-byte lines. "random" visits a slice's tiles as
+// (a·j + b) mod n, a new multiplier each pass; "cross" reads the partner's slice on odd passes.
+double hit_share(const GpuSpec& gpu, std::string_view mode, double footprint_mb) {
+  PartitionedL2 l2(gpu.l2_effective_bytes, gpu.l2_ways, gpu.l2_line_bytes, gpu.l2_partitions);
+  const std::int64_t tile = 4096, per_side = gpu.sm_count / 2;
+  const std::int64_t readers = mode == "side0" ? per_side : 2 * per_side;
+  const std::int64_t tiles = static_cast<std::int64_t>(footprint_mb * 1e6) / tile / readers;
+  const unsigned long long mult[8] = {1000003, 1000033, 1000037, 1000039, 1000081, 1000099, 1000117, 1000121};
+  std::int64_t hit = 0, read = 0;
+  for (int pass = 0; pass < 6; ++pass)
+    for (std::int64_t j = 0; j < tiles; ++j) {
+      const std::int64_t t =
+          mode == "random" ? static_cast<std::int64_t>((mult[pass] * j + 7919ull * (pass + 1)) % tiles) : j;
+      for (std::int64_t r = 0; r < readers; ++r) {
+        const std::int64_t owner = mode == "cross" && pass % 2 == 1 ? (r + per_side) % readers : r;
+        const int side = mode == "side0" ? 0 : static_cast<int>(r / per_side);
+        const TileL2::ReadOutcome o = l2.read(side, tile_key(owner, Tensor::K, t), tile);
+        if (pass > 0) hit += o.hit_bytes, read += tile;
+      }
+    }
+  return double(hit) / double(read);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bench::Args args = bench::parse_args(argc, argv);
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  const std::vector<double> footprints = args.smoke ? std::vector<double>{16, 48}
+                                                    : std::vector<double>{16, 24, 28, 32, 36, 40, 44, 48, 56, 64, 80};
+  std::printf("h100-sxm: %lld partitions, %lld ways, %.1f MB; share of passes 2-6 that hit\n%-7s",
+              static_cast<long long>(h100.l2_partitions), static_cast<long long>(h100.l2_ways),
+              double(h100.l2_effective_bytes) / 1e6, "F MB");
+  for (double f : footprints) std::printf(" %6.0f", f);
+  std::printf("\n");
+  for (const char* mode : {"all", "cross", "side0", "random"}) {
+    std::printf("%-7s", mode);
+    for (double f : footprints) std::printf(" %5.1f%%", 100 * hit_share(h100, mode, f));
+    std::printf("\n");
+  }
+  return 0;
+}
