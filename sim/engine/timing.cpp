@@ -331,7 +331,8 @@ public:
   // Empties the L2 (EngineOptions::l2_flushed_between_kernels): what was dirty is written back outside
   // any kernel, so no kernel's DRAM counts see it.
   void flush_l2() {
-    for (TileL2& c : l2_) c = TileL2(gpu_.l2_effective_bytes, gpu_.l2_ways, gpu_.l2_line_bytes);
+    for (PartitionedL2& c : l2_)
+      c = PartitionedL2(gpu_.l2_effective_bytes, gpu_.l2_ways, gpu_.l2_line_bytes, std::max<std::int64_t>(1, gpu_.l2_partitions));
   }
   double now_s() const { return now_s_; }
   std::int64_t dirty_bytes() const {
