@@ -819,6 +819,10 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
                   "   the first, desc from the last as PyTorch's FlashAttention-2 does)\n\n");
   print_on_chip(out, r);
   auto summary_line = [&](const char* what, const ValidationSummary& s) {
+    if (s.count == 0) {
+      fmt::print(out, "{} no record measures it\n", what);
+      return;
+    }
     fmt::print(out, "{} mean |error| {} over {} records, worst {}; {} of {} within {}\n", what,
                percent_text(s.mean_abs).substr(1), s.count, percent_text(s.worst), s.within, s.count,
                cutoff_text(s.tolerance));

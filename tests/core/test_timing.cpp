@@ -748,6 +748,12 @@ TEST_CASE("validate summarises by GPU, room and kernel: PyTorch's records apart 
   std::ostringstream one;
   print_validation(one, r);
   CHECK(one.str().find("by GPU, room and kernel") == std::string::npos);
+  // A file whose records carry no DRAM counters says so instead of a mean over none.
+  ValidationReport none = r;
+  none.dram_read = ValidationSummary{};
+  std::ostringstream no_dram;
+  print_validation(no_dram, none);
+  CHECK(no_dram.str().find("DRAM read bytes: no record measures it\n") != std::string::npos);
 }
 
 TEST_CASE("validate reads PyTorch's decode kernels as the flash-decoding room", "[engine][validate][decode]") {
