@@ -574,8 +574,10 @@ OnChipCounts flash1_warp_pair(const Flash1WarpLayout& l, std::int64_t rows, std:
     smem_store(c, t, W * halves, stat_store);
     smem_load(c, t, W * W * halves, stat_load);
   }
-  // The partial P̃ V: a float2 per lane per n8 tile and row half, rows d floats apart.
-  const std::int64_t o_store = smem_wavefronts(lanes([&](int lane) { return ((lane / 4) * d + (lane % 4) * 2) * 4; }), 8);
+  // The partial P̃ V: a float2 per lane per n8 tile and row half, rows d + 8 floats apart (a half-warp's
+  // four rows on distinct banks: 2 wavefronts a store).
+  const std::int64_t ld = d + 8;
+  const std::int64_t o_store = smem_wavefronts(lanes([&](int lane) { return ((lane / 4) * ld + (lane % 4) * 2) * 4; }), 8);
   smem_store(c, Tensor::O, W * halves * (d / 8), o_store);
   // A thread per row: its W maxima and W sums, then the two factors stored; e^(m_i − m_new), e^(m̃ − m_new).
   for (std::int64_t w = 0; w < W; ++w)
@@ -583,7 +585,8 @@ OnChipCounts flash1_warp_pair(const Flash1WarpLayout& l, std::int64_t rows, std:
   for (int f = 0; f < 2; ++f) staged(c, Tensor::l, Access::store, rows, 4, [](std::int64_t k) { return 4 * k; });
   c.ex2 += 2 * warp_steps(rows);
   // A thread per element of O_i: the W partials (consecutive floats of a row), its row's two factors.
-  for (std::int64_t w = 0; w < W; ++w) staged(c, Tensor::O, Access::load, rows * d, 4, [](std::int64_t k) { return 4 * k; });
+  for (std::int64_t w = 0; w < W; ++w)
+    staged(c, Tensor::O, Access::load, rows * d, 4, [&](std::int64_t k) { return 4 * ((k / d) * ld + k % d); });
   for (int f = 0; f < 2; ++f) staged(c, Tensor::l, Access::load, rows * d, 4, [&](std::int64_t k) { return 4 * (k / d); });
   // The slowest warp's path: S drained into the softmax, P̃ V drained into shared memory; barriers after
   // Q_i's (and K_j, V_j's) fill, the maxima, the partial sums and P̃ V, the factors.

@@ -515,11 +515,12 @@ TEST_CASE("on-chip: the reference flash1's split-K warps, counted by hand (N = 4
   // partials; for m and ℓ each. Pair 1: 4·4 stores, 4·4·4 loads; pair 2: 4·2, 4·4·2.
   CHECK(c[Tensor::m].write == (16 + 8) * 128);
   CHECK(c[Tensor::m].read == (64 + 32) * 128 + 2 * 4 * 128);  // and the row threads' 4 maxima
-  // Partial P̃V: per warp 2 n8 tiles × row halves; rows 16 floats apart put rows 0 and 2 on the same
-  // banks: 2 wavefronts a half-warp, 4 a store. Pair 1: 4·4·2 stores, pair 2: 4·2·2.
-  CHECK(c[Tensor::O].write == (32 + 16) * 4 * 128);
-  // A thread per element sums the 4 partials: 512 and 256 elements, 16 and 8 warp steps of 1 wavefront.
-  CHECK(c[Tensor::O].read == 4 * (16 + 8) * 128);
+  // Partial P̃V: per warp 2 n8 tiles × row halves, 1 wavefront a half-warp (rows 24 floats apart put a
+  // half-warp's 4 rows on banks 0–7, 24–31, 16–23, 8–15). Pair 1: 4·4·2 stores, pair 2: 4·2·2.
+  CHECK(c[Tensor::O].write == (32 + 16) * 2 * 128);
+  // A thread per element sums the 4 partials: 512 and 256 elements, 16 and 8 warp steps, each two rows
+  // of 16 floats 24 apart (banks 0–15 and 24–31, 0–7): 2 wavefronts.
+  CHECK(c[Tensor::O].read == 4 * (16 + 8) * 2 * 128);
   // Loads: stats 128 + 64, row threads 8 + 8, partials 64 + 32, factors 32 + 16.
   CHECK(c.ld_shared == (128 + 8 + 64 + 32) + (64 + 8 + 32 + 16));
   // Stores: stats 32 + 16, partials 32 + 16, factors 2 + 2.
