@@ -219,12 +219,13 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l);
 // all of Q_i (its rows padded to 16) and computes S on its own keys (mma.sync m16n8k16), then P̃ V
 // on its own rows of V_j with P̃ in registers. The warps' partials meet in shared memory: their row
 // maxima (a lane of four per row stores, every warp reads all W for its rows), their row sums
-// likewise, and their fp32 P̃ V (8 bytes a lane, rows d + 8 floats apart: no bank conflict). A thread per row then reads
-// the W maxima and sums, takes m_i, ℓ_i from HBM, and stores the two factors of line 12 (ℓ_i e^(m_i
-// − m_new)/ℓ_new and e^(m̃ − m_new)/ℓ_new); a thread per element of O_i sums the W partials with
-// its row's factors and O_i from HBM. Q_i (each pair) and K_j, V_j (each block) are filled by the
-// copy path. Four barriers a pair: after the fills, the maxima, the rest of the exchange, the
-// factors. Counted pair by pair from the plan's grid (ragged and causal blocks exactly).
+// likewise, and their fp32 P̃ V (8 bytes a lane, rows d + 8 floats apart: no bank conflict). A
+// thread per row then reads the W maxima and sums, takes m_i, ℓ_i from HBM, and stores the two
+// factors of line 12 (ℓ_i·e^(m_i−m_new)/ℓ_new and e^(m̃−m_new)/ℓ_new); a thread per element of O_i
+// sums the W partials with its row's factors and O_i from HBM. Q_i (each pair) and K_j, V_j (each
+// block) are filled by the copy path. Four barriers a pair: after the fills, the maxima, the rest
+// of the exchange, the factors. Counted pair by pair from the plan's grid (ragged and causal blocks
+// exactly).
 struct Flash1WarpLayout {
   std::int64_t d = 0, warps = 4;
   std::int64_t elem_bytes = 2;
