@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -539,6 +541,85 @@ OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l) {
   c = c.times(plan.instances);
   c.layout = "8 warps, fp32 FMAs (no tensor cores); a thread per score of S_ij and per element of O_i, each reading "
              "its operands from shared memory (Q_i, P_ij 16 bytes at a time, K_j, V_j 4); a warp per row for the softmax";
+  return c;
+}
+
+OnChipCounts flash1_warp_pair(const Flash1WarpLayout& l, std::int64_t rows, std::int64_t cols, bool fill_kv) {
+  OnChipCounts c;
+  c.modelled = true;
+  const std::int64_t W = l.warps, d = l.d, e = l.elem_bytes;
+  const std::int64_t padded = 16 * ceil_div(rows, 16), tiles = ceil_div(cols, 16), run = ceil_div(tiles, W);
+  c[Tensor::Q].fill += padded * d * e;
+  if (fill_kv) {
+    c[Tensor::K].fill += 16 * tiles * d * e;
+    c[Tensor::V].fill += 16 * tiles * d * e;
+  }
+  // Each warp with keys: S on all of Q_i and its keys of K_j, then P̃ V on its rows of V_j (P̃ is S's
+  // accumulator, in registers); exp2 of its scores.
+  for (std::int64_t w = 0; w < W; ++w) {
+    const std::int64_t keys = 16 * std::clamp<std::int64_t>(tiles - w * run, 0, run);
+    if (keys == 0) continue;
+    c += warp_gemm({.a = Tensor::Q, .b = Tensor::K, .M = padded, .N = keys, .K = d}, e);
+    c += warp_gemm({.a = Tensor::P, .b = Tensor::V, .M = padded, .N = d, .K = keys, .a_in_registers = true}, e);
+    c.ex2 += padded * keys / 32;
+  }
+  // The exchanges, every warp taking part (a warp without keys gives −∞, 0 and zeros). A lane holds
+  // rows lane/4 and lane/4 + 8 of each 16-row group: lanes 0, 4, …, 28 store the group's 8 partial
+  // maxima (sums) of a row half, 8 consecutive floats; every lane reads its rows' W partials, a
+  // quad's lanes the same float (1 wavefront each).
+  const std::int64_t stat_store = smem_wavefronts(lanes([](int lane) { return lane % 4 == 0 ? lane : -1; }), 4);
+  const std::int64_t stat_load = smem_wavefronts(lanes([](int lane) { return (lane / 4) * 4; }), 4);
+  const std::int64_t halves = 2 * (padded / 16);
+  for (Tensor t : {Tensor::m, Tensor::l}) {
+    smem_store(c, t, W * halves, stat_store);
+    smem_load(c, t, W * W * halves, stat_load);
+  }
+  // The partial P̃ V: a float2 per lane per n8 tile and row half, rows d + 8 floats apart (a half-warp's
+  // four rows on distinct banks: 2 wavefronts a store).
+  const std::int64_t ld = d + 8;
+  const std::int64_t o_store = smem_wavefronts(lanes([&](int lane) { return ((lane / 4) * ld + (lane % 4) * 2) * 4; }), 8);
+  smem_store(c, Tensor::O, W * halves * (d / 8), o_store);
+  // A thread per row: its W maxima and W sums, then the two factors stored; e^(m_i − m_new), e^(m̃ − m_new).
+  for (std::int64_t w = 0; w < W; ++w)
+    for (Tensor t : {Tensor::m, Tensor::l}) staged(c, t, Access::load, rows, 4, [](std::int64_t k) { return 4 * k; });
+  for (int f = 0; f < 2; ++f) staged(c, Tensor::l, Access::store, rows, 4, [](std::int64_t k) { return 4 * k; });
+  c.ex2 += 2 * warp_steps(rows);
+  // A thread per element of O_i: the W partials (consecutive floats of a row), its row's two factors.
+  for (std::int64_t w = 0; w < W; ++w)
+    staged(c, Tensor::O, Access::load, rows * d, 4, [&](std::int64_t k) { return 4 * ((k / d) * ld + k % d); });
+  for (int f = 0; f < 2; ++f) staged(c, Tensor::l, Access::load, rows * d, 4, [&](std::int64_t k) { return 4 * (k / d); });
+  // The slowest warp's path: S drained into the softmax, P̃ V drained into shared memory; barriers after
+  // Q_i's (and K_j, V_j's) fill, the maxima, the partial sums and P̃ V, the factors.
+  c.gemm_starts = 2;
+  c.gemm_drains = 2;
+  c.mma_ksteps = ceil_div(d, 16) + run;
+  c.barriers = 4;
+  return c;
+}
+
+OnChipCounts flash1_warp_kernel(const KernelPlan& plan, const AttentionProblem& p, const Blocks& b,
+                                const Flash1WarpLayout& l) {
+  // Pairs of the same shape count the same: tally the shapes, then count each once.
+  const BlockGrid g(p, b);
+  std::map<std::tuple<std::int64_t, std::int64_t, bool>, std::int64_t> shapes;
+  for (std::int64_t j = 0; j < g.Tc; ++j) {
+    bool first = true;
+    for (std::int64_t i = 0; i < g.Tr; ++i) {
+      if (g.skipped(i, j)) continue;
+      ++shapes[{g.rows(i), g.cols(j), first}];
+      first = false;
+    }
+  }
+  OnChipCounts c;
+  c.modelled = true;
+  for (const auto& [shape, count] : shapes) {
+    const auto& [rows, cols, fill_kv] = shape;
+    c += flash1_warp_pair(l, rows, cols, fill_kv).times(count);
+  }
+  c = c.times(plan.instances);
+  c.layout = fmt::format("{} warps split K_j, V_j (split-K, ldmatrix); every warp reads all of Q_i; the warps' row "
+                         "maxima, sums and P V partials meet in shared memory; O_i, l_i, m_i from HBM",
+                         l.warps);
   return c;
 }
 

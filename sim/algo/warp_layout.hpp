@@ -212,6 +212,29 @@ struct Flash1Layout {
 };
 OnChipCounts flash1_kernel(const KernelPlan& plan, const Flash1Layout& l);
 
+// The FlashAttention paper's forward kernel (Algorithm 1: one CTA per (batch, head), K_j, V_j
+// outer, O_i, ℓ_i, m_i in HBM), as the FlashAttention-2 paper describes its warps (§3.3,
+// "split-K"): W warps (4) share Q_i and split K_j, V_j. K_j's 16-key tiles (the last zero-padded)
+// go to the warps in contiguous runs of ⌈tiles/W⌉; per (i, j) every warp with keys ldmatrix-loads
+// all of Q_i (its rows padded to 16) and computes S on its own keys (mma.sync m16n8k16), then P̃ V
+// on its own rows of V_j with P̃ in registers. The warps' partials meet in shared memory: their row
+// maxima (a lane of four per row stores, every warp reads all W for its rows), their row sums
+// likewise, and their fp32 P̃ V (8 bytes a lane, rows d + 8 floats apart: no bank conflict). A
+// thread per row then reads the W maxima and sums, takes m_i, ℓ_i from HBM, and stores the two
+// factors of line 12 (ℓ_i·e^(m_i−m_new)/ℓ_new and e^(m̃−m_new)/ℓ_new); a thread per element of O_i
+// sums the W partials with its row's factors and O_i from HBM. Q_i (each pair) and K_j, V_j (each
+// block) are filled by the copy path. Four barriers a pair: after the fills, the maxima, the rest
+// of the exchange, the factors. Counted pair by pair from the plan's grid (ragged and causal blocks
+// exactly).
+struct Flash1WarpLayout {
+  std::int64_t d = 0, warps = 4;
+  std::int64_t elem_bytes = 2;
+};
+// One (i, j) pair of `rows` × `cols` real rows and keys; `fill_kv` adds K_j, V_j's fill (a block's first pair).
+OnChipCounts flash1_warp_pair(const Flash1WarpLayout& l, std::int64_t rows, std::int64_t cols, bool fill_kv);
+OnChipCounts flash1_warp_kernel(const KernelPlan& plan, const AttentionProblem& p, const Blocks& b,
+                                const Flash1WarpLayout& l);
+
 // hbmlab's gpu/standard.cu, its three kernels (N a multiple of 8: the 16-byte paths), 4 warps each:
 //  - qk_kernel, one Br × Bc tile of S per CTA on 2 × 2 warps (WMMA m16n16k16; ptxas lowers a
 //    fragment load from shared memory to one ldmatrix.x4 and the MMA to two m16n8k16): Q_i and K_j

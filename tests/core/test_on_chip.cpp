@@ -490,6 +490,58 @@ TEST_CASE("on-chip: flash1's latency path, counted by hand (N = 64, d = 16, 32 �
   CHECK(big.serial_exps == 8 * 4);
 }
 
+TEST_CASE("on-chip: the reference flash1's split-K warps, counted by hand (N = 48, d = 16, 32 × 48 blocks)", "[on_chip]") {
+  // One K/V block of 48 keys (3 tiles of 16: warps 0–2 take one each, warp 3 none), two row blocks of
+  // 32 and 16 rows; 4 warps (the launch's 128 threads).
+  const std::vector<KernelPlan> plans = hbmlab_plans("flash1", AttentionProblem(1, 1, 48, 16), 32, 48, false);
+  REQUIRE(plans.size() == 1);
+  const OnChipCounts& c = plans[0].on_chip;
+  REQUIRE(c.modelled);
+  // Pair 1 (32 rows): each of 3 warps loads Q_i (1,024 bytes: 2 ldmatrix), its 16 keys of K_j and of
+  // V_j (512 bytes: 1 each); S 2·2·1 and P̃V 2·2·1 MMAs. Pair 2 (16 rows): Q_i 512 bytes (1), 1·2·1 and
+  // 1·2·1 MMAs.
+  CHECK(c[Tensor::Q].read == 3 * 1024 + 3 * 512);
+  CHECK(c[Tensor::K].read == 2 * 3 * 512);
+  CHECK(c[Tensor::V].read == 2 * 3 * 512);
+  CHECK(c[Tensor::P].read == 0);
+  CHECK(c.ldmatrix == 3 * 4 + 3 * 3);
+  CHECK(c.mma == 3 * 8 + 3 * 4);
+  CHECK(c.mma_flops() == 4 * (32 + 16) * 48 * 16);  // no padding here: the FLOPs exactly
+  CHECK(c[Tensor::Q].fill == (32 + 16) * 16 * 2);
+  CHECK(c[Tensor::K].fill == 48 * 16 * 2);  // once: the block's first pair
+  // ex2: the scores (32·16/32 = 16 and 8 a warp), 2 per warp step of rows (the two factors).
+  CHECK(c.ex2 == 3 * 16 + 2 + 3 * 8 + 2);
+  // The exchanges, all 4 warps: 2 row halves per 16-row group stored, every warp reading all 4
+  // partials; for m and ℓ each. Pair 1: 4·4 stores, 4·4·4 loads; pair 2: 4·2, 4·4·2.
+  CHECK(c[Tensor::m].write == (16 + 8) * 128);
+  CHECK(c[Tensor::m].read == (64 + 32) * 128 + 2 * 4 * 128);  // and the row threads' 4 maxima
+  // Partial P̃V: per warp 2 n8 tiles × row halves, 1 wavefront a half-warp (rows 24 floats apart put a
+  // half-warp's 4 rows on banks 0–7, 24–31, 16–23, 8–15). Pair 1: 4·4·2 stores, pair 2: 4·2·2.
+  CHECK(c[Tensor::O].write == (32 + 16) * 2 * 128);
+  // A thread per element sums the 4 partials: 512 and 256 elements, 16 and 8 warp steps, each two rows
+  // of 16 floats 24 apart (banks 0–15 and 24–31, 0–7): 2 wavefronts.
+  CHECK(c[Tensor::O].read == 4 * (16 + 8) * 2 * 128);
+  // Loads: stats 128 + 64, row threads 8 + 8, partials 64 + 32, factors 32 + 16.
+  CHECK(c.ld_shared == (128 + 8 + 64 + 32) + (64 + 8 + 32 + 16));
+  // Stores: stats 32 + 16, partials 32 + 16, factors 2 + 2.
+  CHECK(c.st_shared == (32 + 32 + 2) + (16 + 16 + 2));
+  CHECK(c.barriers == 2 * 4);
+  CHECK(c.gemm_starts == 2 * 2);
+  CHECK(c.gemm_drains == 2 * 2);
+  CHECK(c.mma_ksteps == 2 * (1 + 1));
+  CHECK(c.fma_chain == 0);
+  // The paper's A100 blocks for d = 64 (Br = 64, Bc = 328): K_j's tiles 21, 21, 21 and 3 (40 keys, padded
+  // to 48); the slowest warp's P̃V runs ⌈21/4⌉ = 6 k-steps. mma 4·(keys/8)·4 a GEMM.
+  const OnChipCounts gpt = hbmlab_plans("flash1", AttentionProblem(1, 1, 1024, 64), 64, 328, false)[0].on_chip;
+  const std::int64_t padded_keys = 3 * 336 + 48, Tr = 16;
+  CHECK(gpt.mma == Tr * 2 * 4 * (padded_keys / 8) * 4);
+  CHECK(gpt.mma_ksteps == Tr * (3 * (4 + 6) + (4 + 1)));
+  CHECK(gpt.barriers == Tr * 4 * 4);
+  // fp32 has no m16n8k16: FLOPs alone, as before.
+  const AttentionProblem fp32(1, 1, 1024, 64, Dtype::fp32);
+  CHECK_FALSE(hbmlab_plans("flash1", fp32, 64, 328, false)[0].on_chip.modelled);
+}
+
 TEST_CASE("on-chip: the backward's D and dQ-conversion kernels use registers only", "[on_chip]") {
   // ncu: 0 shared-memory wavefronts and 0 ldmatrix in dot_do_o_kernel, convert_dq_kernel and
   // PyTorch's flash_bwd_dot_do_o_kernel (assets/measurements/h100-onchip-backward-ncu.csv).

@@ -209,6 +209,11 @@ public:
       // Its warp layout, for the shapes it runs: self-attention, no block mask, Bc a multiple of 32.
       if (p.Nq() == p.seq_len && !p.block_mask && b.Bc % 32 == 0)
         plan.on_chip = flash1_kernel(plan, {.N = p.seq_len, .Br = b.Br, .Bc = b.Bc, .d = p.head_dim, .causal = p.causal});
+    } else if (p.elem_bytes() == 2 && p.head_dim % 16 == 0 && plan.threads_per_cta >= 32 &&
+               plan.threads_per_cta % 32 == 0) {
+      // The FlashAttention paper's kernel: its warps split K_j, V_j and sum their partials through
+      // shared memory (FlashAttention-2 paper, §3.3).
+      plan.on_chip = flash1_warp_kernel(plan, p, b, {.d = p.head_dim, .warps = plan.threads_per_cta / 32});
     }
     return {std::move(plan)};
   }
