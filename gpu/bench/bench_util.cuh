@@ -1,9 +1,13 @@
 // What the microbenchmarks share: an exit on a CUDA error (every one), a grid-wide barrier for grids
 // whose CTAs are all resident at once (l2_reuse.cu, l2_layout.cu, l2_alias.cu), and the timing of a
-// kernel that runs one CTA per SM under its own clock (pipes.cu, latency.cu).
+// kernel that runs one CTA per SM under its own clock (pipes.cu, latency.cu), and the operands and
+// MMA those kernels feed their tensor pipes with (pipes.cu, latency.cu, l2_reduce.cu).
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +15,24 @@
 #include <vector>
 
 namespace bench {
+
+__device__ __forceinline__ std::uint32_t hash(std::uint32_t x) {
+  x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
+  return x;
+}
+// Two fp16 values from hash(seed), uniform in [-span/2, span/2), packed as an MMA operand register.
+__device__ __forceinline__ std::uint32_t half2_bits(std::uint32_t seed, float span) {
+  const std::uint32_t h = hash(seed);
+  const __half2 v = __floats2half2_rn((static_cast<float>(h & 0xffff) / 65536.0f - 0.5f) * span,
+                                      (static_cast<float>(h >> 16) / 65536.0f - 0.5f) * span);
+  return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+// mma.sync m16n8k16, fp16 in, fp32 accumulated into c.
+__device__ __forceinline__ void mma(float (&c)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
 
 // Prints "PROGRAM: WHAT: error" and exits 1 unless `e` is cudaSuccess.
 inline void check(cudaError_t e, const char* program, const char* what) {

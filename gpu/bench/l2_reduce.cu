@@ -264,18 +264,6 @@ __global__ void sm_rate_kernel(float* acc, int rounds, long long* cycles) {
   if (rounds < 0) unused[0] = x;
 }
 
-__device__ __forceinline__ std::uint32_t half2_bits(std::uint32_t seed) {
-  seed = seed * 0x9e3779b9u + 0x7f4a7c15u;
-  const __half2 v = __floats2half2_rn(float(seed & 0xffff) / 65536.0f - 0.5f, float(seed >> 16) / 65536.0f - 0.5f);
-  std::uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  return bits;
-}
-__device__ __forceinline__ void mma(float (&c)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 // What a warp does after its reductions in each round: nothing, 32 MMAs each on the accumulator of
 // the one before, or 32 chases ldmatrix.x4 → MMA on the loaded A → the next address from the
@@ -295,8 +283,8 @@ __global__ void sm_held_kernel(float* acc, int rounds, std::uint32_t zero, long 
   float* base = lane_base<kL>(acc, lane);
   const float x = 1.0f + float(lane % 7) * 0.125f;
   std::uint32_t a[4], b[2];
-  for (int i = 0; i < 4; ++i) a[i] = half2_bits(threadIdx.x * 8 + i);
-  for (int i = 0; i < 2; ++i) b[i] = half2_bits(threadIdx.x * 8 + 4 + i);
+  for (int i = 0; i < 4; ++i) a[i] = bench::half2_bits(threadIdx.x * 8 + i, 1.0f);
+  for (int i = 0; i < 2; ++i) b[i] = bench::half2_bits(threadIdx.x * 8 + 4 + i, 1.0f);
   float c[4] = {};
   const std::uint32_t row = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem)) + 16 * lane;
   std::uint32_t off = 0;
@@ -308,14 +296,14 @@ __global__ void sm_held_kernel(float* acc, int rounds, std::uint32_t zero, long 
     for (int u = 0; u < kN; ++u) add<kL>(at, u, x);
     if constexpr (kThen == Then::mma) {
 #pragma unroll
-      for (int k = 0; k < kFollow; ++k) mma(c, a, b);
+      for (int k = 0; k < kFollow; ++k) bench::mma(c, a, b);
     } else if constexpr (kThen == Then::ldsm) {
 #pragma unroll
       for (int k = 0; k < kFollow; ++k) {
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                      : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
                      : "r"(row + off));
-        mma(c, a, b);
+        bench::mma(c, a, b);
         off = __float_as_uint(c[0]) & 0x200u;  // zero: the loaded A is all zeros
       }
     }
@@ -335,8 +323,8 @@ __global__ void sm_step_kernel(float* acc, int rounds, long long* cycles, long l
   float* base = lane_base<kL>(acc, lane);
   const float x = 1.0f + float(lane % 7) * 0.125f;
   std::uint32_t a[4], b[2];
-  for (int i = 0; i < 4; ++i) a[i] = half2_bits(threadIdx.x * 8 + i);
-  for (int i = 0; i < 2; ++i) b[i] = half2_bits(threadIdx.x * 8 + 4 + i);
+  for (int i = 0; i < 4; ++i) a[i] = bench::half2_bits(threadIdx.x * 8 + i, 1.0f);
+  for (int i = 0; i < 2; ++i) b[i] = bench::half2_bits(threadIdx.x * 8 + 4 + i, 1.0f);
   float c[4] = {};
   long long held = 0;
   __syncthreads();
@@ -348,7 +336,7 @@ __global__ void sm_step_kernel(float* acc, int rounds, long long* cycles, long l
     for (int u = 0; u < kN; ++u) add<kL>(at, u, x);
     held += clock64() - b0;
 #pragma unroll
-    for (int k = 0; k < kK; ++k) mma(c, a, b);
+    for (int k = 0; k < kK; ++k) bench::mma(c, a, b);
     __syncthreads();
   }
   if (threadIdx.x == 0) {

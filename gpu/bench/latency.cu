@@ -42,16 +42,6 @@ struct Out {
   unsigned* sink;
 };
 
-__device__ __forceinline__ std::uint32_t hash(std::uint32_t x) {
-  x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
-  return x;
-}
-__device__ __forceinline__ std::uint32_t half2_bits(std::uint32_t seed) {
-  const std::uint32_t h = hash(seed);
-  const __half2 v = __floats2half2_rn(static_cast<float>(h & 0xffff) / 65536.0f - 0.5f,
-                                      static_cast<float>(h >> 16) / 65536.0f - 0.5f);
-  return *reinterpret_cast<const std::uint32_t*>(&v);
-}
 __device__ __forceinline__ long long start_clock() {
   __syncthreads();
   return clock64();
@@ -60,26 +50,21 @@ __device__ __forceinline__ void stop_clock(long long t0, const Out& out) {
   __syncthreads();
   if (threadIdx.x == 0) out.cycles[blockIdx.x] = clock64() - t0;
 }
-__device__ __forceinline__ void mma(float (&c)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 // [SECTION] mma.sync dependent chains
 
 template <int kChains>
 __global__ void mma_chain_kernel(int iters, std::uint32_t, Out out) {
   std::uint32_t a[4], b[2];
-  for (int i = 0; i < 4; ++i) a[i] = half2_bits(threadIdx.x * 8 + i);
-  for (int i = 0; i < 2; ++i) b[i] = half2_bits(threadIdx.x * 8 + 4 + i);
+  for (int i = 0; i < 4; ++i) a[i] = bench::half2_bits(threadIdx.x * 8 + i, 1.0f);
+  for (int i = 0; i < 2; ++i) b[i] = bench::half2_bits(threadIdx.x * 8 + 4 + i, 1.0f);
   float c[kChains][4] = {};
   const long long t0 = start_clock();
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
-      for (int k = 0; k < kChains; ++k) mma(c[k], a, b);
+      for (int k = 0; k < kChains; ++k) bench::mma(c[k], a, b);
     }
   }
   stop_clock(t0, out);
@@ -104,7 +89,7 @@ __global__ void ldsm_chain_kernel(int iters, std::uint32_t zero, Out out) {
   // Lane t addresses row t%8 of matrix t/8: 512 contiguous bytes, no bank conflict.
   const std::uint32_t base = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem)) + 16 * (threadIdx.x % 32);
   std::uint32_t off = 0;
-  std::uint32_t b[2] = {half2_bits(threadIdx.x + 1), half2_bits(threadIdx.x + 2)};
+  std::uint32_t b[2] = {bench::half2_bits(threadIdx.x + 1, 1.0f), bench::half2_bits(threadIdx.x + 2, 1.0f)};
   float c[4] = {};
   const long long t0 = start_clock();
   for (int it = 0; it < iters; ++it) {
@@ -113,7 +98,7 @@ __global__ void ldsm_chain_kernel(int iters, std::uint32_t zero, Out out) {
       std::uint32_t a[4];
       asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                    : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(base + off));
-      mma(c, a, b);
+      bench::mma(c, a, b);
       off = __float_as_uint(c[0]) & 0x200u;  // zero: the loaded A is all zeros
     }
   }

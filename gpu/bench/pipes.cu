@@ -37,20 +37,9 @@ struct Out {
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
-__device__ __forceinline__ std::uint32_t hash(std::uint32_t x) {
-  x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
-  return x;
-}
-// Two fp16 values in [-1, 1) with random signs, packed.
-__device__ __forceinline__ std::uint32_t half2_bits(std::uint32_t seed) {
-  const std::uint32_t h = hash(seed);
-  const __half2 v = __floats2half2_rn(static_cast<float>(h & 0xffff) / 32768.0f - 1.0f,
-                                      static_cast<float>(h >> 16) / 32768.0f - 1.0f);
-  return *reinterpret_cast<const std::uint32_t*>(&v);
-}
 
 __device__ void fill_smem(std::uint32_t* words, int count) {
-  for (int i = threadIdx.x; i < count; i += blockDim.x) words[i] = half2_bits(i + 1);
+  for (int i = threadIdx.x; i < count; i += blockDim.x) words[i] = bench::half2_bits(i + 1, 2.0f);
   asm volatile("fence.proxy.async.shared::cta;\n" ::);  // wgmma reads it through the async proxy
   __syncthreads();
 }
@@ -117,8 +106,8 @@ constexpr int kMmaChains = 8;
 
 __global__ void mma_sync_kernel(int iters, Out out) {
   std::uint32_t a[4], b[2];
-  for (int i = 0; i < 4; ++i) a[i] = half2_bits(threadIdx.x * 8 + i);
-  for (int i = 0; i < 2; ++i) b[i] = half2_bits(threadIdx.x * 8 + 4 + i);
+  for (int i = 0; i < 4; ++i) a[i] = bench::half2_bits(threadIdx.x * 8 + i, 2.0f);
+  for (int i = 0; i < 2; ++i) b[i] = bench::half2_bits(threadIdx.x * 8 + 4 + i, 2.0f);
   float c[kMmaChains][4] = {};
   const long long t0 = start_clock();
   for (int it = 0; it < iters; ++it) {
@@ -221,8 +210,8 @@ __global__ void alu_kernel(int iters, Out out) {
   float x[kAluChains];
   std::uint32_t y[kAluChains];
   for (int k = 0; k < kAluChains; ++k) {
-    x[k] = static_cast<float>(hash(threadIdx.x * 16 + k) & 0xffff) / 65536.0f;
-    y[k] = hash(threadIdx.x * 16 + k + 8);
+    x[k] = static_cast<float>(bench::hash(threadIdx.x * 16 + k) & 0xffff) / 65536.0f;
+    y[k] = bench::hash(threadIdx.x * 16 + k + 8);
   }
   const float m = 0.999f, c = 0.001f;
   const long long t0 = start_clock();
