@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from merge_ncu import num, read_rows, write_json
+from merge_ncu import kernels_by_marker, num, read_rows, write_json
 
 L2_METRICS = ["lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
               "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum", "lts__t_sectors_srcunit_ltcfabric.sum",
@@ -49,22 +49,6 @@ def ncu_pass():
         del q, kk, v
 
 
-def kernels(ncu_csv, count):
-    """Every profiled kernel after marker k+1 (up to the next marker), with the L2 counters."""
-    out, current = {k: [] for k in range(count)}, None
-    for r in read_rows(ncu_csv):
-        name = r.get("Kernel Name", "")
-        if "hbmlab_marker" in name:
-            g = num(r.get("launch__grid_size", ""))
-            current = int(g) - 1 if g else None
-            continue
-        if current in out:
-            k = {"kernel": name, "grid": r.get("Grid Size"), "block": r.get("Block Size")}
-            k.update({m: num(r.get(m, "")) for m in L2_METRICS if r.get(m) is not None})
-            out[current].append(k)
-    return out
-
-
 def line(label, k):
     mb = lambda x: (x or 0) / 1e6  # noqa: E731
     sec = lambda m: (k.get(m) or 0) * 32  # noqa: E731
@@ -82,7 +66,7 @@ HEADER = (f"{'kernel':<34} {'DRAM rd':>8} {'L2 rd':>9} {'near hit':>9} {'near mi
 def merge(ncu_csv, out_path, extra):
     import torch
     ss = shapes()
-    ks = kernels(ncu_csv, len(ss))
+    ks = kernels_by_marker(ncu_csv, len(ss), L2_METRICS)
     print(HEADER)
     records = []
     for k, s in enumerate(ss):
