@@ -47,9 +47,9 @@ def num(x):
         return None
 
 
-def kernels_by_marker(ncu_path, count):
-    """The profiled kernels of shapes 0..count-1, each with its METRICS: every row after the marker
-    kernel hbmlab_marker with grid size k+1 (up to the next marker) belongs to shape k."""
+def kernels_by_marker(ncu_path, count, metrics=METRICS):
+    """The profiled kernels of shapes 0..count-1, each with its `metrics` (METRICS unless given): every
+    row after the marker kernel hbmlab_marker with grid size k+1 (up to the next marker) belongs to shape k."""
     kernels = {k: [] for k in range(count)}
     current = None
     for r in read_rows(ncu_path):
@@ -61,7 +61,7 @@ def kernels_by_marker(ncu_path, count):
         if current is None or current not in kernels:
             continue
         k = {"kernel": name, "grid": r.get("Grid Size"), "block": r.get("Block Size")}
-        for m in METRICS:
+        for m in metrics:
             k[m] = num(r.get(m, ""))
         kernels[current].append(k)
     return kernels

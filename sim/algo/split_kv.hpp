@@ -486,6 +486,13 @@ protected:
   // phase holds (the prologue, the four warps' merge of (m, ℓ, O) through shared memory and the
   // normalising loop, the stores' drain).
   static constexpr double kDecodeSplitCtaCycles = 4300;
+  // PyTorch's split kernel (FlashAttention-2's flash_fwd_splitkv_kernel, 64 x 128 at d = 128, 4 warps),
+  // once per CTA beyond its phases, measured the same way (gpu/bench/decode_sdpa_chain.sh,
+  // assets/measurements/h100-decode-sdpa-chain.txt): a cache of 256 runs S = 2 CTAs of one K/V block each
+  // (PyTorch runs no split kernel at S = 1), 6.66 µs under ncu, of which the engine's launch and the CTA's
+  // phases give 4.64 µs: the 2.02 µs left, 4,000 SM clocks at 1,980 MHz, is the CTA's own chain (its
+  // prologue, the partial's staging through shared memory and its stores, which no phase holds).
+  static constexpr double kPytorchSplitCtaCycles = 4000;
 };
 
 }  // namespace hbmlab

@@ -95,6 +95,9 @@ struct LaunchOverride {
   // PyTorch's FlashAttention-2 combine does (one memory round trip per split), instead of loading
   // every split's partial at once.
   bool combine_split_by_split = false;
+  // PyTorch's FlashAttention-2 decode kernels (flash_fwd_splitkv_kernel and its combine) as measured on
+  // the GPU: the split kernel's CTAs carry that kernel's own measured chain (KernelPlan::measured_cta_cycles).
+  bool pytorch_decode_kernels = false;
 };
 
 // Applies the override's threads, registers and shared memory to one kernel.

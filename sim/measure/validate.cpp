@@ -425,6 +425,7 @@ void read_sdpa_decode(const Json& file, const std::string& path, const std::stri
     row.problem = problem_of(problem, where);
     read_sdpa_launch(*main_kernel, t, where + ": Flash_fwd_kernel_traits", where, row);
     row.launch.combine_split_by_split = true;
+    row.launch.pytorch_decode_kernels = true;
     // Under ncu's --cache-control all each kernel starts with an empty L2: the combine reads the split
     // kernel's partials from DRAM, not from the L2 that holds them in a step.
     row.l2_flushed_between_kernels = cache_control_all;

@@ -767,6 +767,7 @@ TEST_CASE("validate reads PyTorch's decode kernels as the flash-decoding room", 
     INFO(row.problem.seq_len << " " << row.problem.Nq() << " " << row.problem.heads << "/" << row.problem.Hkv());
     CHECK(row.algo == algo_named("flash-decoding"));
     CHECK(row.problem.kv_splits >= 1);  // the grid's y, the split count PyTorch chose
+    CHECK(row.launch.pytorch_decode_kernels);  // its split kernel's measured chain applies
     CHECK(std::abs(row.dram_read_error()) <= 0.10);  // K/V read once per K/V head, as the room packs it
   }
   // The grid of the first (B = 1, 32/8 heads, N = 1024): 8 splits of one 64 × 128 tile each.
@@ -1255,6 +1256,31 @@ TEST_CASE("under ncu's --cache-control all each kernel starts with an empty L2",
   CHECK(b.kernels[1].dram_read_bytes == 2048);  // read again from DRAM, at its latency
   CHECK(b.kernels[1].time_s > a.kernels[1].time_s);
   CHECK(b.kernels[0].time_s == a.kernels[0].time_s);
+}
+
+TEST_CASE("PyTorch's split kernel carries its measured chain once per CTA, and only the split kernel",
+          "[engine][decode]") {
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  AttentionProblem p(1, 4, 256, 128);  // one K/V head, 4 query heads in its rows, two 128-key blocks
+  p.kv_heads = 1;
+  p.query_len = 1;
+  const Algo algo = algo_named("flash-decoding");
+  const Blocks blocks{64, 128};  // PyTorch's flash_fwd_splitkv_kernel at d = 128
+  auto split_s = [&](std::int64_t splits, bool pytorch) {
+    AttentionProblem q = p;
+    q.kv_splits = splits;
+    EngineOptions o;
+    o.launch.combine_split_by_split = true;
+    o.launch.pytorch_decode_kernels = pytorch;
+    const EngineResult e = run_engine(algo, algo->prepare(q, blocks, gpu), blocks, gpu, o);
+    REQUIRE(!e.kernels.empty());
+    return e.kernels[0].time_s;
+  };
+  // Two CTAs of one block each, on two SMs: the chain adds to the one phase each CTA has.
+  const double chain_s = 4000 / (gpu.clock_mhz * 1e6);
+  CHECK(split_s(2, true) - split_s(2, false) == Approx(chain_s).epsilon(0.01));
+  // With S = 1 PyTorch runs flash_fwd_kernel, whose chain was not measured: nothing is added.
+  CHECK(split_s(1, true) == split_s(1, false));
 }
 
 TEST_CASE("hbmlab's combine waits one L2 round trip and its own chain per split", "[engine][decode]") {

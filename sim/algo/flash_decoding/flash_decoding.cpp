@@ -86,10 +86,14 @@ public:
                                                  g.splits * packed_rows(p) * instances(p));
       plans.back().measured_cta_cycles = kDecodeSplitCtaCycles;
     }
-    else if (p.elem_bytes() == 2)
+    else if (p.elem_bytes() == 2) {
       plans.back().on_chip = fa2_forward_kernel(plans.back(), {.Br = b.Br, .Bc = b.Bc, .d = p.head_dim,
                                                                .warps = plans.back().threads_per_cta / 32,
                                                                .staged_output_bytes = g.splits > 1 ? 4 : 2});
+      // PyTorch's split kernel runs only with S > 1 (one split is its flash_fwd_kernel, not measured so).
+      if (options.launch.pytorch_decode_kernels && g.splits > 1)
+        plans.back().measured_cta_cycles = kPytorchSplitCtaCycles;
+    }
     if (g.splits > 1) {
       const CombineLoop loop = combine_loop(options.launch);
       plans.push_back(combine_plan(p, b, g, instances(p), "flash-decoding combine", loop));
