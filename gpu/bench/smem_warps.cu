@@ -7,7 +7,10 @@
 //   PV    line 12: P̃_ij V_j, a thread per element of O_i, a warp on one row of P̃_ij (a broadcast)
 //         and 32 consecutive floats of a row of V_j, the rescale with O_i, the store of O_i to
 //         global memory (fp16, as flash1 writes it to HBM);
-//   S+PV  both, as flash1's inner loop runs them (its softmax and its HBM loads left out).
+//   S+PV  both, as flash1's inner loop runs them (its softmax and its HBM loads left out);
+//   S+PV sep  the same, PV reading its P̃_ij from another buffer than the one S writes;
+//   loop  S, lines 10–11 (the softmax: a warp per row, rescaling factors) and PV with flash1's
+//         barriers: the kernel's inner loop without its HBM loads (line 8) and ℓ_i, m_i stores (13).
 // The loops are flash1's own code (same index arithmetic, same unrolling), so nvcc emits the same
 // shared-memory instructions. Each CTA times its loop with clock64 between two barriers; the table
 // gives the median CTA's cycles and, per SM clock, the FMAs and the bytes hbmlab's plan counts for
@@ -27,7 +30,7 @@
 namespace {
 
 constexpr int kThreads = 256;  // flash1's launch: 8 warps
-enum Part { kS = 1, kPV = 2, kBoth = 3 };
+enum Part { kS = 1, kPV = 2, kBoth = 3, kSoftmax = 4, kLoop = 7, kSeparate = 8, kBothSeparate = 11 };
 
 template <int kD, int kBr, int kBc>
 __host__ __device__ constexpr int kernel_smem() {  // flash1's shared memory (gpu/flash1.cu, launch_shape)
@@ -44,8 +47,13 @@ smem_warps_kernel(int reps, int cols, bool causal, __half* O_scratch, long long*
   float* sram_Qi = sram_Vj + kBc * kD;
   float* sram_Oi = sram_Qi + kBr * kD;
   float* sram_S = sram_Oi + kBr * kD;
-  float* sram_scale_old = sram_S + kBr * kBc + 2 * kBr;
+  float* sram_li = sram_S + kBr * kBc;
+  float* sram_mi = sram_li + kBr;
+  float* sram_scale_old = sram_mi + kBr;
   float* sram_scale_new = sram_scale_old + kBr;
+  // P̃_ij as PV reads it: S_ij itself, or (kSeparate) K_j's buffer, which holds Br × Bc floats.
+  static_assert(kBc * (kD + 1) >= kBr * kBc, "K_j's buffer holds P̃_ij");
+  const float* sram_P = (kPart & kSeparate) ? sram_Kj : sram_S;
   const int tid = threadIdx.x;
   // Operands in [-1/2, 1/2): the products stay finite however often the loop runs.
   constexpr int kFloats = kernel_smem<kD, kBr, kBc>() / 4;
@@ -73,12 +81,40 @@ smem_warps_kernel(int reps, int cols, bool causal, __half* O_scratch, long long*
       }
       if (kBarrier) __syncthreads();
     }
+    if (kPart & kSoftmax) {
+      // gpu/flash1.cu lines 10–11.
+      for (int r = tid / 32; r < rows; r += kThreads / 32) {
+        const int lane = tid % 32;
+        float mt = -INFINITY;
+        for (int c = lane; c < kBc; c += 32) mt = fmaxf(mt, sram_S[r * kBc + c]);
+        for (int o = 16; o > 0; o /= 2) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o));
+        float lt = 0.f;
+        for (int c = lane; c < kBc; c += 32) {
+          const float p = (mt == -INFINITY) ? 0.f : expf(sram_S[r * kBc + c] - mt);
+          sram_S[r * kBc + c] = p;
+          lt += p;
+        }
+        for (int o = 16; o > 0; o /= 2) lt += __shfl_xor_sync(0xffffffffu, lt, o);
+        if (lane == 0) {
+          const float mi = sram_mi[r], li = sram_li[r];
+          const float mn = fmaxf(mi, mt);
+          const float a = (mi == -INFINITY) ? 0.f : expf(mi - mn) * li;
+          const float b = (mt == -INFINITY) ? 0.f : expf(mt - mn);
+          const float ln = a + b * lt;
+          sram_scale_old[r] = ln > 0.f ? a / ln : 0.f;
+          sram_scale_new[r] = ln > 0.f ? b / ln : 0.f;
+          sram_mi[r] = mn;
+          sram_li[r] = ln;
+        }
+      }
+      if (kBarrier) __syncthreads();
+    }
     if (kPart & kPV) {
       // gpu/flash1.cu line 12 (S_ij read as P̃_ij: the softmax between is left out).
       for (int k = tid; k < rows * kD; k += kThreads) {
         const int r = k / kD, e = k % kD;
         float acc = 0.f;
-        for (int c = 0; c < cols; ++c) acc += sram_S[r * kBc + c] * sram_Vj[c * kD + e];
+        for (int c = 0; c < cols; ++c) acc += sram_P[r * kBc + c] * sram_Vj[c * kD + e];
         const float o = sram_scale_old[r] * sram_Oi[k] + sram_scale_new[r] * acc;
         O[static_cast<std::int64_t>(r0) * kD + k] = __float2half_rn(o);
         keep += o;
@@ -104,7 +140,7 @@ struct Case {
 template <int kD, int kBr, int kBc, int kPart, bool kBarrier>
 Case make(int ctas_per_sm, int reps) {
   const double s_fma = double(kBr) * kBc * kD, pv_fma = double(kBr) * kD * kBc;
-  const char* part = kPart == kS ? "S" : kPart == kPV ? "PV" : "S+PV";
+  const char* part = kPart == kS ? "S" : kPart == kPV ? "PV" : kPart == kLoop ? "loop" : kPart == kBothSeparate ? "S+PV sep" : "S+PV";
   const std::string name = "d" + std::to_string(kD) + " " + std::to_string(kBr) + "x" + std::to_string(kBc) + " " +
                            part + (kBarrier ? " bar" : " nobar");
   return {name, smem_warps_kernel<kD, kBr, kBc, kPart, kBarrier>, kernel_smem<kD, kBr, kBc>(), ctas_per_sm, reps,
@@ -117,9 +153,12 @@ void add_shape(std::vector<Case>& cases, int reps) {
   cases.push_back(make<kD, kBr, kBc, kBoth, false>(1, reps));
   cases.push_back(make<kD, kBr, kBc, kS, true>(1, reps));
   cases.push_back(make<kD, kBr, kBc, kPV, true>(1, reps));
+  cases.push_back(make<kD, kBr, kBc, kBothSeparate, true>(1, reps));
+  cases.push_back(make<kD, kBr, kBc, kLoop, true>(1, reps));
   if (2 * (kernel_smem<kD, kBr, kBc>() + 1024) <= 228 * 1024) {
     cases.push_back(make<kD, kBr, kBc, kBoth, true>(2, reps));
     cases.push_back(make<kD, kBr, kBc, kBoth, false>(2, reps));
+    cases.push_back(make<kD, kBr, kBc, kLoop, true>(2, reps));
   }
 }
 
