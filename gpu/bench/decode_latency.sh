@@ -9,6 +9,7 @@
 # Binaries built elsewhere in BIN, libraries in LIB; OUTDIR gets every log, the events-timed measurement
 # files events-NAME.json (merged into assets/measurements/h100-decode-latency.json) and decode-latency.txt.
 # Run: BIN=.carry/bin LIB=.carry/lib gpu/bench/decode_latency.sh OUTDIR
+#   CASES=records-b1,records-b8,cta-blocks (the event overheads alone): only the cases named.
 set -uo pipefail
 out=${1:?usage: decode_latency.sh OUTDIR}
 parts=all
@@ -23,6 +24,11 @@ cases=(
   "grid-blocks|all|--batch 1 --heads 32 --kv-heads 8 --splits 16 --seq-len 1024,2048,4096,8192,16384"
 )
 for s in 2 4 8 16 32 64; do cases+=("combine-s$s|none|--batch 1 --heads 4 --kv-heads 1 --splits $s --seq-len 4096"); done
+if [[ -n "${CASES:-}" ]]; then
+  keep=()
+  for c in "${cases[@]}"; do [[ ",$CASES," == *",${c%%|*},"* ]] && keep+=("$c"); done
+  cases=("${keep[@]}")
+fi
 for c in "${cases[@]}"; do
   name=${c%%|*}; rest=${c#*|}; modes=${rest%%|*}; args=${rest#*|}
   for cc in ${modes//,/ }; do
