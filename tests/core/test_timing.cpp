@@ -109,6 +109,21 @@ TEST_CASE("one CTA cannot exceed its bytes-in-flight cap (toy, by hand)", "[engi
   CHECK(e.kernels.front().bound_latency_s == Approx(4 * 400e-9));
 }
 
+TEST_CASE("one CTA keeps no more in flight than hbm_bytes_in_flight_per_cta; the SM's CTAs add up (toy, by hand)",
+          "[engine]") {
+  GpuSpec toy = load_gpu("toy");  // 100 ns HBM latency, 1 KiB in flight per SM, 16 B/ns HBM, 2 SMs
+  REQUIRE(toy.hbm_bytes_in_flight_per_cta == 0);  // the toy leaves it out: the SM's 1 KiB
+  EngineOptions off;
+  off.l2_enabled = false;
+  CHECK(run_plans({synthetic(1, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 4 * 400e-9));
+  toy.hbm_bytes_in_flight_per_cta = 256;
+  // One CTA: 4096 B × 100 ns / 256 B = 1,600 ns a phase (HBM alone: 256 ns).
+  CHECK(run_plans({synthetic(1, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 4 * 1600e-9));
+  // Four CTAs, two on each SM: each SM keeps 512 B in flight, under its 1 KiB, so its two CTAs
+  // move twice the bytes in the same 1,600 ns a phase (HBM: 2 × 4096 B × 2 SMs / 16 B/ns = 1,024 ns).
+  CHECK(run_plans({synthetic(4, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 4 * 1600e-9));
+}
+
 TEST_CASE("a CTA that waits for its loads pays latency, then its bytes, then its work (toy, by hand)", "[engine]") {
   const GpuSpec toy = load_gpu("toy");  // 100 ns HBM latency, 16 B/ns HBM, 1 KiB in flight, 1 GHz
   EngineOptions off;
