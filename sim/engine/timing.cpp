@@ -62,6 +62,7 @@ struct Rates {
   double l2_reduce_sectors = 0, l2_reduce_lines = 0;                 // fp32 bytes added/s, whole GPU; 0: unknown
   double hbm_latency_s = 0, l2_latency_s = 0;
   double in_flight_per_sm = 0;  // bytes
+  double in_flight_per_cta = 0;  // bytes: the preset's, else the SM's
   double clock_hz = 0;
   // The SM's pipes (GpuSpec's measured rates at pipe_clock_mhz), per second per SM.
   double mma_sync_per_sm = 0, mma_sync_per_warp = 0, wgmma_per_sm = 0;  // FLOP/s
@@ -88,6 +89,7 @@ Rates rates_of(const GpuSpec& gpu) {
   r.hbm_latency_s = gpu.hbm_latency_ns * 1e-9;
   r.l2_latency_s = gpu.l2_latency_ns * 1e-9;
   r.in_flight_per_sm = double(gpu.hbm_bytes_in_flight_per_sm);
+  r.in_flight_per_cta = gpu.hbm_bytes_in_flight_per_cta > 0 ? double(gpu.hbm_bytes_in_flight_per_cta) : r.in_flight_per_sm;
   r.clock_hz = gpu.clock_mhz * 1e6;
   const double pipe_hz = gpu.pipe_clock_mhz * 1e6;
   r.pipe_hz = pipe_hz;
@@ -457,6 +459,10 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
     }
   }
   if (k.bytes_in_flight_per_cta > 0) window = std::min(window, double(k.bytes_in_flight_per_cta));
+  // One CTA keeps no more in flight than the GPU lets it, the SM's CTAs together no more than the
+  // SM's figure (step_time): gpu/bench/hbm_share.cu measured one CTA alone at most at 42.5 GB/s and
+  // one SM at 96.4 GB/s, however many bytes they issued.
+  window = std::min(window, rates_.in_flight_per_cta);
   // One CTA's warps run a phase in order: the GEMMs (mma.sync's loop loads the next fragments
   // from shared memory under the current MMAs), then the softmax (exps, then FP32 work). A wgmma
   // is asynchronous: the warpgroup's FP32 work issues while it runs. The CTAs resident on an SM
@@ -526,8 +532,13 @@ void Replay::take_writebacks(StepDemand& d) {
 }
 
 // The step lasts as long as its busiest resource needs. HBM and L2 bandwidth are shared by the SMs
-// that have work: each gets its fair share. A CTA that cannot overlap waits for its loads, then
-// computes: its phase is charged to latency or compute by the larger part.
+// that have work: each gets its fair share. The GPU shares HBM by the CTAs in flight instead
+// (gpu/bench/hbm_share.cu: of 136 equal streaming CTAs on 132 SMs, the four SMs holding two end them
+// about when the others end their one), but a grid of one CTA per SM also reads HBM slower than
+// one of two (latency under load, which the engine leaves out), and the per-SM share's tail stands
+// in for that on the recorded decode steps (docs/design.md, "Timing engine"). A CTA that cannot
+// overlap waits for its loads, then computes: its phase is charged to latency or compute by the
+// larger part.
 StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
   const double share = double(active_sms);
   const double t_dram = double(d.dram_read + d.dram_write) * share / rates_.dram;

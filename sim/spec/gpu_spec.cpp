@@ -45,6 +45,7 @@ constexpr Field kFields[] = {
     {"l2_bandwidth_gbps", "GB/s", &GpuSpec::l2_bandwidth_gbps},
     {"l2_latency_ns", "ns", &GpuSpec::l2_latency_ns},
     {"hbm_bytes_in_flight_per_sm", "bytes", &GpuSpec::hbm_bytes_in_flight_per_sm},
+    {"hbm_bytes_in_flight_per_cta", "bytes", &GpuSpec::hbm_bytes_in_flight_per_cta, false, false, true},
     {"registers_per_sm", "registers", &GpuSpec::registers_per_sm},
     {"kernel_overhead_ns", "ns", &GpuSpec::kernel_overhead_ns},
     {"event_timing_overhead_ns", "ns", &GpuSpec::event_timing_overhead_ns, false, false, true},

@@ -46,6 +46,7 @@ struct GpuSpec {
   double l2_bandwidth_gbps = 0;             // SM↔L2 bandwidth, all SMs together
   double l2_latency_ns = 0;                 // load-to-use latency of an L2 hit
   std::int64_t hbm_bytes_in_flight_per_sm = 0;  // most load bytes one SM keeps outstanding
+  std::int64_t hbm_bytes_in_flight_per_cta = 0; // most one CTA keeps outstanding (0: the SM's)
   std::int64_t registers_per_sm = 0;        // 32-bit registers per SM (limits CTAs per SM)
   double kernel_overhead_ns = 0;            // launch and drain cost of one kernel
   double event_timing_overhead_ns = 0;      // what CUDA events around a launch sequence add to it (0: not measured)

@@ -109,6 +109,21 @@ TEST_CASE("one CTA cannot exceed its bytes-in-flight cap (toy, by hand)", "[engi
   CHECK(e.kernels.front().bound_latency_s == Approx(4 * 400e-9));
 }
 
+TEST_CASE("one CTA keeps no more in flight than hbm_bytes_in_flight_per_cta; the SM's CTAs add up (toy, by hand)",
+          "[engine]") {
+  GpuSpec toy = load_gpu("toy");  // 100 ns HBM latency, 1 KiB in flight per SM, 16 B/ns HBM, 2 SMs
+  REQUIRE(toy.hbm_bytes_in_flight_per_cta == 0);  // the toy leaves it out: the SM's 1 KiB
+  EngineOptions off;
+  off.l2_enabled = false;
+  CHECK(run_plans({synthetic(1, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 4 * 400e-9));
+  toy.hbm_bytes_in_flight_per_cta = 256;
+  // One CTA: 4096 B × 100 ns / 256 B = 1,600 ns a phase (HBM alone: 256 ns).
+  CHECK(run_plans({synthetic(1, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 4 * 1600e-9));
+  // Four CTAs, two on each SM: each SM keeps 512 B in flight, under its 1 KiB, so its two CTAs
+  // move twice the bytes in the same 1,600 ns a phase (HBM: 2 × 4096 B × 2 SMs / 16 B/ns = 1,024 ns).
+  CHECK(run_plans({synthetic(4, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 4 * 1600e-9));
+}
+
 TEST_CASE("a CTA that waits for its loads pays latency, then its bytes, then its work (toy, by hand)", "[engine]") {
   const GpuSpec toy = load_gpu("toy");  // 100 ns HBM latency, 16 B/ns HBM, 1 KiB in flight, 1 GHz
   EngineOptions off;
@@ -687,8 +702,8 @@ TEST_CASE("the window's Measured tab reads the attention records of a folder and
   // The recorded folder: only the L2 microbenchmarks' files, the layout study (SDPA records of
   // three memory layouts, which the engine cannot tell apart) and FlexAttention's, SDPA's decode and
   // SDPA's backward times and flash3's speed table beside hbmlab's kernels (no records of a kernel
-  // hbmlab models, or records already in another file) and the SM pipe microbenchmark's table are
-  // left out.
+  // hbmlab models, or records already in another file), the SM pipe microbenchmark's table and the
+  // HBM sharing microbenchmark's CTA records are left out.
   const std::string recorded = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements";
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(recorded))
@@ -701,7 +716,7 @@ TEST_CASE("the window's Measured tab reads the attention records of a folder and
     CHECK((why.find("-l2-") != std::string::npos || why.find("-sdpa-layout.json") != std::string::npos ||
            why.find("-block-sparse-flex.json") != std::string::npos || why.find("-decode-sdpa.json") != std::string::npos ||
            why.find("-backward-speed.json") != std::string::npos || why.find("-pipes.json") != std::string::npos ||
-           why.find("-flash3-speed.json") != std::string::npos));
+           why.find("-flash3-speed.json") != std::string::npos || why.find("-hbm-share.json") != std::string::npos));
     if (why.find("-sdpa-layout.json") != std::string::npos) CHECK(why.find("without its registers") != std::string::npos);
   }
 }
@@ -794,8 +809,11 @@ TEST_CASE("a combine that loads split by split waits one round trip per split, m
   CHECK(std::abs(double(b.dram_read_bytes()) - double(a.dram_read_bytes())) <= 1e-3 * double(a.dram_read_bytes()));
   CHECK(b.non_matmul_flops == a.non_matmul_flops);
   CHECK(b.kernels[0].time_s == a.kernels[0].time_s);  // the split kernel is the same
-  // Each of the 31 later splits waits at least an L2 round trip of its own.
-  CHECK(b.kernels[1].time_s - a.kernels[1].time_s >= 31 * gpu.l2_latency_ns * 1e-9);
+  // Each of the 31 later splits waits an L2 round trip of its own. The all-at-once combine's 32
+  // partials pass one CTA's ceiling (hbm_bytes_in_flight_per_cta, 14.9 KB) in a few round trips of
+  // their own, so the split-by-split one waits at least 27 more.
+  REQUIRE(gpu.hbm_bytes_in_flight_per_cta < 16 * 1024);
+  CHECK(b.kernels[1].time_s - a.kernels[1].time_s >= 27 * gpu.l2_latency_ns * 1e-9);
 }
 
 namespace {
