@@ -533,7 +533,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::App* presets = app.add_subcommand("presets", "list the GPU presets with their numbers, units and sources");
   presets->add_flag("--json", presets_json_flag, "print JSON");
   CLI::App* gui_cmd = app.add_subcommand("gui", "open the window (Dear ImGui + GLFW)");
-  gui_cmd->add_option("--scenario", gui.scenario, "lesson or workload: a .toml path or an embedded name");
+  std::int64_t gui_lesson = 0;
+  CLI::Option* o_gui_lesson = gui_cmd->add_option("--lesson", gui_lesson, "open the embedded lesson numbered N (1 to 8) [1]");
+  CLI::Option* o_gui_scenario =
+      gui_cmd->add_option("--scenario", gui.scenario, "lesson or workload: a .toml path or an embedded name [lesson 1]");
+  CLI::Option* o_gui_stage = gui_cmd->add_option("--stage", gui.stage, "open the lesson at its stage S, from 1 [1]");
   gui_cmd->add_option("--screenshot", gui.screenshot, "save a PNG of the window after --frames frames, then exit");
   gui_cmd->add_option("--frames", gui.frames, "frames to render before the screenshot or exit [0: until closed]");
   gui_cmd->add_option("--ui-scale", gui.ui_scale, "scale fonts and widgets (2 for a projector or 4K) [auto]");
@@ -606,7 +610,18 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (gui.frames < 0) fail_input("--frames: must be 0 or more, got {}", gui.frames);
       if (gui.ui_scale < 0 || gui.ui_scale > 8) fail_input("--ui-scale: must be between 0.5 and 8, got {}", gui.ui_scale);
       if (gui.width < 320 || gui.height < 240) fail_input("--width: the window must be at least 320×240");
-      if (!gui.scenario.empty()) (void)load_scenario(gui.scenario);  // a bad --scenario is a CLI error
+      if (*o_gui_lesson) {
+        if (*o_gui_scenario) fail_input("--lesson: give --lesson or --scenario, not both");
+        gui.scenario = lesson_name(gui_lesson);
+      }
+      // A bad --scenario or --stage is a CLI error, not a window that opens on something else.
+      const Scenario shown = load_scenario(gui.scenario.empty() ? std::string(kDefaultLesson) : gui.scenario);
+      if (*o_gui_stage) {
+        const auto stages = static_cast<int>(shown.stages.size());
+        if (stages == 0) fail_input("--stage: {} is a workload, with no stages", gui.scenario);
+        if (gui.stage < 1 || gui.stage > stages)
+          fail_input("--stage: lesson {} has stages 1 to {}, got {}", shown.number, stages, gui.stage);
+      }
       return frontends.gui(gui);
     }
     if (app.got_subcommand("measure")) {

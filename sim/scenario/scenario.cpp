@@ -240,6 +240,16 @@ std::vector<std::string> scenario_names() {
   return names;
 }
 
+std::string lesson_name(std::int64_t number) {
+  std::vector<std::string> lessons;
+  for (const std::string& name : scenario_names())
+    if (name.starts_with("lessons/")) lessons.push_back(name);
+  const std::string prefix = fmt::format("lessons/{:02d}-", number);
+  for (const std::string& name : lessons)
+    if (number > 0 && name.starts_with(prefix)) return name;
+  fail_input("--lesson: no lesson {} (the embedded lessons are numbered 1 to {})", number, lessons.size());
+}
+
 Scenario load_scenario(std::string_view name_or_path) {
   const std::string key(name_or_path);
   if (is_file(std::string(key))) return parse_scenario(read_text_file(key), key);

@@ -133,6 +133,42 @@ TEST_CASE("--help exits 0", "[cli]") {
   CHECK_THAT(r.out, Catch::Contains("--seq-len"));
 }
 
+TEST_CASE("gui --lesson N --stage S opens that lesson's stage; bad ones are CLI errors", "[cli]") {
+  GuiOptions opened;
+  Frontends frontends;
+  frontends.gui = [&opened](const GuiOptions& o) {
+    opened = o;
+    return 0;
+  };
+  auto gui = [&frontends](std::vector<std::string> args) {
+    std::ostringstream out, err;
+    args.insert(args.begin(), "gui");
+    const int code = run_cli(args, out, err, frontends);
+    return Run{code, out.str(), err.str()};
+  };
+  REQUIRE(gui({"--lesson", "3", "--stage", "2"}).code == 0);
+  CHECK(opened.scenario == "lessons/03-block-size-against-sram");
+  CHECK(opened.stage == 2);
+  REQUIRE(gui({"--lesson", "8"}).code == 0);
+  CHECK_THAT(opened.scenario, Catch::StartsWith("lessons/08-"));
+  CHECK(opened.stage == 0);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--lesson", "9"}, "--lesson"},
+      {{"--lesson", "0"}, "--lesson"},
+      {{"--lesson", "2", "--scenario", "gpt2-medium"}, "--lesson"},
+      {{"--lesson", "1", "--stage", "6"}, "--stage"},
+      {{"--stage", "0"}, "--stage"},
+      {{"--scenario", "gpt2-medium", "--stage", "1"}, "--stage"},
+  };
+  for (const auto& [args, option] : bad) {
+    INFO(args[0] << " " << args[1]);
+    const Run r = gui(args);
+    CHECK(r.code == 2);
+    CHECK(one_line(r.err));
+    CHECK_THAT(r.err, Catch::Contains(option));
+  }
+}
+
 TEST_CASE("measure without CUDA says how to get it", "[cli]") {
   const Run r = run({"measure"});
   CHECK(r.code == 2);
