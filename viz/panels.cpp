@@ -627,7 +627,7 @@ void ShowIoPanel(AppState& app) {
     std::string note = fmt::format("{} accesses, Br={} Bc={}, {}({})", format_count(acc), b.result.blocks.blocks.Br,
                                    b.result.blocks.blocks.Bc, b.result.bound.kind, b.result.bound.expression);
     if (!(b.algo == app.bars[0].algo) && first > 0 && acc > 0)
-      note += fmt::format(": {:.1f}× fewer than {}", first / acc, to_string(app.bars[0].algo));
+      note += "\n" + view::versus_first(first, acc, to_string(app.bars[0].algo));  // a line of its own: no number split
     ImGui::SetCursorPosX(label_w);
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     ImGui::TextWrapped("%s", note.c_str());
