@@ -512,6 +512,22 @@ void print_lesson_report(std::ostream& out, const Scenario& lesson) {
 
 GuiOptions gui_defaults() { return GuiOptions{}; }
 
+// CLI11's "Could not convert: --seq-len = 1e9" as "--seq-len: '1e9' is not a whole number": the option
+// first, as every other error of hbmlab's; other parse errors as CLI11 words them.
+std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
+  const std::string_view what = e.what(), head = "Could not convert: ";
+  const std::size_t eq = what.find(" = ");
+  if (!what.starts_with(head) || eq == std::string_view::npos) return std::string(what);
+  const std::string option(what.substr(head.size(), eq - head.size()));
+  const std::string_view value = what.substr(eq + 3);
+  std::string type;
+  for (const CLI::App* sub : app.get_subcommands())
+    if (const CLI::Option* o = sub->get_option_no_throw(option)) type = o->get_type_name();
+  const std::string_view kind = type == "INT" ? "a whole number" : type == "UINT" ? "a whole number, 0 or more"
+                              : type == "FLOAT" ? "a number" : "a value this option takes";
+  return fmt::format("{}: '{}' is not {}", option, value, kind);
+}
+
 }  // namespace
 
 // [SECTION] run_cli
@@ -574,7 +590,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
       std::string sub;
       for (const CLI::App* s : app.get_subcommands()) sub = " " + s->get_name();
-      err << fmt::format("hbmlab{}: {}\n", sub, e.what());
+      err << fmt::format("hbmlab{}: {}\n", sub, parse_error_message(e, app));
       return 2;
     }
 

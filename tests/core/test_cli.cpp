@@ -127,6 +127,14 @@ TEST_CASE("bad input: exit 2 and one line naming the option", "[cli][errors]") {
   }
 }
 
+TEST_CASE("a value of the wrong kind is named with its option first", "[cli][errors]") {
+  CHECK(run({"simulate", "--seq-len", "1e9"}).err == "hbmlab simulate: --seq-len: '1e9' is not a whole number\n");
+  CHECK(run({"simulate", "--unified-max", "abc"}).err == "hbmlab simulate: --unified-max: 'abc' is not a number\n");
+  CHECK(run({"gui", "--frames", "many"}).err == "hbmlab gui: --frames: 'many' is not a whole number\n");
+  CHECK(run({"validate", "--measurements", "x.json", "--dram-within", "5%"}).err ==
+        "hbmlab validate: --dram-within: '5%' is not a number\n");
+}
+
 TEST_CASE("--help exits 0", "[cli]") {
   const Run r = run({"simulate", "--help"});
   CHECK(r.code == 0);
