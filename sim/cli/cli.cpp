@@ -249,6 +249,15 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     if (*flags->o_launch_registers)
       request.launch.registers_per_thread = positive(flags->launch_registers, "--launch-registers");
     if (*flags->o_launch_smem) request.launch.smem_bytes_per_cta = positive(flags->launch_smem, "--launch-smem-bytes");
+    // Checked here so that the error names the option rather than the GPU preset's number it exceeds.
+    const GpuSpec& gpu = request.gpu;
+    if (request.launch.threads_per_cta && *request.launch.threads_per_cta > gpu.max_threads_per_sm)
+      fail_input("--launch-threads: {} threads per CTA are more than an SM of {} holds ({})",
+                 *request.launch.threads_per_cta, gpu.name, gpu.max_threads_per_sm);
+    const std::int64_t cta_smem = request.sram_bytes.value_or(gpu.sram_bytes_per_block);
+    if (request.launch.smem_bytes_per_cta && *request.launch.smem_bytes_per_cta > cta_smem)
+      fail_input("--launch-smem-bytes: {} B per CTA are more than one CTA may use on {} ({} B)",
+                 *request.launch.smem_bytes_per_cta, gpu.name, cta_smem);
     request.launch.kv_descending = flags->kv_descending;
     request.launch.hbmlab_kernels = flags->hbmlab_kernels;
     request.auto_splits = flags->problem.auto_splits();

@@ -112,6 +112,9 @@ TEST_CASE("bad input: exit 2 and one line naming the option", "[cli][errors]") {
       {{"bounds", "--seq-lens", "64,x"}, "--seq-lens"},
       {{"sweep", "--block-rows", "0"}, "--block-rows"},
       {{"frobnicate"}, "frobnicate"},
+      {{"simulate", "--launch-threads", "5000"}, "--launch-threads"},
+      {{"simulate", "--launch-smem-bytes", "999999999"}, "--launch-smem-bytes"},
+      {{"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4", "--launch-smem-bytes", "300"}, "--launch-smem-bytes"},
       // Names longer than the file system takes (a fuzzed mask spec once ended hbmlab here).
       {{"simulate", "--block-mask", "butterfly" + std::string(300, '1')}, "--block-mask"},
       {{"simulate", "--scenario", std::string(300, 'a')}, "--scenario"},
