@@ -79,9 +79,11 @@ struct ProblemFlags {
   CLI::Option *o_pass{}, *o_block_mask{}, *o_query_len{}, *o_kv_heads{}, *o_splits{}, *o_unified_max{};
 
   void add_to(CLI::App& cmd) {
-    o_scenario = cmd.add_option("--scenario", scenario, "workload or lesson: a .toml path or an embedded name (gpt2-medium)");
-    o_gpu = cmd.add_option("--gpu", gpu, "GPU preset (hbmlab presets) or a .toml path [a100-40gb]");
-    o_algo = cmd.add_option("--algo", algo, fmt::format("{} [{}]", algo_choices(), default_algo()->name()));
+    o_scenario = cmd.add_option("--scenario", scenario, "workload or lesson: a .toml path or an embedded name, such as "
+                                                       "gpt2-medium or lessons/03-block-size-against-sram [none]")
+                     ->type_name("FILE|NAME");
+    o_gpu = cmd.add_option("--gpu", gpu, "GPU preset (hbmlab presets) or a .toml path [a100-40gb]")->type_name("NAME|FILE");
+    o_algo = cmd.add_option("--algo", algo, fmt::format("{} [{}]", algo_choices(), default_algo()->name()))->type_name("LIST");
     o_batch = cmd.add_option("--batch", batch, "batch size B [1]");
     o_heads = cmd.add_option("--heads", heads, "heads H [1]");
     o_seq_len = cmd.add_option("--seq-len", seq_len, "sequence length N [1024]");
@@ -100,7 +102,8 @@ struct ProblemFlags {
                                   ": K/V splits per (batch, K/V head), or auto (simulate): the count the timing engine "
                                   "predicts fastest [fill every SM once]");
     o_unified_max = cmd.add_option("--unified-max", unified_max,
-                                   rooms_taking(&ShapeSupport::unified_max) + ": the unified max φ [from the scores' statistics]");
+                                   rooms_taking(&ShapeSupport::unified_max) +
+                                       ": the unified max φ, in the scores' natural units [from the scores' statistics]");
   }
 
   bool auto_splits() const { return *o_splits && splits == "auto"; }
@@ -194,9 +197,11 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   cmd->add_option("--steps-limit", f.steps_limit, "narrate at most this many steps [200]");
   cmd->add_flag("--no-l2", f.no_l2, "turn the L2 off: the paper's model, every counted access reaches HBM");
   cmd->add_option("--mask-out", f.mask_out, "write the block pairs the algorithm visits as a mask file (Tr lines of "
-                                            "Tc characters 0/1; --block-mask takes it back)");
+                                            "Tc characters 0/1; --block-mask takes it back)")
+      ->type_name("FILE");
   cmd->add_option("--timeline", f.timeline, "write the per-SM timeline and HBM bandwidth as Chrome trace JSON "
-                                            "(chrome://tracing, Perfetto) to this file");
+                                            "(chrome://tracing, Perfetto) to this file")
+      ->type_name("FILE");
   f.o_launch_threads = cmd->add_option("--launch-threads", f.launch_threads, "threads per CTA of the room's main kernel [the room's launch]");
   f.o_launch_registers = cmd->add_option("--launch-registers", f.launch_registers,
                                          "registers per thread of the main kernel, limits CTAs per SM [not limiting]");
@@ -369,7 +374,7 @@ struct BoundsFlags {
 void add_bounds(CLI::App& app, BoundsFlags& f) {
   CLI::App* cmd = app.add_subcommand("bounds", "sweep N, d and M, fit the exponents of the counted accesses, "
                                                "and check them against the Θ/Ω bounds");
-  cmd->add_option("--algo", f.algo, "algorithms [all]");
+  cmd->add_option("--algo", f.algo, algo_choices() + " [all]")->type_name("LIST");
   cmd->add_option("--pass", f.pass, "forward, backward, or both: the rooms of that pass (Theorem 5 for the "
                                     "backward) [forward]");
   cmd->add_option("--seq-lens", f.seq_lens, "N values of the N sweep [8192,16384,32768,65536]");
@@ -442,7 +447,8 @@ void add_sweep(CLI::App& app, SweepFlags& f) {
   cmd->add_option("--block-rows", f.block_rows, "Br values [16,32,64,128,256]");
   cmd->add_option("--block-cols", f.block_cols, "Bc values [16,32,64,128,256,512]");
   cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM values [the GPU's]");
-  cmd->add_option("--out", f.out_path, "write to this file (whole or not at all) instead of standard output");
+  cmd->add_option("--out", f.out_path, "write to this file (whole or not at all) instead of standard output")
+      ->type_name("FILE");
   cmd->add_flag("--json", f.json, "JSON instead of CSV");
 }
 
@@ -563,9 +569,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::Option* o_gui_scenario =
       gui_cmd->add_option("--scenario", gui.scenario, "lesson or workload: a .toml path or an embedded name [lesson 1]");
   CLI::Option* o_gui_stage = gui_cmd->add_option("--stage", gui.stage, "open the lesson at its stage S, from 1 [1]");
-  gui_cmd->add_option("--screenshot", gui.screenshot, "save a PNG of the window after --frames frames, then exit");
+  gui_cmd->add_option("--screenshot", gui.screenshot, "save a PNG of the window after --frames frames, then exit")
+      ->type_name("PNG");
   gui_cmd->add_option("--frames", gui.frames, "frames to render before the screenshot or exit [0: until closed]");
-  gui_cmd->add_option("--ui-scale", gui.ui_scale, "scale fonts and widgets (2 for a projector or 4K) [auto]");
+  gui_cmd->add_option("--ui-scale", gui.ui_scale, "scale fonts and widgets, 0.5 to 8 (2 for a projector or 4K) [auto]");
   gui_cmd->add_option("--width", gui.width, "window width in pixels [1600]");
   gui_cmd->add_option("--height", gui.height, "window height in pixels [1000]");
   gui_cmd->add_flag("--report-fps", gui.report_fps, "print frames per second when done");
@@ -633,8 +640,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         return 2;
       }
       if (gui.frames < 0) fail_input("--frames: must be 0 or more, got {}", gui.frames);
-      if (gui.ui_scale < 0 || gui.ui_scale > 8) fail_input("--ui-scale: must be between 0.5 and 8, got {}", gui.ui_scale);
-      if (gui.width < 320 || gui.height < 240) fail_input("--width: the window must be at least 320×240");
+      if (!(gui.ui_scale == 0 || (gui.ui_scale >= 0.5 && gui.ui_scale <= 8)))  // 0: the default, from the monitor
+        fail_input("--ui-scale: must be between 0.5 and 8, got {}", gui.ui_scale);
+      if (gui.width < 320) fail_input("--width: the window must be at least 320 pixels wide, got {}", gui.width);
+      if (gui.height < 240) fail_input("--height: the window must be at least 240 pixels high, got {}", gui.height);
       if (*o_gui_lesson) {
         if (*o_gui_scenario) fail_input("--lesson: give --lesson or --scenario, not both");
         gui.scenario = lesson_name(gui_lesson);

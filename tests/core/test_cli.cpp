@@ -170,6 +170,10 @@ TEST_CASE("gui --lesson N --stage S opens that lesson's stage; bad ones are CLI 
       {{"--lesson", "1", "--stage", "6"}, "--stage"},
       {{"--stage", "0"}, "--stage"},
       {{"--scenario", "gpt2-medium", "--stage", "1"}, "--stage"},
+      {{"--ui-scale", "0.1"}, "--ui-scale"},
+      {{"--ui-scale", "9"}, "--ui-scale"},
+      {{"--height", "100"}, "--height"},
+      {{"--width", "100"}, "--width"},
   };
   for (const auto& [args, option] : bad) {
     INFO(args[0] << " " << args[1]);
