@@ -395,9 +395,18 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
   selection.algorithms = parse_algos(f.algo);
   selection.passes = parse_passes(f.pass, "--pass");
   config.algos = rooms_of(selection);
-  if (!f.seq_lens.empty()) config.seq_lens = parse_int_list(f.seq_lens, "--seq-lens");
-  if (!f.head_dims.empty()) config.head_dims = parse_int_list(f.head_dims, "--head-dims");
-  if (!f.sram_elements.empty()) config.sram_elems = parse_int_list(f.sram_elements, "--sram-elements");
+  // A fitted exponent needs two distinct values at least: one value "fits" 0 and fails the verdict.
+  auto sweep_values = [](const std::string& text, std::string_view option) {
+    std::vector<std::int64_t> values = parse_int_list(text, option);
+    std::vector<std::int64_t> distinct = values;
+    std::sort(distinct.begin(), distinct.end());
+    if (std::unique(distinct.begin(), distinct.end()) - distinct.begin() < 2)
+      fail_input("{}: a fit needs at least two different values, got '{}'", option, text);
+    return values;
+  };
+  if (!f.seq_lens.empty()) config.seq_lens = sweep_values(f.seq_lens, "--seq-lens");
+  if (!f.head_dims.empty()) config.head_dims = sweep_values(f.head_dims, "--head-dims");
+  if (!f.sram_elements.empty()) config.sram_elems = sweep_values(f.sram_elements, "--sram-elements");
   if (!f.densities.empty()) {
     config.densities.clear();
     std::stringstream in(f.densities);
@@ -422,8 +431,19 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
   config.dtype = *dtype;
   if (!(f.tolerance > 0)) fail_input("--tolerance: must be positive, got {}", f.tolerance);
   config.tolerance = f.tolerance;
-  for (std::int64_t N : config.seq_lens) AttentionProblem{1, 1, N, config.base_d, config.dtype, false}.validate();
-  for (std::int64_t d : config.head_dims) AttentionProblem{1, 1, config.base_N, d, config.dtype, false}.validate();
+  // A swept value out of range is named by its list's option (--head-dims), not the fixed value's (--head-dim).
+  auto check_swept = [](const AttentionProblem& p, std::string_view list_option, std::string_view value_option) {
+    try {
+      p.validate();
+    } catch (const InputError& e) {
+      std::string_view what = e.what();
+      if (!what.starts_with(value_option)) throw;
+      what.remove_prefix(value_option.size());
+      throw InputError(fmt::format("{}{}", list_option, what));
+    }
+  };
+  for (std::int64_t N : config.seq_lens) check_swept({1, 1, N, config.base_d, config.dtype, false}, "--seq-lens", "--seq-len");
+  for (std::int64_t d : config.head_dims) check_swept({1, 1, config.base_N, d, config.dtype, false}, "--head-dims", "--head-dim");
   AttentionProblem{1, 1, config.base_N, config.base_d, config.dtype, false}.validate();
 
   const std::vector<BoundsRow> rows = run_bounds(config);
