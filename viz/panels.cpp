@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -58,9 +60,36 @@ ImU32 algo_colour(Algo a) {
   return IM_COL32(rgb[0], rgb[1], rgb[2], 255);
 }
 
+// Dear ImGui's TextWrapped may break a line after '.' or ',', inside "8.66 GB" or "1,024"; this breaks
+// lines at spaces only (and at the text's own '\n'), so a figure is never split.
+void TextWrappedAtSpaces(std::string_view text) {
+  const float width = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize());
+  std::string out, line;
+  auto fits = [width](const std::string& s) { return ImGui::CalcTextSize(s.c_str()).x <= width; };
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find_first_of(" \n", at), text.size());
+    const std::string word(text.substr(at, end - at));
+    const std::string joined = line.empty() ? word : line + " " + word;
+    if (!line.empty() && !fits(joined)) {
+      out += line + "\n";
+      line = word;
+    } else {
+      line = joined;
+    }
+    if (end < text.size() && text[end] == '\n') {
+      out += line + "\n";
+      line.clear();
+    }
+    at = end + 1;
+  }
+  out += line;
+  ImGui::TextUnformatted(out.c_str());
+}
+
 void TextWrappedColoured(ImU32 colour, const char* text) {
   ImGui::PushStyleColor(ImGuiCol_Text, colour);
-  ImGui::TextWrapped("%s", text);
+  TextWrappedAtSpaces(text);
   ImGui::PopStyleColor();
 }
 
@@ -284,7 +313,7 @@ void ShowLessonPanel(AppState& app) {
   TextWrappedColoured(IM_COL32(255, 217, 77, 255), title.c_str());
   ImGui::Separator();
   if (sc.stages.empty()) {
-    ImGui::TextWrapped("%s", sc.summary.c_str());
+    TextWrappedAtSpaces(sc.summary);
     return;
   }
   const LessonStage& st = sc.stages[static_cast<std::size_t>(app.stage)];
@@ -300,7 +329,7 @@ void ShowLessonPanel(AppState& app) {
   TextWrappedColoured(IM_COL32(255, 255, 255, 255), st.title.c_str());
   ImGui::Spacing();
   if (app.font_large) ImGui::PopFont();  // the caption in the regular face: long text reads better
-  ImGui::TextWrapped("%s", st.caption.c_str());
+  TextWrappedAtSpaces(st.caption);
   if (app.font_large) ImGui::PushFont(app.font_large);
 }
 
@@ -630,7 +659,7 @@ void ShowIoPanel(AppState& app) {
       note += "\n" + view::versus_first(first, acc, to_string(app.bars[0].algo));  // a line of its own: no number split
     ImGui::SetCursorPosX(label_w);
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("%s", note.c_str());
+    TextWrappedAtSpaces(note);
     ImGui::PopStyleColor();
     if (!b.result.blocks.note.empty()) {
       ImGui::SetCursorPosX(label_w);
