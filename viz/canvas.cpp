@@ -125,7 +125,10 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const std::string said = pos == 0 ? std::string(r.algo()->window().ready_note) : r.narration(pos - 1);
   ImFont* big = app.font_large ? app.font_large : ImGui::GetFont();
   const float big_size = app.font_large ? app.font_large->FontSize : fs;
-  dl->AddText(big, big_size, ImVec2(a.x, a.y + fs * 1.3f), kCurrent, said.c_str(), nullptr, b.x - a.x);
+  // Two lines of the large face fit above the boxes; a longer narration (a narrow pane) takes the regular one.
+  const bool long_said = big->CalcTextSizeA(big_size, FLT_MAX, b.x - a.x, said.c_str()).y > big_size * 2.5f;
+  dl->AddText(long_said ? ImGui::GetFont() : big, long_said ? fs : big_size, ImVec2(a.x, a.y + fs * 1.3f), kCurrent,
+              said.c_str(), nullptr, b.x - a.x);
   const float top = a.y + fs * 1.4f + big_size * 2.6f;
 
   // HBM on the left, the SMs on the right.
