@@ -94,7 +94,8 @@ struct ProblemFlags {
     o_block_mask = cmd.add_option("--block-mask", block_mask,
                                   rooms_taking(&ShapeSupport::block_mask) +
                                       ": keep only some block pairs: local:W, butterfly, random:DENSITY[:SEED], "
-                                      "or a file of Tr lines of Tc 0/1 characters [every pair]");
+                                      "or a file of Tr lines of Tc 0/1 characters [every pair]")
+                       ->type_name("SPEC");
     o_query_len = cmd.add_option("--query-len", query_len, "NQ query rows, the last NQ positions (decoding) [N]");
     o_kv_heads = cmd.add_option("--kv-heads", kv_heads, "HKV K/V heads shared by H/HKV query heads (GQA, MQA) [H]");
     o_splits = cmd.add_option("--splits", splits,
@@ -377,10 +378,10 @@ void add_bounds(CLI::App& app, BoundsFlags& f) {
   cmd->add_option("--algo", f.algo, algo_choices() + " [all]")->type_name("LIST");
   cmd->add_option("--pass", f.pass, "forward, backward, or both: the rooms of that pass (Theorem 5 for the "
                                     "backward) [forward]");
-  cmd->add_option("--seq-lens", f.seq_lens, "N values of the N sweep [8192,16384,32768,65536]");
-  cmd->add_option("--head-dims", f.head_dims, "d values of the d sweep [32,64,128]");
-  cmd->add_option("--sram-elements", f.sram_elements, "M values (SRAM in elements) of the M sweep [16384,32768,65536,131072]");
-  cmd->add_option("--densities", f.densities, "block-mask densities s of the s sweep, in (0, 1] [0.125,0.25,0.5,1]");
+  cmd->add_option("--seq-lens", f.seq_lens, "N values of the N sweep [8192,16384,32768,65536]")->type_name("LIST");
+  cmd->add_option("--head-dims", f.head_dims, "d values of the d sweep [32,64,128]")->type_name("LIST");
+  cmd->add_option("--sram-elements", f.sram_elements, "M values (SRAM in elements) of the M sweep [16384,32768,65536,131072]")->type_name("LIST");
+  cmd->add_option("--densities", f.densities, "block-mask densities s of the s sweep, in (0, 1] [0.125,0.25,0.5,1]")->type_name("LIST");
   f.o_base_N = cmd->add_option("--seq-len", f.base_N, "N held fixed in the d and M sweeps [32768]");
   f.o_base_d = cmd->add_option("--head-dim", f.base_d, "d held fixed in the N and M sweeps [64]");
   f.o_base_M = cmd->add_option("--sram-element-count", f.base_M, "M held fixed in the N and d sweeps [65536]");
@@ -464,9 +465,9 @@ struct SweepFlags {
 void add_sweep(CLI::App& app, SweepFlags& f) {
   CLI::App* cmd = app.add_subcommand("sweep", "block size × SRAM grid of HBM traffic and time, as CSV or JSON");
   f.problem.add_to(*cmd);
-  cmd->add_option("--block-rows", f.block_rows, "Br values [16,32,64,128,256]");
-  cmd->add_option("--block-cols", f.block_cols, "Bc values [16,32,64,128,256,512]");
-  cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM values [the GPU's]");
+  cmd->add_option("--block-rows", f.block_rows, "Br values [16,32,64,128,256]")->type_name("LIST");
+  cmd->add_option("--block-cols", f.block_cols, "Bc values [16,32,64,128,256,512]")->type_name("LIST");
+  cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM values [the GPU's]")->type_name("LIST");
   cmd->add_option("--out", f.out_path, "write to this file (whole or not at all) instead of standard output")
       ->type_name("FILE");
   cmd->add_flag("--json", f.json, "JSON instead of CSV");
