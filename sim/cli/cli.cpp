@@ -174,7 +174,7 @@ struct SimulateFlags {
   ProblemFlags problem;
   std::int64_t block_rows = 0, block_cols = 0, sram_bytes = 0;
   std::string numerics = "auto";
-  std::uint64_t seed = 1;
+  std::int64_t seed = 1;  // signed, so that "-1" is refused rather than wrapped to 2^64 − 1
   bool json = false, csv = false, steps = false, counts_only = false, no_l2 = false, kv_descending = false,
        hbmlab_kernels = false;
   std::int64_t steps_limit = 200;
@@ -190,7 +190,7 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   f.o_block_cols = cmd->add_option("--block-cols", f.block_cols, "Bc, rows of a K/V block [paper default]");
   f.o_sram_bytes = cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM (and per CTA) [the GPU's]");
   cmd->add_option("--numerics", f.numerics, "check the tiled output against fp64: auto, full, sampled, off [auto]");
-  cmd->add_option("--seed", f.seed, "seed of the random Q, K, V [1]");
+  cmd->add_option("--seed", f.seed, "seed of the random Q, K, V, 0 or more [1]");
   cmd->add_flag("--json", f.json, "print JSON (one object; an array for several algorithms)");
   cmd->add_flag("--csv", f.csv, "print CSV, one row per algorithm");
   cmd->add_flag("--counts-only", f.counts_only, "only the paper's counts and bound: no numerics, no timing engine");
@@ -242,7 +242,8 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
       if (flags->sram_bytes <= 0) fail_input("--sram-bytes: must be a positive integer, got {}", flags->sram_bytes);
       request.sram_bytes = flags->sram_bytes;
     }
-    request.seed = flags->seed;
+    if (flags->seed < 0) fail_input("--seed: must be 0 or more, got {}", flags->seed);
+    request.seed = static_cast<std::uint64_t>(flags->seed);
     request.l2_enabled = !flags->no_l2;
     request.counts_only = flags->counts_only;
     if (flags->counts_only && !flags->timeline.empty()) fail_input("--timeline: needs the timing engine, not --counts-only");

@@ -116,6 +116,7 @@ TEST_CASE("bad input: exit 2 and one line naming the option", "[cli][errors]") {
       {{"bounds", "--seq-lens", "1024,99999999"}, "--seq-lens: 99999999 is more than hbmlab models"},
       {{"sweep", "--block-rows", "0"}, "--block-rows"},
       {{"frobnicate"}, "frobnicate"},
+      {{"simulate", "--seed", "-1"}, "--seed"},
       {{"simulate", "--launch-threads", "5000"}, "--launch-threads"},
       {{"simulate", "--launch-smem-bytes", "999999999"}, "--launch-smem-bytes"},
       {{"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4", "--launch-smem-bytes", "300"}, "--launch-smem-bytes"},
