@@ -587,10 +587,14 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   presets->add_flag("--json", presets_json_flag, "print JSON");
   CLI::App* gui_cmd = app.add_subcommand("gui", "open the window (Dear ImGui + GLFW)");
   std::int64_t gui_lesson = 0;
-  CLI::Option* o_gui_lesson = gui_cmd->add_option("--lesson", gui_lesson, "open the embedded lesson numbered N (1 to 8) [1]");
+  const std::vector<std::string> names = scenario_names();
+  const auto lessons = std::count_if(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("lessons/"); });
+  CLI::Option* o_gui_lesson = gui_cmd->add_option(
+      "--lesson", gui_lesson, fmt::format("open the embedded lesson numbered N (1 to {}) [1]", lessons))->type_name("N");
   CLI::Option* o_gui_scenario =
-      gui_cmd->add_option("--scenario", gui.scenario, "lesson or workload: a .toml path or an embedded name [lesson 1]");
-  CLI::Option* o_gui_stage = gui_cmd->add_option("--stage", gui.stage, "open the lesson at its stage S, from 1 [1]");
+      gui_cmd->add_option("--scenario", gui.scenario, "lesson or workload: a .toml path or an embedded name [lesson 1]")
+          ->type_name("FILE|NAME");
+  CLI::Option* o_gui_stage = gui_cmd->add_option("--stage", gui.stage, "open the lesson at its stage S, from 1 [1]")->type_name("S");
   gui_cmd->add_option("--screenshot", gui.screenshot, "save a PNG of the window after --frames frames, then exit")
       ->type_name("PNG");
   gui_cmd->add_option("--frames", gui.frames, "frames to render before the screenshot or exit [0: until closed]");
