@@ -614,9 +614,9 @@ void ShowIoPanel(AppState& app) {
     ImGui::TextWrapped("HBM traffic %s against %s without the mask: %.1f× less.", format_bytes(masked).c_str(),
                        format_bytes(dense).c_str(), masked > 0 ? dense / masked : 0.0);
   }
-  ImGui::TextWrapped("All B·H = %lld heads: %s read, %s written, %s accesses (elements)",
-              static_cast<long long>(res.problem.instances()), format_bytes(double(res.total.hbm_read_bytes())).c_str(),
-              format_bytes(double(res.total.hbm_write_bytes())).c_str(), format_count(double(res.total.accesses())).c_str());
+  TextWrappedAtSpaces(fmt::format("All B·H = {} heads: {} read, {} written, {} accesses (elements)", res.problem.instances(),
+                                  format_bytes(double(res.total.hbm_read_bytes())),
+                                  format_bytes(double(res.total.hbm_write_bytes())), format_count(double(res.total.accesses()))));
   if (res.problem.Nq() < res.problem.seq_len) {  // decoding: the softmax work that sets the rooms apart
     const NonMatmulOps ops = r.algo()->non_matmul_ops(res.problem, r.blocks());
     ImGui::TextWrapped("Softmax work of one %s: %s exponentials, %s elements rescaled, %s running-max updates, %lld kernel%s: %s.",

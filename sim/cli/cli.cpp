@@ -598,7 +598,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   gui_cmd->add_option("--screenshot", gui.screenshot, "save a PNG of the window after --frames frames, then exit")
       ->type_name("PNG");
   gui_cmd->add_option("--frames", gui.frames, "frames to render before the screenshot or exit [0: until closed]");
-  gui_cmd->add_option("--ui-scale", gui.ui_scale, "scale fonts and widgets, 0.5 to 8 (2 for a projector or 4K) [auto]");
+  gui_cmd->add_option("--ui-scale", gui.ui_scale, "scale fonts and widgets, 0.5 to 8 (1.5 for a 1080p projector, 2 for 4K) [auto]");
   gui_cmd->add_option("--width", gui.width, "window width in pixels [1600]");
   gui_cmd->add_option("--height", gui.height, "window height in pixels [1000]");
   gui_cmd->add_flag("--report-fps", gui.report_fps, "print frames per second when done");
