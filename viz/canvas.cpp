@@ -220,8 +220,11 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const std::int64_t sm_count = res.gpu.sm_count, sm = last ? r.sm_of(pos - 1) : 0;
   const std::int64_t sram_cap = res.sram_bytes_per_block;
   const view::Sram sram = r.sram_after(pos);
-  Text(dl, ImVec2(sm_a.x, sm_a.y + pad * 0.5f), kText,
-       fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, last ? r.cta_of(pos - 1) : 0, r.cta_count()));
+  const std::int64_t cta = last ? r.cta_of(pos - 1) : 0;
+  std::string sm_head = fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, cta, r.cta_count());
+  if (ImGui::CalcTextSize(sm_head.c_str()).x > sm_b.x - sm_a.x)  // a narrow pane or a large --ui-scale
+    sm_head = fmt::format("SM {}/{} · CTA {}/{}", sm, sm_count, cta, r.cta_count());
+  Text(dl, ImVec2(sm_a.x, sm_a.y + pad * 0.5f), kText, sm_head);
   // Compact (side by side, or a short window): no SM strip and one line of text under the box.
   const bool compact = sm_b.y - sm_a.y < fs * 18;
   // Decoding: a line over the SM strip says how many SMs the CTAs reach.
