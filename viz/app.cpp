@@ -449,6 +449,9 @@ int run_gui(const hbmlab::GuiOptions& options) {
                              to_string(app.settings.algo));
   }
   if (!options.screenshot.empty() && saved) std::cout << "saved " << options.screenshot << "\n";
+  if (!options.screenshot.empty() && saved && !app.scenario.stages.empty())  // what the picture shows
+    std::cout << "lesson " << app.scenario.number << ", stage " << app.stage + 1 << " of " << app.scenario.stages.size()
+              << ": " << app.scenario.stages[static_cast<std::size_t>(app.stage)].title << "\n";
   if (!options.screenshot.empty() && app.tab == Tab::explorer && !app.explorer_runs.empty())
     std::cout << "explorer: " << app.explorer_runs.size() << " cells measured on " << app.explorer_runs.front().row.gpu << "\n";
   if (!options.screenshot.empty() && app.tab == Tab::onchip && app.replay[0])

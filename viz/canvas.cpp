@@ -125,7 +125,10 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const std::string said = pos == 0 ? std::string(r.algo()->window().ready_note) : r.narration(pos - 1);
   ImFont* big = app.font_large ? app.font_large : ImGui::GetFont();
   const float big_size = app.font_large ? app.font_large->FontSize : fs;
-  dl->AddText(big, big_size, ImVec2(a.x, a.y + fs * 1.3f), kCurrent, said.c_str(), nullptr, b.x - a.x);
+  // Two lines of the large face fit above the boxes; a longer narration (a narrow pane) takes the regular one.
+  const bool long_said = big->CalcTextSizeA(big_size, FLT_MAX, b.x - a.x, said.c_str()).y > big_size * 2.5f;
+  dl->AddText(long_said ? ImGui::GetFont() : big, long_said ? fs : big_size, ImVec2(a.x, a.y + fs * 1.3f), kCurrent,
+              said.c_str(), nullptr, b.x - a.x);
   const float top = a.y + fs * 1.4f + big_size * 2.6f;
 
   // HBM on the left, the SMs on the right.
@@ -217,8 +220,11 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const std::int64_t sm_count = res.gpu.sm_count, sm = last ? r.sm_of(pos - 1) : 0;
   const std::int64_t sram_cap = res.sram_bytes_per_block;
   const view::Sram sram = r.sram_after(pos);
-  Text(dl, ImVec2(sm_a.x, sm_a.y + pad * 0.5f), kText,
-       fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, last ? r.cta_of(pos - 1) : 0, r.cta_count()));
+  const std::int64_t cta = last ? r.cta_of(pos - 1) : 0;
+  std::string sm_head = fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, cta, r.cta_count());
+  if (ImGui::CalcTextSize(sm_head.c_str()).x > sm_b.x - sm_a.x)  // a narrow pane or a large --ui-scale
+    sm_head = fmt::format("SM {}/{} · CTA {}/{}", sm, sm_count, cta, r.cta_count());
+  Text(dl, ImVec2(sm_a.x, sm_a.y + pad * 0.5f), kText, sm_head);
   // Compact (side by side, or a short window): no SM strip and one line of text under the box.
   const bool compact = sm_b.y - sm_a.y < fs * 18;
   // Decoding: a line over the SM strip says how many SMs the CTAs reach.
@@ -233,7 +239,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const float under_h = ImGui::CalcTextSize(under_box.c_str(), nullptr, false, sm_b.x - pad - sm_a.x).y;
   const ImVec2 box_a(sm_a.x, box_top),
       box_b(sm_b.x - pad,
-            sm_b.y - (compact ? fs * 1.4f : strip_h + std::max(fs * 4.6f, under_h + fs * 0.8f) + (sm_line ? fs * 1.3f : 0.0f)));
+            sm_b.y - (compact ? under_h + fs * 0.4f : strip_h + std::max(fs * 4.6f, under_h + fs * 0.8f) + (sm_line ? fs * 1.3f : 0.0f)));
   dl->AddRectFilled(box_a, box_b, IM_COL32(36, 38, 46, 255), 6.0f);
   dl->AddRect(box_a, box_b, kFrame, 6.0f, 0, 1.5f);
   // Fill level against the SRAM one CTA may use (M = that / element size).
@@ -451,10 +457,10 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
   std::string head = fmt::format("{}: {} in Tr × Tc = {} × {} blocks of Br × Bc = {} × {}", to_string(r.algo()), what, m.Tr,
                                  m.Tc, r.blocks().Br, r.blocks().Bc);
   if (m.rows < m.Tr || m.cols < m.Tc) head += fmt::format(" (shown as {} × {} cells)", m.rows, m.cols);
+  // The heading wraps (a decode room's name is long, a side-by-side pane narrow); what follows moves down.
+  dl->AddText(nullptr, 0, a, algo_colour(r.algo()), head.c_str(), nullptr, b.x - a.x);
+  a.y += ImGui::CalcTextSize(head.c_str(), nullptr, false, b.x - a.x).y - ImGui::GetTextLineHeight();
   if (m.query_rows < m.keys) {  // decoding: S of one instance is NQ × N (g·NQ × N with the group packed)
-    // The heading wraps (a decode room's name is long); what follows moves down.
-    dl->AddText(nullptr, 0, a, algo_colour(r.algo()), head.c_str(), nullptr, b.x - a.x);
-    a.y += ImGui::CalcTextSize(head.c_str(), nullptr, false, b.x - a.x).y - ImGui::GetTextLineHeight();
     const std::int64_t Nq = res.problem.Nq();
     const std::string rows = m.group > 1 ? fmt::format("g·NQ × N = {}·{} × {}: the {} query heads sharing a K/V head, NQ = {} row{} each,",
                                                        m.group, Nq, m.keys, m.group, Nq, Nq == 1 ? "" : "s")
@@ -463,12 +469,9 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
     const std::string text = fmt::format("S of one instance is {} against the whole cache", rows);
     dl->AddText(nullptr, 0, ImVec2(a.x, a.y + fs * 1.3f), kDim, text.c_str(), nullptr, b.x - a.x);
     a.y += ImGui::CalcTextSize(text.c_str(), nullptr, false, b.x - a.x).y + fs * 0.1f;
-  } else {
-    Text(dl, a, algo_colour(r.algo()), head);
   }
   // Legend, and with a block mask what it keeps.
-  float lx = a.x;
-  const float ly = a.y + fs * 1.3f;
+  float lx = a.x, ly = a.y + fs * 1.3f;
   std::vector<std::pair<ImU32, std::string>> legend = {{mix(kPending, tensor_colour(Tensor::S), 0.85f), "done"},
                                                        {kCurrent, "current"},
                                                        {kPending, "pending"},
@@ -478,6 +481,11 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
   }
   for (const auto& [col, text] : legend) {
     const char* name = text.c_str();
+    if (lx > a.x && lx + fs * 1.2f + ImGui::CalcTextSize(name).x > b.x) {  // a narrow pane: the legend wraps
+      lx = a.x;
+      ly += fs * 1.3f;
+      a.y += fs * 1.3f;
+    }
     dl->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs * 0.9f, ly + fs * 0.9f + 2), col);
     Text(dl, ImVec2(lx + fs * 1.2f, ly), kDim, name);
     lx += fs * 1.6f + ImGui::CalcTextSize(name).x;
@@ -501,9 +509,18 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
     DrawMatrixGrid(m, r.algo(), first, 1, c, ga, ImVec2(mid - fs, b.y - fs * 1.4f), w.hbm_scores_titles[0].data(), aspect);
     DrawMatrixGrid(m, r.algo(), second, 2, c, ImVec2(mid + fs, ga.y), ImVec2(b.x, b.y - fs * 1.4f),
                    w.hbm_scores_titles[1].data(), aspect);
-    Text(dl, ImVec2(a.x, b.y - fs * 1.25f), tensor_colour(first),
-         fmt::format("{} and {} are N × N = {} values each: {} per head, written to HBM and read back.", tensor_symbol(first),
-                     tensor_symbol(second), format_count(double(N * N)), format_bytes(double(N * N * res.problem.elem_bytes()))));
+    const std::string values = format_count(double(N * N)), bytes = format_bytes(double(N * N * res.problem.elem_bytes()));
+    const auto S = tensor_symbol(first), P = tensor_symbol(second);
+    // The longest form the pane holds, so that nothing is cut off in a narrow pane.
+    std::string line;
+    for (const std::string& form :
+         {fmt::format("{} and {} are N × N = {} values each: {} per head, written to HBM and read back", S, P, values, bytes),
+          fmt::format("{} and {} are N × N: {} per head, written to HBM and read back", S, P, bytes),
+          fmt::format("{}, {}: N × N, {} per head, through HBM", S, P, bytes)}) {
+      line = form;
+      if (ImGui::CalcTextSize(line.c_str()).x <= b.x - a.x) break;
+    }
+    Text(dl, ImVec2(a.x, b.y - fs * 1.25f), tensor_colour(first), line);
   } else {
     DrawMatrixGrid(m, r.algo(), Tensor::S, 0, c, ga, b, "columns: K_j, V_j  →", aspect);
   }

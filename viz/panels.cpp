@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -58,9 +60,36 @@ ImU32 algo_colour(Algo a) {
   return IM_COL32(rgb[0], rgb[1], rgb[2], 255);
 }
 
+// Dear ImGui's TextWrapped may break a line after '.' or ',', inside "8.66 GB" or "1,024"; this breaks
+// lines at spaces only (and at the text's own '\n'), so a figure is never split.
+void TextWrappedAtSpaces(std::string_view text) {
+  const float width = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize());
+  std::string out, line;
+  auto fits = [width](const std::string& s) { return ImGui::CalcTextSize(s.c_str()).x <= width; };
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find_first_of(" \n", at), text.size());
+    const std::string word(text.substr(at, end - at));
+    const std::string joined = line.empty() ? word : line + " " + word;
+    if (!line.empty() && !fits(joined)) {
+      out += line + "\n";
+      line = word;
+    } else {
+      line = joined;
+    }
+    if (end < text.size() && text[end] == '\n') {
+      out += line + "\n";
+      line.clear();
+    }
+    at = end + 1;
+  }
+  out += line;
+  ImGui::TextUnformatted(out.c_str());
+}
+
 void TextWrappedColoured(ImU32 colour, const char* text) {
   ImGui::PushStyleColor(ImGuiCol_Text, colour);
-  ImGui::TextWrapped("%s", text);
+  TextWrappedAtSpaces(text);
   ImGui::PopStyleColor();
 }
 
@@ -284,7 +313,7 @@ void ShowLessonPanel(AppState& app) {
   TextWrappedColoured(IM_COL32(255, 217, 77, 255), title.c_str());
   ImGui::Separator();
   if (sc.stages.empty()) {
-    ImGui::TextWrapped("%s", sc.summary.c_str());
+    TextWrappedAtSpaces(sc.summary);
     return;
   }
   const LessonStage& st = sc.stages[static_cast<std::size_t>(app.stage)];
@@ -300,7 +329,7 @@ void ShowLessonPanel(AppState& app) {
   TextWrappedColoured(IM_COL32(255, 255, 255, 255), st.title.c_str());
   ImGui::Spacing();
   if (app.font_large) ImGui::PopFont();  // the caption in the regular face: long text reads better
-  ImGui::TextWrapped("%s", st.caption.c_str());
+  TextWrappedAtSpaces(st.caption);
   if (app.font_large) ImGui::PushFont(app.font_large);
 }
 
@@ -585,9 +614,9 @@ void ShowIoPanel(AppState& app) {
     ImGui::TextWrapped("HBM traffic %s against %s without the mask: %.1f× less.", format_bytes(masked).c_str(),
                        format_bytes(dense).c_str(), masked > 0 ? dense / masked : 0.0);
   }
-  ImGui::TextWrapped("All B·H = %lld heads: %s read, %s written, %s accesses (elements)",
-              static_cast<long long>(res.problem.instances()), format_bytes(double(res.total.hbm_read_bytes())).c_str(),
-              format_bytes(double(res.total.hbm_write_bytes())).c_str(), format_count(double(res.total.accesses())).c_str());
+  TextWrappedAtSpaces(fmt::format("All B·H = {} heads: {} read, {} written, {} accesses (elements)", res.problem.instances(),
+                                  format_bytes(double(res.total.hbm_read_bytes())),
+                                  format_bytes(double(res.total.hbm_write_bytes())), format_count(double(res.total.accesses()))));
   if (res.problem.Nq() < res.problem.seq_len) {  // decoding: the softmax work that sets the rooms apart
     const NonMatmulOps ops = r.algo()->non_matmul_ops(res.problem, r.blocks());
     ImGui::TextWrapped("Softmax work of one %s: %s exponentials, %s elements rescaled, %s running-max updates, %lld kernel%s: %s.",
@@ -627,10 +656,10 @@ void ShowIoPanel(AppState& app) {
     std::string note = fmt::format("{} accesses, Br={} Bc={}, {}({})", format_count(acc), b.result.blocks.blocks.Br,
                                    b.result.blocks.blocks.Bc, b.result.bound.kind, b.result.bound.expression);
     if (!(b.algo == app.bars[0].algo) && first > 0 && acc > 0)
-      note += fmt::format(": {:.1f}× fewer than {}", first / acc, to_string(app.bars[0].algo));
+      note += "\n" + view::versus_first(first, acc, to_string(app.bars[0].algo));  // a line of its own: no number split
     ImGui::SetCursorPosX(label_w);
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("%s", note.c_str());
+    TextWrappedAtSpaces(note);
     ImGui::PopStyleColor();
     if (!b.result.blocks.note.empty()) {
       ImGui::SetCursorPosX(label_w);

@@ -53,6 +53,7 @@ void init_state(AppState& app, const GuiOptions& options) {
   app.gpus = gpu_presets();
   app.scenario_names = scenario_names();
   load_scenario_into(app, options.scenario.empty() ? std::string(kDefaultLesson) : options.scenario);
+  if (options.stage > 0) apply_stage(app, options.stage - 1);
 }
 
 void load_scenario_into(AppState& app, const std::string& name_or_path) {

@@ -79,9 +79,11 @@ struct ProblemFlags {
   CLI::Option *o_pass{}, *o_block_mask{}, *o_query_len{}, *o_kv_heads{}, *o_splits{}, *o_unified_max{};
 
   void add_to(CLI::App& cmd) {
-    o_scenario = cmd.add_option("--scenario", scenario, "workload or lesson: a .toml path or an embedded name (gpt2-medium)");
-    o_gpu = cmd.add_option("--gpu", gpu, "GPU preset (hbmlab presets) or a .toml path [a100-40gb]");
-    o_algo = cmd.add_option("--algo", algo, fmt::format("{} [{}]", algo_choices(), default_algo()->name()));
+    o_scenario = cmd.add_option("--scenario", scenario, "workload or lesson: a .toml path or an embedded name, such as "
+                                                       "gpt2-medium or lessons/03-block-size-against-sram [none]")
+                     ->type_name("FILE|NAME");
+    o_gpu = cmd.add_option("--gpu", gpu, "GPU preset (hbmlab presets) or a .toml path [a100-40gb]")->type_name("NAME|FILE");
+    o_algo = cmd.add_option("--algo", algo, fmt::format("{} [{}]", algo_choices(), default_algo()->name()))->type_name("LIST");
     o_batch = cmd.add_option("--batch", batch, "batch size B [1]");
     o_heads = cmd.add_option("--heads", heads, "heads H [1]");
     o_seq_len = cmd.add_option("--seq-len", seq_len, "sequence length N [1024]");
@@ -92,7 +94,8 @@ struct ProblemFlags {
     o_block_mask = cmd.add_option("--block-mask", block_mask,
                                   rooms_taking(&ShapeSupport::block_mask) +
                                       ": keep only some block pairs: local:W, butterfly, random:DENSITY[:SEED], "
-                                      "or a file of Tr lines of Tc 0/1 characters [every pair]");
+                                      "or a file of Tr lines of Tc 0/1 characters [every pair]")
+                       ->type_name("SPEC");
     o_query_len = cmd.add_option("--query-len", query_len, "NQ query rows, the last NQ positions (decoding) [N]");
     o_kv_heads = cmd.add_option("--kv-heads", kv_heads, "HKV K/V heads shared by H/HKV query heads (GQA, MQA) [H]");
     o_splits = cmd.add_option("--splits", splits,
@@ -100,7 +103,8 @@ struct ProblemFlags {
                                   ": K/V splits per (batch, K/V head), or auto (simulate): the count the timing engine "
                                   "predicts fastest [fill every SM once]");
     o_unified_max = cmd.add_option("--unified-max", unified_max,
-                                   rooms_taking(&ShapeSupport::unified_max) + ": the unified max φ [from the scores' statistics]");
+                                   rooms_taking(&ShapeSupport::unified_max) +
+                                       ": the unified max φ, in the scores' natural units [from the scores' statistics]");
   }
 
   bool auto_splits() const { return *o_splits && splits == "auto"; }
@@ -170,7 +174,7 @@ struct SimulateFlags {
   ProblemFlags problem;
   std::int64_t block_rows = 0, block_cols = 0, sram_bytes = 0;
   std::string numerics = "auto";
-  std::uint64_t seed = 1;
+  std::int64_t seed = 1;  // signed, so that "-1" is refused rather than wrapped to 2^64 − 1
   bool json = false, csv = false, steps = false, counts_only = false, no_l2 = false, kv_descending = false,
        hbmlab_kernels = false;
   std::int64_t steps_limit = 200;
@@ -186,7 +190,7 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   f.o_block_cols = cmd->add_option("--block-cols", f.block_cols, "Bc, rows of a K/V block [paper default]");
   f.o_sram_bytes = cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM (and per CTA) [the GPU's]");
   cmd->add_option("--numerics", f.numerics, "check the tiled output against fp64: auto, full, sampled, off [auto]");
-  cmd->add_option("--seed", f.seed, "seed of the random Q, K, V [1]");
+  cmd->add_option("--seed", f.seed, "seed of the random Q, K, V, 0 or more [1]");
   cmd->add_flag("--json", f.json, "print JSON (one object; an array for several algorithms)");
   cmd->add_flag("--csv", f.csv, "print CSV, one row per algorithm");
   cmd->add_flag("--counts-only", f.counts_only, "only the paper's counts and bound: no numerics, no timing engine");
@@ -194,9 +198,11 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   cmd->add_option("--steps-limit", f.steps_limit, "narrate at most this many steps [200]");
   cmd->add_flag("--no-l2", f.no_l2, "turn the L2 off: the paper's model, every counted access reaches HBM");
   cmd->add_option("--mask-out", f.mask_out, "write the block pairs the algorithm visits as a mask file (Tr lines of "
-                                            "Tc characters 0/1; --block-mask takes it back)");
+                                            "Tc characters 0/1; --block-mask takes it back)")
+      ->type_name("FILE");
   cmd->add_option("--timeline", f.timeline, "write the per-SM timeline and HBM bandwidth as Chrome trace JSON "
-                                            "(chrome://tracing, Perfetto) to this file");
+                                            "(chrome://tracing, Perfetto) to this file")
+      ->type_name("FILE");
   f.o_launch_threads = cmd->add_option("--launch-threads", f.launch_threads, "threads per CTA of the room's main kernel [the room's launch]");
   f.o_launch_registers = cmd->add_option("--launch-registers", f.launch_registers,
                                          "registers per thread of the main kernel, limits CTAs per SM [not limiting]");
@@ -236,7 +242,8 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
       if (flags->sram_bytes <= 0) fail_input("--sram-bytes: must be a positive integer, got {}", flags->sram_bytes);
       request.sram_bytes = flags->sram_bytes;
     }
-    request.seed = flags->seed;
+    if (flags->seed < 0) fail_input("--seed: must be 0 or more, got {}", flags->seed);
+    request.seed = static_cast<std::uint64_t>(flags->seed);
     request.l2_enabled = !flags->no_l2;
     request.counts_only = flags->counts_only;
     if (flags->counts_only && !flags->timeline.empty()) fail_input("--timeline: needs the timing engine, not --counts-only");
@@ -249,6 +256,15 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     if (*flags->o_launch_registers)
       request.launch.registers_per_thread = positive(flags->launch_registers, "--launch-registers");
     if (*flags->o_launch_smem) request.launch.smem_bytes_per_cta = positive(flags->launch_smem, "--launch-smem-bytes");
+    // Checked here so that the error names the option rather than the GPU preset's number it exceeds.
+    const GpuSpec& gpu = request.gpu;
+    if (request.launch.threads_per_cta && *request.launch.threads_per_cta > gpu.max_threads_per_sm)
+      fail_input("--launch-threads: {} threads per CTA are more than an SM of {} holds ({})",
+                 *request.launch.threads_per_cta, gpu.name, gpu.max_threads_per_sm);
+    const std::int64_t cta_smem = request.sram_bytes.value_or(gpu.sram_bytes_per_block);
+    if (request.launch.smem_bytes_per_cta && *request.launch.smem_bytes_per_cta > cta_smem)
+      fail_input("--launch-smem-bytes: {} B per CTA are more than one CTA may use on {} ({} B)",
+                 *request.launch.smem_bytes_per_cta, gpu.name, cta_smem);
     request.launch.kv_descending = flags->kv_descending;
     request.launch.hbmlab_kernels = flags->hbmlab_kernels;
     request.auto_splits = flags->problem.auto_splits();
@@ -360,13 +376,13 @@ struct BoundsFlags {
 void add_bounds(CLI::App& app, BoundsFlags& f) {
   CLI::App* cmd = app.add_subcommand("bounds", "sweep N, d and M, fit the exponents of the counted accesses, "
                                                "and check them against the Θ/Ω bounds");
-  cmd->add_option("--algo", f.algo, "algorithms [all]");
+  cmd->add_option("--algo", f.algo, algo_choices() + " [all]")->type_name("LIST");
   cmd->add_option("--pass", f.pass, "forward, backward, or both: the rooms of that pass (Theorem 5 for the "
                                     "backward) [forward]");
-  cmd->add_option("--seq-lens", f.seq_lens, "N values of the N sweep [8192,16384,32768,65536]");
-  cmd->add_option("--head-dims", f.head_dims, "d values of the d sweep [32,64,128]");
-  cmd->add_option("--sram-elements", f.sram_elements, "M values (SRAM in elements) of the M sweep [16384,32768,65536,131072]");
-  cmd->add_option("--densities", f.densities, "block-mask densities s of the s sweep, in (0, 1] [0.125,0.25,0.5,1]");
+  cmd->add_option("--seq-lens", f.seq_lens, "N values of the N sweep [8192,16384,32768,65536]")->type_name("LIST");
+  cmd->add_option("--head-dims", f.head_dims, "d values of the d sweep [32,64,128]")->type_name("LIST");
+  cmd->add_option("--sram-elements", f.sram_elements, "M values (SRAM in elements) of the M sweep [16384,32768,65536,131072]")->type_name("LIST");
+  cmd->add_option("--densities", f.densities, "block-mask densities s of the s sweep, in (0, 1] [0.125,0.25,0.5,1]")->type_name("LIST");
   f.o_base_N = cmd->add_option("--seq-len", f.base_N, "N held fixed in the d and M sweeps [32768]");
   f.o_base_d = cmd->add_option("--head-dim", f.base_d, "d held fixed in the N and M sweeps [64]");
   f.o_base_M = cmd->add_option("--sram-element-count", f.base_M, "M held fixed in the N and d sweeps [65536]");
@@ -381,9 +397,18 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
   selection.algorithms = parse_algos(f.algo);
   selection.passes = parse_passes(f.pass, "--pass");
   config.algos = rooms_of(selection);
-  if (!f.seq_lens.empty()) config.seq_lens = parse_int_list(f.seq_lens, "--seq-lens");
-  if (!f.head_dims.empty()) config.head_dims = parse_int_list(f.head_dims, "--head-dims");
-  if (!f.sram_elements.empty()) config.sram_elems = parse_int_list(f.sram_elements, "--sram-elements");
+  // A fitted exponent needs two distinct values at least: one value "fits" 0 and fails the verdict.
+  auto sweep_values = [](const std::string& text, std::string_view option) {
+    std::vector<std::int64_t> values = parse_int_list(text, option);
+    std::vector<std::int64_t> distinct = values;
+    std::sort(distinct.begin(), distinct.end());
+    if (std::unique(distinct.begin(), distinct.end()) - distinct.begin() < 2)
+      fail_input("{}: a fit needs at least two different values, got '{}'", option, text);
+    return values;
+  };
+  if (!f.seq_lens.empty()) config.seq_lens = sweep_values(f.seq_lens, "--seq-lens");
+  if (!f.head_dims.empty()) config.head_dims = sweep_values(f.head_dims, "--head-dims");
+  if (!f.sram_elements.empty()) config.sram_elems = sweep_values(f.sram_elements, "--sram-elements");
   if (!f.densities.empty()) {
     config.densities.clear();
     std::stringstream in(f.densities);
@@ -408,8 +433,19 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
   config.dtype = *dtype;
   if (!(f.tolerance > 0)) fail_input("--tolerance: must be positive, got {}", f.tolerance);
   config.tolerance = f.tolerance;
-  for (std::int64_t N : config.seq_lens) AttentionProblem{1, 1, N, config.base_d, config.dtype, false}.validate();
-  for (std::int64_t d : config.head_dims) AttentionProblem{1, 1, config.base_N, d, config.dtype, false}.validate();
+  // A swept value out of range is named by its list's option (--head-dims), not the fixed value's (--head-dim).
+  auto check_swept = [](const AttentionProblem& p, std::string_view list_option, std::string_view value_option) {
+    try {
+      p.validate();
+    } catch (const InputError& e) {
+      std::string_view what = e.what();
+      if (!what.starts_with(value_option)) throw;
+      what.remove_prefix(value_option.size());
+      throw InputError(fmt::format("{}{}", list_option, what));
+    }
+  };
+  for (std::int64_t N : config.seq_lens) check_swept({1, 1, N, config.base_d, config.dtype, false}, "--seq-lens", "--seq-len");
+  for (std::int64_t d : config.head_dims) check_swept({1, 1, config.base_N, d, config.dtype, false}, "--head-dims", "--head-dim");
   AttentionProblem{1, 1, config.base_N, config.base_d, config.dtype, false}.validate();
 
   const std::vector<BoundsRow> rows = run_bounds(config);
@@ -430,10 +466,11 @@ struct SweepFlags {
 void add_sweep(CLI::App& app, SweepFlags& f) {
   CLI::App* cmd = app.add_subcommand("sweep", "block size × SRAM grid of HBM traffic and time, as CSV or JSON");
   f.problem.add_to(*cmd);
-  cmd->add_option("--block-rows", f.block_rows, "Br values [16,32,64,128,256]");
-  cmd->add_option("--block-cols", f.block_cols, "Bc values [16,32,64,128,256,512]");
-  cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM values [the GPU's]");
-  cmd->add_option("--out", f.out_path, "write to this file (whole or not at all) instead of standard output");
+  cmd->add_option("--block-rows", f.block_rows, "Br values [16,32,64,128,256]")->type_name("LIST");
+  cmd->add_option("--block-cols", f.block_cols, "Bc values [16,32,64,128,256,512]")->type_name("LIST");
+  cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM values [the GPU's]")->type_name("LIST");
+  cmd->add_option("--out", f.out_path, "write to this file (whole or not at all) instead of standard output")
+      ->type_name("FILE");
   cmd->add_flag("--json", f.json, "JSON instead of CSV");
 }
 
@@ -512,6 +549,22 @@ void print_lesson_report(std::ostream& out, const Scenario& lesson) {
 
 GuiOptions gui_defaults() { return GuiOptions{}; }
 
+// CLI11's "Could not convert: --seq-len = 1e9" as "--seq-len: '1e9' is not a whole number": the option
+// first, as every other error of hbmlab's; other parse errors as CLI11 words them.
+std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
+  const std::string_view what = e.what(), head = "Could not convert: ";
+  const std::size_t eq = what.find(" = ");
+  if (!what.starts_with(head) || eq == std::string_view::npos) return std::string(what);
+  const std::string option(what.substr(head.size(), eq - head.size()));
+  const std::string_view value = what.substr(eq + 3);
+  std::string type;
+  for (const CLI::App* sub : app.get_subcommands())
+    if (const CLI::Option* o = sub->get_option_no_throw(option)) type = o->get_type_name();
+  const std::string_view kind = type == "INT" ? "a whole number" : type == "UINT" ? "a whole number, 0 or more"
+                              : type == "FLOAT" ? "a number" : "a value this option takes";
+  return fmt::format("{}: '{}' is not {}", option, value, kind);
+}
+
 }  // namespace
 
 // [SECTION] run_cli
@@ -533,10 +586,19 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::App* presets = app.add_subcommand("presets", "list the GPU presets with their numbers, units and sources");
   presets->add_flag("--json", presets_json_flag, "print JSON");
   CLI::App* gui_cmd = app.add_subcommand("gui", "open the window (Dear ImGui + GLFW)");
-  gui_cmd->add_option("--scenario", gui.scenario, "lesson or workload: a .toml path or an embedded name");
-  gui_cmd->add_option("--screenshot", gui.screenshot, "save a PNG of the window after --frames frames, then exit");
+  std::int64_t gui_lesson = 0;
+  const std::vector<std::string> names = scenario_names();
+  const auto lessons = std::count_if(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("lessons/"); });
+  CLI::Option* o_gui_lesson = gui_cmd->add_option(
+      "--lesson", gui_lesson, fmt::format("open the embedded lesson numbered N (1 to {}) [1]", lessons))->type_name("N");
+  CLI::Option* o_gui_scenario =
+      gui_cmd->add_option("--scenario", gui.scenario, "lesson or workload: a .toml path or an embedded name [lesson 1]")
+          ->type_name("FILE|NAME");
+  CLI::Option* o_gui_stage = gui_cmd->add_option("--stage", gui.stage, "open the lesson at its stage S, from 1 [1]")->type_name("S");
+  gui_cmd->add_option("--screenshot", gui.screenshot, "save a PNG of the window after --frames frames, then exit")
+      ->type_name("PNG");
   gui_cmd->add_option("--frames", gui.frames, "frames to render before the screenshot or exit [0: until closed]");
-  gui_cmd->add_option("--ui-scale", gui.ui_scale, "scale fonts and widgets (2 for a projector or 4K) [auto]");
+  gui_cmd->add_option("--ui-scale", gui.ui_scale, "scale fonts and widgets, 0.5 to 8 (1.5 for a 1080p projector, 2 for 4K) [auto]");
   gui_cmd->add_option("--width", gui.width, "window width in pixels [1600]");
   gui_cmd->add_option("--height", gui.height, "window height in pixels [1000]");
   gui_cmd->add_flag("--report-fps", gui.report_fps, "print frames per second when done");
@@ -570,7 +632,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
       std::string sub;
       for (const CLI::App* s : app.get_subcommands()) sub = " " + s->get_name();
-      err << fmt::format("hbmlab{}: {}\n", sub, e.what());
+      err << fmt::format("hbmlab{}: {}\n", sub, parse_error_message(e, app));
       return 2;
     }
 
@@ -604,9 +666,22 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         return 2;
       }
       if (gui.frames < 0) fail_input("--frames: must be 0 or more, got {}", gui.frames);
-      if (gui.ui_scale < 0 || gui.ui_scale > 8) fail_input("--ui-scale: must be between 0.5 and 8, got {}", gui.ui_scale);
-      if (gui.width < 320 || gui.height < 240) fail_input("--width: the window must be at least 320×240");
-      if (!gui.scenario.empty()) (void)load_scenario(gui.scenario);  // a bad --scenario is a CLI error
+      if (!(gui.ui_scale == 0 || (gui.ui_scale >= 0.5 && gui.ui_scale <= 8)))  // 0: the default, from the monitor
+        fail_input("--ui-scale: must be between 0.5 and 8, got {}", gui.ui_scale);
+      if (gui.width < 320) fail_input("--width: the window must be at least 320 pixels wide, got {}", gui.width);
+      if (gui.height < 240) fail_input("--height: the window must be at least 240 pixels high, got {}", gui.height);
+      if (*o_gui_lesson) {
+        if (*o_gui_scenario) fail_input("--lesson: give --lesson or --scenario, not both");
+        gui.scenario = lesson_name(gui_lesson);
+      }
+      // A bad --scenario or --stage is a CLI error, not a window that opens on something else.
+      const Scenario shown = load_scenario(gui.scenario.empty() ? std::string(kDefaultLesson) : gui.scenario);
+      if (*o_gui_stage) {
+        const auto stages = static_cast<int>(shown.stages.size());
+        if (stages == 0) fail_input("--stage: {} is a workload, with no stages", gui.scenario);
+        if (gui.stage < 1 || gui.stage > stages)
+          fail_input("--stage: lesson {} has stages 1 to {}, got {}", shown.number, stages, gui.stage);
+      }
       return frontends.gui(gui);
     }
     if (app.got_subcommand("measure")) {

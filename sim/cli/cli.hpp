@@ -12,6 +12,7 @@ namespace hbmlab {
 
 struct GuiOptions {
   std::string scenario;    // empty: the default lesson
+  int stage = 0;           // the lesson's stage to open, from 1; 0: the first
   std::string screenshot;  // save a PNG after `frames` frames and exit
   int frames = 0;          // 0: run until the window closes
   double ui_scale = 0;     // 0: from the monitor's content scale

@@ -109,7 +109,8 @@ AttentionProblem problem_of(const Json& j, const std::string& where) {
   } catch (const Json::exception& e) {
     fail_input("{}: {}", where, e.what());
   } catch (const InputError& e) {
-    fail_input("{}: {}", where, e.what());
+    if (std::string_view(e.what()).starts_with(where)) throw;  // already names the record's key
+    throw InputError(problem_error_at(where, e.what()));
   }
 }
 

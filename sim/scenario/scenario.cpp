@@ -85,7 +85,7 @@ void read_problem(const Reader& r, const toml::table& t, AttentionProblem& p) {
       try {
         p.block_mask = parse_block_mask(r.text(node, name));
       } catch (const InputError& e) {
-        fail_input("{}: {}: {}", r.at(node), name, e.what());
+        throw InputError(problem_error_at(fmt::format("{}: problem", r.at(node)), e.what()));
       }
     }
     else if (key == "dtype") {
@@ -98,7 +98,7 @@ void read_problem(const Reader& r, const toml::table& t, AttentionProblem& p) {
   try {
     p.validate();
   } catch (const InputError& e) {
-    fail_input("{}: problem: {}", r.at(t), e.what());
+    throw InputError(problem_error_at(fmt::format("{}: problem", r.at(t)), e.what()));
   }
 }
 
@@ -130,7 +130,16 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
     if (key == "title") s.title = r.text(node, name);
     else if (key == "summary") s.summary = r.text(node, name);
     else if (key == "number") s.number = static_cast<int>(r.positive(node, name));
-    else if (key == "gpu") s.gpu = r.text(node, name);
+    else if (key == "gpu") {
+      s.gpu = r.text(node, name);
+      try {
+        (void)load_gpu(s.gpu);  // the error names this key, not --gpu, which the user did not give
+      } catch (const InputError& e) {
+        std::string_view what = e.what();
+        if (what.starts_with("--gpu: ")) what.remove_prefix(7);
+        fail_input("{}: {}: {}", r.at(node), name, what);
+      }
+    }
     else if (key == "sram_bytes") s.sram_bytes = r.positive(node, name);
     else if (key == "pass") {
       try {
@@ -238,6 +247,16 @@ std::vector<std::string> scenario_names() {
   for (std::string_view folder : {"lessons", "workloads"})
     for (std::string_view path : embedded_in(folder)) names.emplace_back(path.substr(0, path.rfind('.')));
   return names;
+}
+
+std::string lesson_name(std::int64_t number) {
+  std::vector<std::string> lessons;
+  for (const std::string& name : scenario_names())
+    if (name.starts_with("lessons/")) lessons.push_back(name);
+  const std::string prefix = fmt::format("lessons/{:02d}-", number);
+  for (const std::string& name : lessons)
+    if (number > 0 && name.starts_with(prefix)) return name;
+  fail_input("--lesson: no lesson {} (the embedded lessons are numbered 1 to {})", number, lessons.size());
 }
 
 Scenario load_scenario(std::string_view name_or_path) {

@@ -64,4 +64,8 @@ inline constexpr std::string_view kDefaultLesson = "lessons/01-why-standard-atte
 // Embedded scenario names ("lessons/01-...", "workloads/gpt2-medium"), lessons first.
 std::vector<std::string> scenario_names();
 
+// The embedded lesson numbered `number` ("lessons/03-..." for 3); InputError naming --lesson and the
+// numbers there are when there is none.
+std::string lesson_name(std::int64_t number);
+
 }  // namespace hbmlab

@@ -205,6 +205,8 @@ GpuSpec load_gpu(std::string_view name_or_path) {
   if (auto text = find_embedded("gpus/" + key + ".toml"))
     return parse_gpu_spec(*text, "scenarios/gpus/" + key + ".toml");
   if (key.ends_with(".toml") && exists_on_disk(std::string(key))) return parse_gpu_spec(read_text_file(key), key);
+  if (key.ends_with(".toml") && key.find('/') != std::string::npos)  // a path, not a preset's name
+    fail_input("--gpu: no GPU preset file '{}'", key);
   std::string known;
   for (const std::string& name : gpu_preset_names()) known += (known.empty() ? "" : ", ") + name;
   fail_input("--gpu: unknown preset '{}' (known: {}; or a path to a .toml file)", key, known);

@@ -5,10 +5,19 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "sim/common/error.hpp"
 #include "sim/engine/replay.hpp"
 
 namespace hbmlab::view {
+
+std::string versus_first(double first_accesses, double accesses, std::string_view first_name) {
+  const double ratio = first_accesses / accesses;
+  if (fmt::format("{:.1f}", ratio) == "1.0") return fmt::format("as many as {}", first_name);
+  return ratio > 1 ? fmt::format("{:.1f}× fewer than {}", ratio, first_name)
+                   : fmt::format("{:.1f}× more than {}", 1 / ratio, first_name);
+}
 
 std::vector<AlgoBar> compare_algorithms(const SimulateRequest& base) {
   std::vector<AlgoBar> bars;

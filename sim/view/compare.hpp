@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/bounds/sweep.hpp"
@@ -20,6 +21,10 @@ struct AlgoBar {
   bool shape_not_taken = false;  // the room does not model this shape (a mask, NQ < N…): a note, not a fault
   SimulationResult result;
 };
+
+// How a bar's HBM accesses compare with the first bar's, in words that hold either way:
+// "4.4× fewer than standard", "1.5× more than standard", "as many as standard".
+std::string versus_first(double first_accesses, double accesses, std::string_view first_name);
 
 // The rooms of the base algorithm's pass. Explicit blocks that do not fit one algorithm fall back to
 // its own default choice (noted in result.blocks.note), so that every bar compares something.

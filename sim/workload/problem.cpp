@@ -75,6 +75,16 @@ void AttentionProblem::validate() const {
   if (unified_max && !std::isfinite(*unified_max)) fail_input("--unified-max: must be a finite number, got {}", *unified_max);
 }
 
+std::string problem_error_at(std::string_view where, std::string_view message) {
+  static constexpr std::pair<std::string_view, std::string_view> kKeys[] = {
+      {"--batch: ", "batch"},         {"--heads: ", "heads"},         {"--seq-len: ", "seq_len"},
+      {"--head-dim: ", "head_dim"},   {"--query-len: ", "query_len"}, {"--kv-heads: ", "kv_heads"},
+      {"--splits: ", "splits"},       {"--unified-max: ", "unified_max"}, {"--block-mask: ", "block_mask"}};
+  for (const auto& [option, key] : kKeys)
+    if (message.starts_with(option)) return fmt::format("{}.{}: {}", where, key, message.substr(option.size()));
+  return fmt::format("{}: {}", where, message);
+}
+
 BlockGrid::BlockGrid(std::int64_t N_, Blocks blocks, bool causal_)
     : Nq(N_), N(N_), Br(blocks.Br), Bc(blocks.Bc), Tr(ceil_div(N_, blocks.Br)), Tc(ceil_div(N_, blocks.Bc)),
       causal(causal_) {}

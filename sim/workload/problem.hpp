@@ -66,9 +66,14 @@ struct AttentionProblem {
   std::int64_t Hkv() const { return kv_heads > 0 ? kv_heads : heads; }
   std::int64_t instances() const { return batch * heads; }  // B·H (batch, head) pairs, all alike
   std::int64_t elem_bytes() const { return dtype_bytes(dtype); }
-  // Throws InputError naming the CLI option of the first bad field.
+  // Throws InputError naming the CLI option of the first bad field ("--seq-len: ...").
   void validate() const;
 };
+
+// A validate() message for a problem read from a file: "WHERE.seq_len: ..." in place of
+// "--seq-len: ...", so that the error names the file's key (WHERE: "file:line: problem",
+// "file: records[3].problem"); "WHERE: message" for any other message.
+std::string problem_error_at(std::string_view where, std::string_view message);
 
 struct Blocks {
   std::int64_t Br = 0;  // rows of a Q/O block

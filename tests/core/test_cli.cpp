@@ -110,8 +110,16 @@ TEST_CASE("bad input: exit 2 and one line naming the option", "[cli][errors]") {
       {{"simulate", "--scenario", "no-such-lesson"}, "--scenario"},
       {{"simulate", "--bogus"}, "--bogus"},
       {{"bounds", "--seq-lens", "64,x"}, "--seq-lens"},
+      {{"bounds", "--seq-lens", "1024"}, "--seq-lens: a fit needs at least two different values"},
+      {{"bounds", "--head-dims", "64,64"}, "--head-dims: a fit needs at least two different values"},
+      {{"bounds", "--head-dims", "64,99999"}, "--head-dims: 99999 is more than hbmlab models"},
+      {{"bounds", "--seq-lens", "1024,99999999"}, "--seq-lens: 99999999 is more than hbmlab models"},
       {{"sweep", "--block-rows", "0"}, "--block-rows"},
       {{"frobnicate"}, "frobnicate"},
+      {{"simulate", "--seed", "-1"}, "--seed"},
+      {{"simulate", "--launch-threads", "5000"}, "--launch-threads"},
+      {{"simulate", "--launch-smem-bytes", "999999999"}, "--launch-smem-bytes"},
+      {{"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4", "--launch-smem-bytes", "300"}, "--launch-smem-bytes"},
       // Names longer than the file system takes (a fuzzed mask spec once ended hbmlab here).
       {{"simulate", "--block-mask", "butterfly" + std::string(300, '1')}, "--block-mask"},
       {{"simulate", "--scenario", std::string(300, 'a')}, "--scenario"},
@@ -127,10 +135,58 @@ TEST_CASE("bad input: exit 2 and one line naming the option", "[cli][errors]") {
   }
 }
 
+TEST_CASE("a value of the wrong kind is named with its option first", "[cli][errors]") {
+  CHECK(run({"simulate", "--seq-len", "1e9"}).err == "hbmlab simulate: --seq-len: '1e9' is not a whole number\n");
+  CHECK(run({"simulate", "--unified-max", "abc"}).err == "hbmlab simulate: --unified-max: 'abc' is not a number\n");
+  CHECK(run({"gui", "--frames", "many"}).err == "hbmlab gui: --frames: 'many' is not a whole number\n");
+  CHECK(run({"validate", "--measurements", "x.json", "--dram-within", "5%"}).err ==
+        "hbmlab validate: --dram-within: '5%' is not a number\n");
+}
+
 TEST_CASE("--help exits 0", "[cli]") {
   const Run r = run({"simulate", "--help"});
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("--seq-len"));
+}
+
+TEST_CASE("gui --lesson N --stage S opens that lesson's stage; bad ones are CLI errors", "[cli]") {
+  GuiOptions opened;
+  Frontends frontends;
+  frontends.gui = [&opened](const GuiOptions& o) {
+    opened = o;
+    return 0;
+  };
+  auto gui = [&frontends](std::vector<std::string> args) {
+    std::ostringstream out, err;
+    args.insert(args.begin(), "gui");
+    const int code = run_cli(args, out, err, frontends);
+    return Run{code, out.str(), err.str()};
+  };
+  REQUIRE(gui({"--lesson", "3", "--stage", "2"}).code == 0);
+  CHECK(opened.scenario == "lessons/03-block-size-against-sram");
+  CHECK(opened.stage == 2);
+  REQUIRE(gui({"--lesson", "8"}).code == 0);
+  CHECK_THAT(opened.scenario, Catch::StartsWith("lessons/08-"));
+  CHECK(opened.stage == 0);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--lesson", "9"}, "--lesson"},
+      {{"--lesson", "0"}, "--lesson"},
+      {{"--lesson", "2", "--scenario", "gpt2-medium"}, "--lesson"},
+      {{"--lesson", "1", "--stage", "6"}, "--stage"},
+      {{"--stage", "0"}, "--stage"},
+      {{"--scenario", "gpt2-medium", "--stage", "1"}, "--stage"},
+      {{"--ui-scale", "0.1"}, "--ui-scale"},
+      {{"--ui-scale", "9"}, "--ui-scale"},
+      {{"--height", "100"}, "--height"},
+      {{"--width", "100"}, "--width"},
+  };
+  for (const auto& [args, option] : bad) {
+    INFO(args[0] << " " << args[1]);
+    const Run r = gui(args);
+    CHECK(r.code == 2);
+    CHECK(one_line(r.err));
+    CHECK_THAT(r.err, Catch::Contains(option));
+  }
 }
 
 TEST_CASE("measure without CUDA says how to get it", "[cli]") {

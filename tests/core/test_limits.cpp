@@ -101,7 +101,8 @@ TEST_CASE("limit: a bounds sweep's lists and its counting (kMaxSweepValues, kMax
   require_refused({"bounds", "--seq-lens", comma_list(128, 128, 66)}, "--seq-lens", kMaxSweepValues);
   require_refused({"bounds", "--seq-lens", "1048576,2097152,4194304"}, "--seq-lens", kMaxCountedPairs);
   // Each point countable, all of them together more than a bounds run counts.
-  require_refused({"bounds", "--seq-lens", comma_list(1048576, 0, 40)}, "--seq-lens", kMaxBoundsPairs);
+  // (40 different values: a fit needs at least two different ones.)
+  require_refused({"bounds", "--seq-lens", comma_list(1048576, -1024, 40)}, "--seq-lens", kMaxBoundsPairs);
 }
 
 TEST_CASE("limit: --steps-limit is a count", "[limits]") {

@@ -105,6 +105,18 @@ TEST_CASE("malformed scenarios name file, line and key", "[spec][scenario][error
   CHECK_THROWS_WITH(parse_scenario("[workload\n", "w.toml"), Catch::StartsWith("w.toml:1:"));
   CHECK_THROWS_WITH(parse_scenario(replace(good, "[workload]", "[lesson]"), "w.toml"),
                     Catch::Contains("stages: a lesson needs at least one"));
+  // A file's error names its key, not the command-line option the user did not give.
+  CHECK_THROWS_WITH(parse_scenario(good + "query_len = 100\n", "w.toml"),
+                    "w.toml:3: problem.query_len: NQ = 100 query rows is more than the N = 64 keys they attend to");
+  CHECK_THROWS_WITH(parse_scenario(replace(good, "seq_len = 64", "seq_len = 100000000"), "w.toml"),
+                    Catch::StartsWith("w.toml:3: problem.seq_len: 100000000 is more than hbmlab models"));
+  CHECK_THROWS_WITH(parse_scenario(good + "block_mask = \"local:0\"\n", "w.toml"),
+                    Catch::StartsWith("w.toml:6: problem.block_mask: local:W window '0'"));
+  CHECK_THROWS_WITH(parse_scenario(replace(good, "title = \"t\"", "title = \"t\"\ngpu = \"toyy\""), "w.toml"),
+                    Catch::StartsWith("w.toml:3: workload.gpu: unknown preset 'toyy'"));
+  CHECK_THROWS_WITH(parse_scenario(replace(good, "title = \"t\"", "title = \"t\"\ngpu = \"./no-such-gpu.toml\""), "w.toml"),
+                    "w.toml:3: workload.gpu: no GPU preset file './no-such-gpu.toml'");
+  CHECK_NOTHROW(parse_scenario(replace(good, "title = \"t\"", "title = \"t\"\ngpu = \"toy\""), "w.toml"));
 }
 
 TEST_CASE("a lesson stage may show two rooms side by side and the Inside-the-SM tab", "[spec][scenario]") {

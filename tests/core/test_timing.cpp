@@ -621,6 +621,20 @@ TEST_CASE("validate reads the calibration file and measurement records", "[engin
   err.str("");
   CHECK(run_cli({"validate", "--measurements", path}, out, err) == 2);
   CHECK(err.str().find("records[0].pass: 'sideways' is not forward or backward") != std::string::npos);
+  // A record's problem names its own key once, not a command-line option or the file twice.
+  const std::string record = R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": [{"kernel": "flash2",
+      "problem": {"batch": 1, "heads": 1, "seq_len": SEQ, "head_dim": 64}, "blocks": {"Br": 64, "Bc": 64},
+      "time_ms_median": 1, "dram_read_bytes": 1}]})";
+  for (const auto& [seq_len, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"0", ": records[0].problem.seq_len: must be a positive integer, got 0\n"},
+           {"\"64\"", ": records[0].problem.seq_len: expected a whole number, got string\n"}}) {
+    std::string bad = record;
+    bad.replace(bad.find("SEQ"), 3, seq_len);
+    std::ofstream(path) << bad;
+    err.str("");
+    CHECK(run_cli({"validate", "--measurements", path}, out, err) == 2);
+    CHECK(err.str() == "hbmlab validate: " + path + expected);
+  }
   std::filesystem::remove(path);
 }
 

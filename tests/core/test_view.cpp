@@ -286,3 +286,10 @@ TEST_CASE("view: the roofline puts each kernel under the HBM and shared-memory c
   CHECK(lib.points.empty());
   CHECK(lib.left_out.size() == 3);
 }
+
+TEST_CASE("the IO panel's bars compare with the first in words that hold either way", "[view]") {
+  CHECK(versus_first(9.13e9, 2.09e9, "standard") == "4.4× fewer than standard");
+  // Lesson 7: flash1 at d = 128 moves more than standard attention, not "0.7× fewer".
+  CHECK(versus_first(5.88e9, 8.85e9, "standard") == "1.5× more than standard");
+  CHECK(versus_first(2.0e9, 2.01e9, "flash2") == "as many as flash2");
+}
