@@ -70,14 +70,18 @@ void ShareBar(const char* label, float label_w, const std::optional<double>& sha
 
 }  // namespace
 
+bool IsMeasuredOnChipOf(const ValidationRow& row, Algo algo, const AttentionProblem& problem) {
+  return row.measured_on_chip.any() && row.algo == algo && row.problem.seq_len == problem.seq_len &&
+         row.problem.head_dim == problem.head_dim && row.problem.causal == problem.causal &&
+         row.problem.instances() == problem.instances();
+}
+
 std::vector<const ValidationRow*> MeasuredOnChipRows(const AppState& app, const SimulationResult& res) {
   std::vector<const ValidationRow*> rows;
-  if (!app.measured) return rows;
-  for (const ValidationRow& row : app.measured->rows)
-    if (row.measured_on_chip.any() && row.algo == res.algo && row.problem.seq_len == res.problem.seq_len &&
-        row.problem.head_dim == res.problem.head_dim && row.problem.causal == res.problem.causal &&
-        row.problem.instances() == res.problem.instances())
-      rows.push_back(&row);
+  const std::optional<ValidationReport>& report = app.measured ? app.measured : app.onchip_measured;
+  if (!report) return rows;
+  for (const ValidationRow& row : report->rows)
+    if (IsMeasuredOnChipOf(row, res.algo, res.problem)) rows.push_back(&row);
   return rows;
 }
 
@@ -85,10 +89,11 @@ namespace {
 
 // Recorded Nsight Compute counters of this problem and room beside the prediction (h100-onchip.json).
 void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
-  request_measured(app);
-  if (!app.measured) {
-    if (app.measured_error.empty()) ImGui::TextDisabled("Reading the recorded measurements…");
-    else TextWrappedColoured(IM_COL32(255, 110, 100, 255), app.measured_error.c_str());
+  if (!app.measured) request_onchip_measured(app, res);
+  if (!app.measured && !app.onchip_measured) {
+    const std::string& error = app.onchip_measured_error;
+    if (error.empty()) ImGui::TextDisabled("Reading the recorded measurements of this problem…");
+    else TextWrappedColoured(IM_COL32(255, 110, 100, 255), error.c_str());
     return;
   }
   bool any = false;

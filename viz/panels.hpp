@@ -29,8 +29,9 @@ void ShowOnChipPanel(AppState& app);
 void ShowHelpOverlay(AppState& app);
 void HandleShortcuts(AppState& app);
 
-// The recorded runs of this problem and room that carry on-chip counters (h100-onchip.json), once the
-// measurements are read.
+// Whether a record carries on-chip counters of this room and problem (h100-onchip.json); the
+// recorded runs that do, once read (every file's records, or only this problem's).
+bool IsMeasuredOnChipOf(const ValidationRow& row, Algo algo, const AttentionProblem& problem);
 std::vector<const ValidationRow*> MeasuredOnChipRows(const AppState& app, const SimulationResult& res);
 
 // Text helpers shared by the panels.

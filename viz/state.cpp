@@ -7,8 +7,11 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
+#include "viz/panels.hpp"
 
 namespace hbmlab::viz {
 
@@ -237,6 +240,21 @@ void request_measured(AppState& app) {
       [load] { return load->finish(); });
 }
 
+void request_onchip_measured(AppState& app, const SimulationResult& res) {
+  const AttentionProblem problem = res.problem;
+  const Algo algo = res.algo;
+  const std::string key = fmt::format("{} {} {} {} {}", algo->name(), problem.seq_len, problem.head_dim,
+                                      problem.causal, problem.instances());
+  if (key == app.onchip_measured_key) return;
+  app.onchip_measured_key = key;
+  app.onchip_measured.reset();
+  app.onchip_measured_error.clear();
+  const std::string dir = app.measurements_dir;
+  app.onchip_measured_job.start([dir, algo, problem] {
+    return view::load_measured_where(dir, [&](const ValidationRow& row) { return IsMeasuredOnChipOf(row, algo, problem); });
+  });
+}
+
 void prefetch_measured(AppState& app) {
   if (app.explorer && !app.explorer_job.running() && !app.times_job.running()) request_measured(app);
 }
@@ -272,11 +290,20 @@ void poll_jobs(AppState& app, bool wait) {
       app.times_ready = true;
     }
   }
-  // The Inside-the-SM tab sets the recorded on-chip counters beside its figures.
+  // The Inside-the-SM tab sets the recorded on-chip counters of its problem beside its figures.
   const bool tab_reads_measured = app.tab == Tab::measured || app.tab == Tab::onchip;
-  if (wait && tab_reads_measured) {
+  if (wait && app.tab == Tab::measured) {
     request_measured(app);
     app.measured_job.wait(240);
+  }
+  if (wait && app.tab == Tab::onchip && !app.measured && app.replay[0]) {
+    request_onchip_measured(app, app.replay[0]->result());
+    app.onchip_measured_job.wait(240);
+  }
+  std::optional<ValidationReport> onchip;
+  if (app.onchip_measured_job.take(onchip, error)) {
+    app.onchip_measured = std::move(onchip);
+    app.onchip_measured_error = error;
   }
   // In the page, whose one thread also draws, the Measured tab's records are predicted only while
   // the tab is shown (each can take a second), so that the lessons elsewhere stay fluid.

@@ -104,6 +104,12 @@ struct AppState {
   std::shared_ptr<Progress> measured_progress;  // records predicted so far, for the panel
   std::optional<ValidationReport> measured;
   std::string measured_error;
+  // The Inside-the-SM tab's recorded counters: only the records of the problem on screen, so that
+  // the tab need not wait for every record of every file (`measured`, when in, has them too).
+  Job<ValidationReport> onchip_measured_job;
+  std::optional<ValidationReport> onchip_measured;
+  std::string onchip_measured_key;  // the room and problem they were read for
+  std::string onchip_measured_error;
 
   // Window
   Tab tab = Tab::io;
@@ -124,6 +130,8 @@ void rebuild(AppState& app);  // after a change of settings
 void poll_jobs(AppState& app, bool wait);  // wait: for the jobs the visible tab needs (screenshots)
 void request_times(AppState& app);
 void request_measured(AppState& app);
+// Starts reading the recorded on-chip counters of `res`'s room and problem (once per problem).
+void request_onchip_measured(AppState& app, const SimulationResult& res);
 // An interactive window starts reading the measurements as soon as the explorer's grid is in, so that
 // the Measured tab is ready, or nearly, when the class gets to it (screenshot runs do not).
 void prefetch_measured(AppState& app);

@@ -75,6 +75,15 @@ ValidationReport load_measured(const std::string& dir, const Progress& progress)
   return load.finish();
 }
 
+ValidationReport load_measured_where(const std::string& dir, const std::function<bool(const ValidationRow&)>& keep) {
+  const std::vector<std::string> files = json_files_in(dir);
+  if (files.empty()) return {};
+  ValidationReport report = read_measurements(files, std::nullopt, FileErrors::skip);
+  std::erase_if(report.rows, [&](const ValidationRow& row) { return !keep(row); });
+  predict_measurements(report);
+  return report;
+}
+
 bool MeasuredLoad::step(std::size_t records, const Progress& progress) {
   if (!read_) {
     const std::vector<std::string> files = json_files_in(dir_);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,11 @@ TimelineView timeline_view(const SimulationResult& result, int max_lanes, int bi
 // measured); the others (the L2 microbenchmarks', a file that is not JSON) are listed in
 // skipped_files with why. `progress` as for validate_measurements.
 ValidationReport load_measured(const std::string& dir, const Progress& progress = {});
+
+// Only the records `keep` accepts, validated: what one panel needs (the Inside-the-SM tab's recorded
+// counters of the problem on screen) in a second, where load_measured predicts every record of
+// every file. Files are read and skipped as load_measured does.
+ValidationReport load_measured_where(const std::string& dir, const std::function<bool(const ValidationRow&)>& keep);
 
 // load_measured a step at a time, for a window that draws between steps: the first step reads the
 // files, each later one predicts up to `records` records (on all cores), and finish() adds the

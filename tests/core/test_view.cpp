@@ -14,6 +14,7 @@
 #include "sim/view/compare.hpp"
 #include "sim/view/replay_view.hpp"
 #include "sim/view/roofline_view.hpp"
+#include "sim/view/timeline_view.hpp"
 
 using namespace hbmlab;
 using namespace hbmlab::view;
@@ -250,6 +251,27 @@ TEST_CASE("view: the H100 workload's explorer shows the recorded (Br, Bc) of ass
     REQUIRE(std::isfinite(m.row.measured_dram_read));
     REQUIRE(std::abs(m.row.dram_read_error()) < 0.10);  // the README's DRAM-read target holds here
   }
+}
+
+TEST_CASE("view: load_measured_where predicts only the records it keeps", "[view][measured]") {
+  // Lesson 7's problem: flash2, B = 1, H = 40, N = 6000, d = 128, recorded with on-chip counters.
+  const Algo flash2 = algo_named("flash2");
+  const auto keep = [&](const ValidationRow& row) {
+    return row.measured_on_chip.any() && row.algo == flash2 && row.problem.seq_len == 6000 &&
+           row.problem.head_dim == 128 && !row.problem.causal && row.problem.instances() == 40;
+  };
+  const ValidationReport some = load_measured_where(std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements", keep);
+  REQUIRE(some.rows.size() >= 2);  // h100-onchip.json and h100-onchip-cupti.json hold it
+  for (const ValidationRow& row : some.rows) {
+    REQUIRE(keep(row));
+    REQUIRE(std::isfinite(row.predicted_time_s));
+    REQUIRE(row.predicted_time_s > 0);
+    REQUIRE(row.predicted_on_chip.ldmatrix > 0);
+  }
+  // Nothing kept, nothing predicted.
+  REQUIRE(load_measured_where(std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements",
+                              [](const ValidationRow&) { return false; })
+              .rows.empty());
 }
 
 TEST_CASE("view: the roofline puts each kernel under the HBM and shared-memory ceilings", "[view][on_chip]") {
