@@ -31,6 +31,9 @@
 namespace hbmlab {
 namespace {
 
+// `gui --screenshot` without `--frames`: the frame whose picture is saved.
+constexpr int kScreenshotFrames = 8;
+
 // [SECTION] Shared options
 
 std::vector<std::int64_t> parse_int_list(const std::string& text, std::string_view option) {
@@ -595,7 +598,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       gui_cmd->add_option("--scenario", gui.scenario, "lesson or workload: a .toml path or an embedded name [lesson 1]")
           ->type_name("FILE|NAME");
   CLI::Option* o_gui_stage = gui_cmd->add_option("--stage", gui.stage, "open the lesson at its stage S, from 1 [1]")->type_name("S");
-  gui_cmd->add_option("--screenshot", gui.screenshot, "save a PNG of the window after --frames frames, then exit")
+  gui_cmd->add_option("--screenshot", gui.screenshot, fmt::format("save a PNG of the window after --frames frames ({} unless given), then exit", kScreenshotFrames))
       ->type_name("PNG");
   gui_cmd->add_option("--frames", gui.frames, "frames to render before the screenshot or exit [0: until closed]");
   gui_cmd->add_option("--ui-scale", gui.ui_scale, "scale fonts and widgets, 0.5 to 8 (1.5 for a 1080p projector, 2 for 4K) [auto]");
@@ -666,6 +669,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         return 2;
       }
       if (gui.frames < 0) fail_input("--frames: must be 0 or more, got {}", gui.frames);
+      // A picture needs a last frame: without --frames, --screenshot takes the 8th (the panels' jobs done).
+      if (!gui.screenshot.empty() && gui.frames == 0) gui.frames = kScreenshotFrames;
       if (!(gui.ui_scale == 0 || (gui.ui_scale >= 0.5 && gui.ui_scale <= 8)))  // 0: the default, from the monitor
         fail_input("--ui-scale: must be between 0.5 and 8, got {}", gui.ui_scale);
       if (gui.width < 320) fail_input("--width: the window must be at least 320 pixels wide, got {}", gui.width);

@@ -168,6 +168,13 @@ TEST_CASE("gui --lesson N --stage S opens that lesson's stage; bad ones are CLI 
   REQUIRE(gui({"--lesson", "8"}).code == 0);
   CHECK_THAT(opened.scenario, Catch::StartsWith("lessons/08-"));
   CHECK(opened.stage == 0);
+  // A screenshot without --frames still ends: it is saved after a few frames, not when the window closes.
+  REQUIRE(gui({"--lesson", "8", "--screenshot", "x.png"}).code == 0);
+  CHECK(opened.frames > 0);
+  REQUIRE(gui({"--lesson", "8", "--screenshot", "x.png", "--frames", "30"}).code == 0);
+  CHECK(opened.frames == 30);
+  REQUIRE(gui({"--lesson", "8"}).code == 0);
+  CHECK(opened.frames == 0);  // an interactive window runs until closed
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
       {{"--lesson", "9"}, "--lesson"},
       {{"--lesson", "0"}, "--lesson"},
