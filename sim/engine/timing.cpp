@@ -551,8 +551,9 @@ void Replay::take_writebacks(StepDemand& d) {
 // that have work: each gets its fair share. The GPU shares HBM by the CTAs in flight instead
 // (gpu/bench/hbm_share.cu: of 136 equal streaming CTAs on 132 SMs, the four SMs holding two end them
 // about when the others end their one), but a grid of one CTA per SM also reads HBM slower than
-// one of two (latency under load, which the engine leaves out), and the per-SM share's tail stands
-// in for that on the recorded decode steps (docs/design.md, "Timing engine"). A CTA that cannot
+// one of two (latency under load: Rates::loaded_latency, where the preset gives it, lengthens the
+// latency term, not this share), and the per-SM share's tail stands in for the rest on the
+// recorded decode steps (docs/design.md, "Timing engine"). A CTA that cannot
 // overlap waits for its loads, then computes: its phase is charged to latency or compute by the
 // larger part.
 StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
