@@ -16,10 +16,15 @@
 //          that hold two CTAs finish them in about the time of one (each CTA its 1/136 of HBM)
 //          or twice (each SM its 1/132)?
 //   uneven the same with slices of 1–4 units (CTA i reads 1 + i mod 4 units).
+//   deep   the sweep's 'all' and 'one' at 128 threads with U = 24, 32, 48, 64 and c = 1, 2: the
+//          decode's split CTA (128 threads, up to 32 loads a thread in flight) lies beyond U = 16.
+//   partial k = 1–132 SMs holding one CTA each (16 and 64 KiB in flight, 128 and 256 threads): one
+//          CTA's rate against the CTAs in flight, for grids that leave SMs idle.
 //   mixed  CTAs with 16 and with 64 KiB in flight side by side: shared by CTAs or by bytes in flight?
 //
 // Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o hbm_share gpu/bench/hbm_share.cu
-// Run:   hbm_share JSON_OUT   (prints the summary; writes every CTA's record of every median run)
+// Run:   hbm_share JSON_OUT [MODE...]   (prints the summary; writes every CTA's record of every median
+//        run; modes: sweep tail uneven mixed (the default: all four), deep, partial)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -145,7 +150,11 @@ int occupancy_of(const Config& c, int smem) {
     case 2: return occupancy_u<2>(c.threads, smem);
     case 4: return occupancy_u<4>(c.threads, smem);
     case 8: return occupancy_u<8>(c.threads, smem);
-    default: return occupancy_u<16>(c.threads, smem);
+    case 16: return occupancy_u<16>(c.threads, smem);
+    case 24: return occupancy_u<24>(c.threads, smem);
+    case 32: return occupancy_u<32>(c.threads, smem);
+    case 48: return occupancy_u<48>(c.threads, smem);
+    default: return occupancy_u<64>(c.threads, smem);
   }
 }
 
@@ -186,7 +195,11 @@ Result run_once(const Config& c, Buffers& b, const cudaDeviceProp& prop) {
     case 2: launch_u<2>(c, b.data, b.first, b.chunks, b.rec, b.live, smem); break;
     case 4: launch_u<4>(c, b.data, b.first, b.chunks, b.rec, b.live, smem); break;
     case 8: launch_u<8>(c, b.data, b.first, b.chunks, b.rec, b.live, smem); break;
-    default: launch_u<16>(c, b.data, b.first, b.chunks, b.rec, b.live, smem); break;
+    case 16: launch_u<16>(c, b.data, b.first, b.chunks, b.rec, b.live, smem); break;
+    case 24: launch_u<24>(c, b.data, b.first, b.chunks, b.rec, b.live, smem); break;
+    case 32: launch_u<32>(c, b.data, b.first, b.chunks, b.rec, b.live, smem); break;
+    case 48: launch_u<48>(c, b.data, b.first, b.chunks, b.rec, b.live, smem); break;
+    default: launch_u<64>(c, b.data, b.first, b.chunks, b.rec, b.live, smem); break;
   }
   check(cudaGetLastError(), "launch");
   check(cudaEventRecord(e1), "record");
@@ -274,20 +287,25 @@ void record_json(const Config& c, const Result& r, const char* label) {
   std::fprintf(g_json, "]}");
 }
 
-void sweep(Buffers& b, const cudaDeviceProp& prop) {
+// deep = false: 128 and 256 threads, U = 1–16, c = 1–4; deep = true: 128 threads (the decode's split
+// CTA), U = 24–64, c = 1–2.
+void sweep(Buffers& b, const cudaDeviceProp& prop, bool deep) {
   const int S = prop.multiProcessorCount;
-  std::printf("\n# sweep: every CTA reads its own slice; 'all' = every SM holds c CTAs (%d × c CTAs, 1 GiB in all), "
-              "'one' = SM 0 alone holds c CTAs (the rest leave after a grid barrier), 4 MiB per CTA.\n", S);
+  const std::vector<int> thread_counts = deep ? std::vector<int>{128} : std::vector<int>{128, 256};
+  const std::vector<int> load_counts = deep ? std::vector<int>{24, 32, 48, 64} : std::vector<int>{1, 2, 4, 8, 16};
+  const int most_per_sm = deep ? 2 : 4;
+  std::printf("\n# %s: every CTA reads its own slice; 'all' = every SM holds c CTAs (%d × c CTAs, 1 GiB in all), "
+              "'one' = SM 0 alone holds c CTAs (the rest leave after a grid barrier), 4 MiB per CTA.\n", deep ? "deep" : "sweep", S);
   std::printf("# in flight/SM = c × threads × U × 16 B; GB/s/SM = the SM's bytes over its first start to its last end, "
               "median over SMs; total = all bytes over the first start to the last end; median of 5 launches\n");
   std::printf("%-4s %4s %3s %2s %9s %6s %10s %10s %10s %9s\n", "mode", "thr", "U", "c", "KiB/SM", "occ", "GB/s/SM",
               "total GB/s", "kernel us", "event us");
   for (const char* mode : {"all", "one"})
-    for (int threads : {128, 256})
-      for (int per_sm = 1; per_sm <= 4; ++per_sm)
-        for (int loads : {1, 2, 4, 8, 16}) {
+    for (int threads : thread_counts)
+      for (int per_sm = 1; per_sm <= most_per_sm; ++per_sm)
+        for (int loads : load_counts) {
           Config c;
-          c.mode = "sweep";
+          c.mode = deep ? "deep" : "sweep";
           c.threads = threads;
           c.loads = loads;
           c.per_sm = per_sm;
@@ -411,11 +429,59 @@ void mixed(Buffers& b, const cudaDeviceProp& prop) {
   }
 }
 
+// Partly filled grids: k CTAs, one per SM (the shared memory lets no second one on), every CTA
+// reading 8 MiB after a grid barrier: one CTA's rate against the CTAs in flight, and HBM's total.
+void partial(Buffers& b, const cudaDeviceProp& prop) {
+  const int S = prop.multiProcessorCount;
+  std::printf("\n# partial: k CTAs on k SMs (one each), 8 MiB per CTA, all start after a grid barrier; GB/s per CTA = "
+              "its bytes over its start to its end, mean (min-max); total = all bytes over the first start to the last end\n");
+  std::printf("%-7s %4s %3s %8s %4s %10s %10s %10s  %s\n", "mode", "thr", "U", "KiB/CTA", "k", "kernel us", "total GB/s",
+              "GB/s/CTA", "(min-max)");
+  for (int threads : {128, 256})
+    for (int kib : {16, 64})
+      for (int k : {1, 2, 4, 8, 16, 33, 66, 99, 132}) {
+        if (k > S) continue;
+        Config c;
+        c.mode = "partial";
+        c.threads = threads;
+        c.loads = kib * 1024 / (threads * 16);
+        c.per_sm = 1;
+        c.only_sm = -2;
+        const std::int64_t chunk_bytes = std::int64_t(threads) * c.loads * 16;
+        c.units.assign(k, (8LL << 20) / chunk_bytes);
+        const Result r = run(c, b, prop);
+        double sum = 0, lo = 1e300, hi = 0;
+        int n = 0;
+        for (int i = 0; i < k; ++i) {
+          const unsigned long long* m = &r.rec[std::size_t(i) * kRecord];
+          if (!m[kRecord - 1]) continue;
+          const double rate = double(c.units[i] * chunk_bytes) / (double(m[kMarks + 1] - m[1]) * 1e-9) / 1e9;
+          sum += rate;
+          lo = std::min(lo, rate);
+          hi = std::max(hi, rate);
+          ++n;
+        }
+        std::printf("%-7s %4d %3d %8d %4d %10.1f %10.1f %10.2f  (%.2f-%.2f)\n", "partial", threads, c.loads, kib, k,
+                    r.kernel_us, r.gbps, sum / n, lo, hi);
+        char label[64];
+        std::snprintf(label, sizeof label, "%d ctas", k);
+        record_json(c, r, label);
+      }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: hbm_share JSON_OUT\n");
+  std::vector<std::string> modes;
+  for (int i = 2; i < argc; ++i) modes.push_back(argv[i]);
+  if (modes.empty()) modes = {"sweep", "tail", "uneven", "mixed"};
+  for (const std::string& m : modes)
+    if (m != "sweep" && m != "deep" && m != "tail" && m != "uneven" && m != "mixed" && m != "partial") {
+      std::fprintf(stderr, "hbm_share: unknown mode '%s' (sweep, deep, tail, uneven, mixed, partial)\n", m.c_str());
+      return 2;
+    }
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: hbm_share JSON_OUT [MODE...]\n");
     return 2;
   }
   cudaDeviceProp prop;
@@ -437,10 +503,14 @@ int main(int argc, char** argv) {
   std::fprintf(g_json, "{\"device\": \"%s\", \"sms\": %d,\n \"record\": \"per CTA: smid, chunks, start ns, "
                        "marks after each eighth ns (the last: end), read (1)\",\n \"runs\": [",
                prop.name, prop.multiProcessorCount);
-  sweep(b, prop);
-  tail(b, prop, false);
-  tail(b, prop, true);
-  mixed(b, prop);
+  for (const std::string& m : modes) {
+    if (m == "sweep") sweep(b, prop, false);
+    if (m == "deep") sweep(b, prop, true);
+    if (m == "tail") tail(b, prop, false);
+    if (m == "uneven") tail(b, prop, true);
+    if (m == "mixed") mixed(b, prop);
+    if (m == "partial") partial(b, prop);
+  }
   std::fprintf(g_json, "\n]}\n");
   std::fclose(g_json);
   return 0;

@@ -63,6 +63,15 @@ struct Rates {
   double hbm_latency_s = 0, l2_latency_s = 0;
   double in_flight_per_sm = 0;  // bytes
   double in_flight_per_cta = 0;  // bytes: the preset's, else the SM's
+  double loaded_sharpness = 0;   // GpuSpec::hbm_loaded_sharpness; 0: the idle latency at any load
+  // HBM's latency with `bytes` in flight over the GPU: the idle latency while they are few, and
+  // as they approach and pass what the peak moves in one latency, the time the peak takes to move
+  // them (Little's law), with a soft corner between the two.
+  double loaded_latency(double bytes) const {
+    if (!(loaded_sharpness > 0)) return hbm_latency_s;
+    const double x = bytes / (hbm_latency_s * dram);
+    return hbm_latency_s * std::pow(1.0 + std::pow(x, loaded_sharpness), 1.0 / loaded_sharpness);
+  }
   double clock_hz = 0;
   // The SM's pipes (GpuSpec's measured rates at pipe_clock_mhz), per second per SM.
   double mma_sync_per_sm = 0, mma_sync_per_warp = 0, wgmma_per_sm = 0;  // FLOP/s
@@ -90,6 +99,7 @@ Rates rates_of(const GpuSpec& gpu) {
   r.l2_latency_s = gpu.l2_latency_ns * 1e-9;
   r.in_flight_per_sm = double(gpu.hbm_bytes_in_flight_per_sm);
   r.in_flight_per_cta = gpu.hbm_bytes_in_flight_per_cta > 0 ? double(gpu.hbm_bytes_in_flight_per_cta) : r.in_flight_per_sm;
+  r.loaded_sharpness = gpu.hbm_loaded_latency_sharpness;
   r.clock_hz = gpu.clock_mhz * 1e6;
   const double pipe_hz = gpu.pipe_clock_mhz * 1e6;
   r.pipe_hz = pipe_hz;
@@ -274,6 +284,9 @@ struct StepDemand {
   double issue = 0;  // every resident warp's instructions through the SM's issue slots
   double red = 0;    // every resident CTA's dQ adds through the SM's memory path
   double latency_bytes = 0, window = 0;  // Σ bytes × latency, and the bytes the CTAs keep in flight
+  // The part of the CTAs' windows that HBM serves (each CTA's window × its misses' share of its
+  // loads), the current phase's alone: a double-buffered CTA's prefetch is not counted.
+  double dram_window = 0;
   double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
   double l2_reduce = 0;  // seconds of the L2's reduction rate (the fp32 adds of TileAccess::reduction)
@@ -373,6 +386,7 @@ private:
   std::vector<PartitionedL2> l2_;
   double now_s_ = 0;
   double sample_bin_s_ = 1e-9;
+  double hbm_latency_s_ = 0;  // HBM's latency under the load of the moment (Rates::loaded_latency)
 };
 
 KernelTiming Replay::begin_kernel(const KernelPlan& k, const Occupancy& occ) const {
@@ -427,7 +441,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
         mem.dram_read_bytes += b;
         d.dram_read += b;
         own_dram += b;
-        latency_bytes += double(b) * rates_.hbm_latency_s;
+        latency_bytes += double(b) * hbm_latency_s_;
         window += double(b);
       }
       continue;
@@ -454,7 +468,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
       if (reduce) continue;
       own_dram += o.miss_bytes;
       own_l2 += b;
-      latency_bytes += double(o.hit_bytes) * rates_.l2_latency_s + double(o.miss_bytes) * rates_.hbm_latency_s;
+      latency_bytes += double(o.hit_bytes) * rates_.l2_latency_s + double(o.miss_bytes) * hbm_latency_s_;
       window += double(b);
     }
   }
@@ -506,6 +520,8 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
   // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
   d.window += window * (k.double_buffered ? 2 : 1);
+  const double miss_share = l2_on ? (own_l2 > 0 ? double(own_dram) / double(own_l2) : 0.0) : 1.0;
+  d.dram_window += window * miss_share;
   if ((!k.double_buffered || (r.phase == 0 && !r.prefetched)) && window > 0) {
     // It waits for its loads: either as many round trips as its window needs (Little's law),
     // or the first byte's latency and then its own bytes at the SM's share of DRAM and L2
@@ -535,8 +551,9 @@ void Replay::take_writebacks(StepDemand& d) {
 // that have work: each gets its fair share. The GPU shares HBM by the CTAs in flight instead
 // (gpu/bench/hbm_share.cu: of 136 equal streaming CTAs on 132 SMs, the four SMs holding two end them
 // about when the others end their one), but a grid of one CTA per SM also reads HBM slower than
-// one of two (latency under load, which the engine leaves out), and the per-SM share's tail stands
-// in for that on the recorded decode steps (docs/design.md, "Timing engine"). A CTA that cannot
+// one of two (latency under load: Rates::loaded_latency, where the preset gives it, lengthens the
+// latency term, not this share), and the per-SM share's tail stands in for the rest on the
+// recorded decode steps (docs/design.md, "Timing engine"). A CTA that cannot
 // overlap waits for its loads, then computes: its phase is charged to latency or compute by the
 // larger part.
 StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
@@ -615,6 +632,13 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   // When SMs that ran out of CTAs end their last step: each keeps its share of HBM and L2 until
   // then, so the SMs still working get no more than the peak between them.
   std::priority_queue<double, std::vector<double>, std::greater<double>> leaving;
+  // HBM's load: the bytes in flight over the GPU, each SM's HBM-bound window of its last step
+  // (StepDemand::dram_window) from when it issued them until it leaves. An SM's first step sees
+  // what the SMs stepped before it issued: the first wave's SMs, which start together, are served
+  // in SM order, so the load builds up over it.
+  std::vector<double> sm_window(static_cast<std::size_t>(S), 0.0);
+  double gpu_window = 0;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> emptied;
 
   BusyTime busy;
   double end_s = start_s;
@@ -622,6 +646,11 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     const auto [t0, s] = ready.top();
     ready.pop();
     for (; !leaving.empty() && leaving.top() <= t0; leaving.pop()) --active_sms;
+    for (; !emptied.empty() && emptied.top().first <= t0; emptied.pop()) {
+      gpu_window -= sm_window[emptied.top().second];
+      sm_window[emptied.top().second] = 0;
+    }
+    hbm_latency_s_ = rates_.loaded_latency(gpu_window);
     std::vector<Resident>& here = resident[s];
     StepDemand demand;  // one step of this SM: each resident CTA carries out one phase
     for (const Resident& r : here) serve_phase(k, r, pipes, active_sms, demand);
@@ -634,10 +663,16 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     kt.dram_read_bytes += demand.dram_read;
     kt.dram_write_bytes += demand.dram_write;
     ++kt.rounds;
+    const double w = std::min(demand.dram_window, rates_.in_flight_per_sm);
+    gpu_window += w - sm_window[s];
+    sm_window[s] = w;
     retire(k, kernel_index, here, grid, t1);
     end_s = std::max(end_s, t1);
     if (!here.empty()) ready.push({t1, s});
-    else leaving.push(t1);
+    else {
+      leaving.push(t1);
+      emptied.push({t1, s});
+    }
   }
   end_kernel(kt, busy, start_s, end_s);
 }

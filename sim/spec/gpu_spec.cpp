@@ -46,6 +46,7 @@ constexpr Field kFields[] = {
     {"l2_latency_ns", "ns", &GpuSpec::l2_latency_ns},
     {"hbm_bytes_in_flight_per_sm", "bytes", &GpuSpec::hbm_bytes_in_flight_per_sm},
     {"hbm_bytes_in_flight_per_cta", "bytes", &GpuSpec::hbm_bytes_in_flight_per_cta, false, false, true},
+    {"hbm_loaded_latency_sharpness", "exponent", &GpuSpec::hbm_loaded_latency_sharpness, false, false, true},
     {"registers_per_sm", "registers", &GpuSpec::registers_per_sm},
     {"kernel_overhead_ns", "ns", &GpuSpec::kernel_overhead_ns},
     {"event_timing_overhead_ns", "ns", &GpuSpec::event_timing_overhead_ns, false, false, true},

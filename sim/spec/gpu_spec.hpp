@@ -47,6 +47,11 @@ struct GpuSpec {
   double l2_latency_ns = 0;                 // load-to-use latency of an L2 hit
   std::int64_t hbm_bytes_in_flight_per_sm = 0;  // most load bytes one SM keeps outstanding
   std::int64_t hbm_bytes_in_flight_per_cta = 0; // most one CTA keeps outstanding (0: the SM's)
+  // HBM's latency under load: with W bytes in flight over the GPU, a round trip takes
+  // latency × (1 + x^p)^(1/p), x = W / (latency × peak × hbm_efficiency), p this number (0: the
+  // idle latency whatever is in flight). The GPU then delivers the soft minimum of W / latency and
+  // its peak (docs/design.md, "HBM under load").
+  double hbm_loaded_latency_sharpness = 0;
   std::int64_t registers_per_sm = 0;        // 32-bit registers per SM (limits CTAs per SM)
   double kernel_overhead_ns = 0;            // launch and drain cost of one kernel
   double event_timing_overhead_ns = 0;      // what CUDA events around a launch sequence add to it (0: not measured)

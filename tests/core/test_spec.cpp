@@ -61,6 +61,8 @@ TEST_CASE("malformed presets name file, line and key", "[spec][errors]") {
                     "toy.toml:1: numbers.l2_partition_run_sms: missing (unit \"SMs\"), needed with l2_partitions = 2");
   CHECK_THROWS_WITH(parse_gpu_spec(replace(toy, "[numbers]", replace(partitions, "value = 2", "value = 3")), origin),
                     "toy.toml:1: numbers.l2_partitions: 3 partitions; hbmlab models 1 or 2");
+  CHECK(load_gpu("h100-sxm").hbm_loaded_latency_sharpness == 4);  // fitted (h100-hbm-share.txt, partial)
+  CHECK(load_gpu("h200").hbm_loaded_latency_sharpness == 0);       // not measured: the idle latency
   CHECK(load_gpu("h100-sxm").l2_partitions == 2);
   CHECK(load_gpu("h100-sxm").l2_effective_bytes == load_gpu("h100-sxm").l2_bytes);  // the whole L2, not fitted
 }

@@ -124,6 +124,27 @@ TEST_CASE("one CTA keeps no more in flight than hbm_bytes_in_flight_per_cta; the
   CHECK(run_plans({synthetic(4, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 4 * 1600e-9));
 }
 
+TEST_CASE("HBM's latency grows with the bytes in flight over the GPU (toy, by hand)", "[engine]") {
+  GpuSpec toy = load_gpu("toy");  // 100 ns HBM latency, 16 B/ns HBM (1,600 B a latency), 1 KiB in flight per SM, 2 SMs
+  EngineOptions off;
+  off.l2_enabled = false;
+  // A phase of 4096 B with 1 KiB in flight waits max(4096 B × L / 1 KiB, L + 4096 B at the SM's
+  // share of HBM): two SMs at work, 512 ns.
+  REQUIRE(toy.hbm_loaded_latency_sharpness == 0);  // the idle latency at any load: max(400, 612) ns
+  CHECK(run_plans({synthetic(2, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 4 * 612e-9));
+  toy.hbm_loaded_latency_sharpness = 1;  // L = 100 ns × (1 + W / 1,600 B)
+  // One CTA: its first phase sees nothing in flight (400 ns), the next three its own 1 KiB:
+  // L = 164 ns, max(656, 164 + 256) ns.
+  CHECK(run_plans({synthetic(1, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 400e-9 + 3 * 656e-9));
+  // Two, one an SM: SM 1's first phase sees SM 0's 1 KiB (L = 164 ns, max(656, 676) ns), then
+  // both see 2 KiB (L = 228 ns, max(912, 740) ns); SM 1 ends last.
+  CHECK(run_plans({synthetic(2, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 676e-9 + 3 * 912e-9));
+  // Three: SM 0's two CTAs share its 1 KiB. Its first step is HBM's (8 KiB at 8 B/ns, 1,024 ns),
+  // the next two 8 KiB × 228 ns / 1 KiB = 1,824 ns; SM 1 leaves at 3,422 ns (676 + 3 × 912 after
+  // 10), and SM 0's last step sees 1 KiB in flight: 8 KiB × 164 ns / 1 KiB = 1,312 ns.
+  CHECK(run_plans({synthetic(3, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 1024e-9 + 2 * 1824e-9 + 1312e-9));
+}
+
 TEST_CASE("a CTA that waits for its loads pays latency, then its bytes, then its work (toy, by hand)", "[engine]") {
   const GpuSpec toy = load_gpu("toy");  // 100 ns HBM latency, 16 B/ns HBM, 1 KiB in flight, 1 GHz
   EngineOptions off;
