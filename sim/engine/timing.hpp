@@ -13,7 +13,9 @@
 // docs/design.md#the-sms-pipes; a kernel without counts, its FLOPs alone; a library GEMM at
 // gemm_efficiency of the tensor rate), its SRAM bytes over SRAM
 // bandwidth, memory latency (Little's law: bytes × latency over the bytes the SM keeps in flight, each
-// CTA's at most hbm_bytes_in_flight_per_cta, the SM's at most hbm_bytes_in_flight_per_sm),
+// CTA's at most hbm_bytes_in_flight_per_cta, the SM's at most hbm_bytes_in_flight_per_sm; the latency
+// grows with the bytes in flight over the whole GPU where the preset measured it:
+// hbm_loaded_latency_sharpness, docs/design.md "HBM under load: the loaded latency"),
 // and its DRAM and SM↔L2 bytes over its fair share of HBM and L2 bandwidth (the total over the SMs
 // that have work; a backward's fp32 dQ adds at the L2's measured reduction rate, added to its loads'
 // and stores' time: docs/design.md#the-backwards-dq-reductions). A CTA whose loads do not overlap its
