@@ -26,7 +26,10 @@
 //   stores         in place of fills, the same bytes written by st.shared.v4 from registers
 //   fills_only, stores_only   the fills (stores) and the two barriers alone, no GEMM, no softmax
 //   ctas1, ctas3   1 or 3 CTAs per SM (3: __launch_bounds__(128, 3), one K/V stage to fit)
-// Build and run: gpu/bench/step_ablate.sh OUTDIR
+// Built with -DSTEP_ABLATE_SWEEP it runs instead the scores' exps swept at fixed MMAs and ldmatrix
+// (kExpQ below: 0, ¼, ½, 1, 1½, 2 times the kernel's) at 2 and 1 CTAs an SM, without and with the
+// fills, at the three shapes and d = 64, 128 × 64.
+// Build and run: gpu/bench/step_ablate.sh OUTDIR (SWEEP=1: the sweep)
 #include <cuda_fp16.h>
 
 #include <cmath>
@@ -72,7 +75,11 @@ __host__ __device__ constexpr int smem_bytes() {
   return (kBr + 2 * kStages * kBc) * kD * 2;
 }
 
-template <int kD, int kBc, int kFlags, int kMinCtas>
+// kExpQ: the scores' exps in quarters of the kernel's (4: one a score, the kernel's own). Below 4 the
+// score tiles t with t mod 4 ≥ kExpQ take no exp (the score, scaled and shifted by its FFMA, goes to
+// P̃ as it is); above 4 the tiles with t mod 4 < kExpQ − 4 take a second exp of the same argument,
+// negated, added to ℓ (one MUFU.EX2 and one FADD a score). MMAs, ldmatrix and the rest stay.
+template <int kD, int kBc, int kFlags, int kMinCtas, int kExpQ = 4>
 __global__ void __launch_bounds__(kThreads, kMinCtas)
 step_kernel(int steps, float scale_log2, const T* __restrict__ hbm_K, const T* __restrict__ hbm_V, int kv_rows,
             long long* __restrict__ cycles, unsigned* __restrict__ sm_of, float* __restrict__ sink) {
@@ -208,8 +215,19 @@ step_kernel(int steps, float scale_log2, const T* __restrict__ hbm_K, const T* _
 #pragma unroll
           for (int t = 0; t < kSTiles; ++t) {
             const float s0 = reg_S[g][t][2 * h], s1 = reg_S[g][t][2 * h + 1];
-            const float p0 = ex(s0 * scale_log2 - base);
-            const float p1 = ex(s1 * scale_log2 - base);
+            float p0, p1;
+            if constexpr (kExpQ == 4) {
+              p0 = ex(s0 * scale_log2 - base);
+              p1 = ex(s1 * scale_log2 - base);
+            } else {
+              const bool first_exp = (t % 4) < kExpQ;
+              const float x0 = s0 * scale_log2 - base, x1 = s1 * scale_log2 - base;
+              p0 = first_exp ? ex(x0) : x0;
+              p1 = first_exp ? ex(x1) : x1;
+              if constexpr (kExpQ > 4) {
+                if ((t % 4) < kExpQ - 4) sum += fast_exp2(-x0) + fast_exp2(-x1);
+              }
+            }
             reg_S[g][t][2 * h] = p0;
             reg_S[g][t][2 * h + 1] = p1;
             sum += p0 + p1;
@@ -298,11 +316,11 @@ constexpr int kSteps = 1024;
 const char* kMe = "step_ablate";
 
 // One variant at k CTAs per SM: the median CTA's cycles a step, the spread over the CTAs, the clock.
-template <int kD, int kBc, int kFlags, int kCtas>
+template <int kD, int kBc, int kFlags, int kCtas, int kExpQ = 4>
 void run(const char* name, const Bufs& b) {
   constexpr int kMinCtas = kCtas >= 3 ? 3 : 1;
   constexpr int kStages = kCtas >= 3 ? 1 : 2;
-  auto kernel = step_kernel<kD, kBc, kFlags, kMinCtas>;
+  auto kernel = step_kernel<kD, kBc, kFlags, kMinCtas, kExpQ>;
   // The shared memory asked for leaves room for kCtas CTAs and no more (228 KiB an SM, 1 KiB each reserved).
   int bytes = smem_bytes<kD, kBc, kStages>();
   if (kCtas == 1) bytes = std::max(bytes, 120 * 1024);
@@ -341,6 +359,7 @@ void run(const char* name, const Bufs& b) {
               attr.numRegs, lo, hi);
 }
 
+#ifndef STEP_ABLATE_SWEEP
 template <int kD, int kBc>
 void shape(const Bufs& b) {
   run<kD, kBc, 0, 2>("base", b);
@@ -367,6 +386,28 @@ void shape(const Bufs& b) {
   run<kD, kBc, kNoExp | kNoRescale, 1>("ctas1,no_e,r", b);
   run<kD, kBc, 0, 3>("ctas3", b);
 }
+#else
+// The exps swept at fixed MMAs and ldmatrix: 0, ¼, ½, 1, 1½ and 2 times the kernel's exps a score,
+// at 2 and 1 CTAs an SM, without and with the K/V fills.
+template <int kD, int kBc, int kFlags, int kCtas>
+void sweep(const char* tag, const Bufs& b) {
+  char name[32];
+  auto label = [&](const char* q) { std::snprintf(name, sizeof name, "%s,e%s", tag, q); return name; };
+  run<kD, kBc, kFlags, kCtas, 0>(label("0"), b);
+  run<kD, kBc, kFlags, kCtas, 1>(label(".25"), b);
+  run<kD, kBc, kFlags, kCtas, 2>(label(".5"), b);
+  run<kD, kBc, kFlags, kCtas, 4>(label("1"), b);
+  run<kD, kBc, kFlags, kCtas, 6>(label("1.5"), b);
+  run<kD, kBc, kFlags, kCtas, 8>(label("2"), b);
+}
+template <int kD, int kBc>
+void shape(const Bufs& b) {
+  sweep<kD, kBc, 0, 2>("c2", b);
+  sweep<kD, kBc, 0, 1>("c1", b);
+  sweep<kD, kBc, kFills, 2>("c2,fills", b);
+  sweep<kD, kBc, kFills, 1>("c1,fills", b);
+}
+#endif
 
 }  // namespace
 
@@ -399,5 +440,8 @@ int main() {
   shape<128, 64>(b);
   shape<64, 128>(b);
   shape<128, 32>(b);
+#ifdef STEP_ABLATE_SWEEP
+  shape<64, 64>(b);
+#endif
   return 0;
 }

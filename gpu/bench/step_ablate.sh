@@ -6,6 +6,9 @@
 # N = 8192, not causal), and the SASS counts of each synthetic variant (HMMA, MUFU.EX2, LDSM, BAR,
 # SHFL, FMUL, local loads and stores in the step's loop), so each variant is seen to do what it says.
 # Run: [STEP_ABLATE=prebuilt binary] HBMLAB=build/hbmlab gpu/bench/step_ablate.sh OUTDIR
+#   or: [STEP_ABLATE=prebuilt sweep binary] SWEEP=1 gpu/bench/step_ablate.sh OUTDIR: the exps swept at fixed
+#   MMAs (step_ablate.cu built with -DSTEP_ABLATE_SWEEP: 0 to 2 times the kernel's exps a score, 2 and 1
+#   CTAs an SM, without and with the fills), written to OUTDIR/step-overlap.txt with its SASS counts
 #   writes OUTDIR/step-ablate.txt (the timings, then the SASS counts: assets/measurements/h100-step-ablate.txt),
 #   OUTDIR/step-ablate-sass.txt (the SASS counts alone) and OUTDIR/step-ablate-sass-full.txt.gz (the listing)
 set -uo pipefail
@@ -14,30 +17,40 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 mkdir -p "$out"
 bin=${STEP_ABLATE:-}
+sweep=${SWEEP:-}
+name=step-ablate
+[[ -n $sweep ]] && name=step-overlap
 if [[ -z $bin ]]; then
-  bin=$out/step_ablate
-  nvcc -O3 -std=c++17 -I"$root" -gencode arch=compute_90a,code=sm_90a -o "$bin" "$here/step_ablate.cu" || exit 1
+  bin=$out/$name
+  nvcc -O3 -std=c++17 -I"$root" ${sweep:+-DSTEP_ABLATE_SWEEP} -gencode arch=compute_90a,code=sm_90a -o "$bin" \
+    "$here/step_ablate.cu" || exit 1
 fi
 {
-  echo "# HBMLAB=build/hbmlab gpu/bench/step_ablate.sh OUTDIR ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
+  if [[ -n $sweep ]]; then
+    echo "# SWEEP=1 gpu/bench/step_ablate.sh OUTDIR ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
+    echo "# the synthetic step with its scores' exps swept (step_ablate.cu, -DSTEP_ABLATE_SWEEP): variant c2/c1 = 2/1 CTAs"
+    echo "# an SM, fills = with the kernel's K/V cp.async, eX = X times the kernel's exps a score (MMAs, ldmatrix the same)"
+  else
+    echo "# HBMLAB=build/hbmlab gpu/bench/step_ablate.sh OUTDIR ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
+  fi
   echo "# the synthetic step (step_ablate.cu): cycles a step = one CTA's clock64 cycles over its 1,024 steps;"
   echo "# CTAs = CTAs resident on every SM (the SM's step runs that many block pairs), CTAs/SM = min-max by %smid"
   "$bin"
-} | tee "$out/step-ablate.txt"
+} | tee "$out/$name.txt"
 
 # The SASS of each variant: counts in the step's loop (from the first to the last HMMA; LDSM and BAR
 # over the whole kernel less the fills before the loop).
 sass=$(mktemp)
 cuobjdump -sass "$bin" > "$sass"
-python3 - "$sass" <<'PY' | tee "$out/step-ablate-sass.txt"
+python3 - "$sass" <<'PY' | tee "$out/$name-sass.txt"
 import re, sys
 text = open(sys.argv[1]).read()
 cols = ("HMMA", "MUFU.EX2", "LDSM", "BAR", "SHFL", "FMUL", "FFMA", "LDL", "STL", "LDGSTS", "STS")
-print("# SASS a variant (d, Bc, flags, min CTAs): HMMA, MUFU.EX2, SHFL, FMUL, FFMA, LDL, STL from its loop's first to")
+print("# SASS a variant (d, Bc, flags, min CTAs[, exps in quarters of the kernel's]): HMMA, MUFU.EX2, SHFL, FMUL, FFMA, LDL, STL from its loop's first to")
 print("# last HMMA; LDSM, BAR, LDGSTS, STS over the whole kernel (no_ldmatrix: 3 LDSM before the loop; BAR: 2 outside it)")
 print(f"{'kernel':<22}" + "".join(f"{c:>9}" for c in cols))
 for fn in re.split(r"\n\s*Function : ", text)[1:]:
-    m = re.search(r"step_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E", fn.split("\n", 1)[0])
+    m = re.search(r"step_kernelILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E(?:Li(\d+)E)?", fn.split("\n", 1)[0])
     if not m:
         continue
     ops = [re.sub(r"^@!?U?P\w+\s+", "", b.strip()).split()[0]
@@ -46,14 +59,17 @@ for fn in re.split(r"\n\s*Function : ", text)[1:]:
     loop = ops[h[0]:h[-1] + 1] if h else []
     count = lambda seq, p: sum(1 for o in seq if o == p or o.startswith(p + "."))
     whole = {"LDSM", "BAR", "LDGSTS", "STS"}
-    print(f"{' '.join(m.groups()):<22}" + "".join(f"{count(ops if c in whole else loop, c):>9}" for c in cols))
+    key = [g for g in m.groups() if g is not None]
+    if len(key) == 5 and key[4] == "4":
+        key = key[:4]
+    print(f"{' '.join(key):<22}" + "".join(f"{count(ops if c in whole else loop, c):>9}" for c in cols))
 PY
-gzip -c "$sass" > "$out/step-ablate-sass-full.txt.gz"
+gzip -c "$sass" > "$out/$name-sass-full.txt.gz"
 rm -f "$sass"
 
 # The real kernel at the same shapes: sm__cycles_elapsed.max (the slowest SM) over its steps, a step
 # being 2 CTAs' block pairs (2,560 CTAs of 128 rows, N / Bc pairs each, over 132 SMs × 2).
-if [[ -n ${HBMLAB:-} ]]; then
+if [[ -n ${HBMLAB:-} && -z $sweep ]]; then
   ncu --clock-control none --metrics sm__cycles_elapsed.max,sm__cycles_elapsed.avg,gpu__time_duration.sum \
       -k regex:flash2_kernel --csv --page raw --print-units base --log-file "$out/real-ncu.csv" \
       "$HBMLAB" measure --algo flash2 --seq-len 8192 --head-dim 64,128 --heads 40 --batch 1 --causal no \
@@ -77,4 +93,4 @@ for r in rows:
     print(f"{d:<5} {br:<4} {bc:<4} {mx / steps:>18.0f} {av / steps:>9.0f} {mx / ns * 1e3:>6.0f}")
 PY
 fi
-cat "$out/step-ablate-sass.txt" >> "$out/step-ablate.txt"
+cat "$out/$name-sass.txt" >> "$out/$name.txt"
