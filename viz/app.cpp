@@ -9,7 +9,8 @@
 //   tab=softmax|io|explorer|timeline|measured|onchip,
 //   open=PATH (load a scenario file from the window), resize (resize and minimise the window),
 //   extremes (push every control to its limits), mouse=X:Y (pointer at fractions of the window),
-//   help (show the help overlay).
+//   help (show the help overlay), measured=all (a screenshot of the Measured tab waits for every
+//   record's prediction, not only the lesson's own).
 //
 // [SECTION] Fonts and style
 // [SECTION] Layout
@@ -177,7 +178,7 @@ void ShowLayout(AppState& app) {
 
 struct Script {
   int stage = -1;
-  bool walk = false, play = false, side = false, resize = false, extremes = false, help = false;
+  bool walk = false, play = false, side = false, resize = false, extremes = false, help = false, measured_all = false;
   double at = -1;
   std::string algo, pass, tab, open;
   double mouse_x = -1, mouse_y = -1;
@@ -200,6 +201,7 @@ Script parse_script(const char* text) {
     if (key == "resize") s.resize = true;
     if (key == "extremes") s.extremes = true;
     if (key == "help") s.help = true;
+    if (key == "measured" && value == "all") s.measured_all = true;
     if (key == "at") s.at = std::atof(value.c_str());
     if (key == "algo") s.algo = value;
     if (key == "pass") s.pass = value;
@@ -256,6 +258,7 @@ void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, i
       app.select_tab = true;
     }
     app.show_help = s.help;
+    app.wait_for_all_measured = s.measured_all;
   }
   if (s.walk && frames > 0 && !app.scenario.stages.empty()) {  // every stage, a slice of frames each
     const int n = static_cast<int>(app.scenario.stages.size());

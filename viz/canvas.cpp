@@ -919,14 +919,20 @@ void ShowMeasuredPanel(AppState& app) {
     ImGui::TextDisabled("In the browser: the recorded files below come with the page; measuring new ones "
                         "(hbmlab measure) needs a CUDA GPU and the desktop program.");
   request_measured(app);
-  if (!app.measured) {
+  // Until every record is predicted, those predicted so far: this problem's first, then its room's.
+  std::shared_ptr<const ValidationReport> so_far;
+  if (!app.measured && app.measured_error.empty() && app.measured_so_far) {
+    const std::lock_guard<std::mutex> lock(app.measured_so_far->mutex);
+    so_far = app.measured_so_far->report;
+  }
+  const std::size_t done = app.measured_progress ? app.measured_progress->done.load() : 0;
+  const std::size_t total = app.measured_progress ? app.measured_progress->total.load() : 0;
+  if (!app.measured && !(so_far && !so_far->rows.empty())) {
     if (!app.measured_error.empty()) {
       TextWrappedColoured(IM_COL32(255, 110, 100, 255), app.measured_error.c_str());
     } else {
       ImGui::TextWrapped("Reading %s/*.json and running the timing engine on every recorded configuration "
-                         "(the same as hbmlab validate; it takes a while)…", app.measurements_dir.c_str());
-      const std::size_t done = app.measured_progress ? app.measured_progress->done.load() : 0;
-      const std::size_t total = app.measured_progress ? app.measured_progress->total.load() : 0;
+                         "(the same as hbmlab validate), this problem's first…", app.measurements_dir.c_str());
       if (total > 0) {
         const std::string label = fmt::format("{} of {} configurations", done, total);
         ImGui::ProgressBar(float(done) / float(total), ImVec2(-1, 0), label.c_str());
@@ -934,15 +940,23 @@ void ShowMeasuredPanel(AppState& app) {
     }
     return;
   }
-  const ValidationReport& rep = *app.measured;
+  const ValidationReport& rep = app.measured ? *app.measured : *so_far;
   if (rep.rows.empty()) {
     ImGui::TextDisabled("No measurement files in %s yet: record some with hbmlab measure on a GPU.", app.measurements_dir.c_str());
     return;
   }
-  ImGui::TextWrapped("%zu records from recorded files. Kernel time: mean |error| %.0f%%, worst %+.0f%%, %zu within "
+  if (!app.measured) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("This problem's records and the rest of their files' first; the timing engine is predicting "
+                       "the other recorded configurations (the same as hbmlab validate):");
+    ImGui::PopStyleColor();
+    const std::string label = fmt::format("{} of {} configurations", done, total);
+    ImGui::ProgressBar(total > 0 ? float(done) / float(total) : 0.0f, ImVec2(-1, 0), label.c_str());
+  }
+  ImGui::TextWrapped("%zu records%s. Kernel time: mean |error| %.0f%%, worst %+.0f%%, %zu within "
                      "%.0f%%. DRAM read bytes: mean |error| %.0f%%, worst %+.0f%%, %zu within %.0f%%. Points on the "
                      "diagonal are exact; ringed points are this problem (same N, d and algorithm); squares are backward passes.",
-                     rep.rows.size(), rep.time.mean_abs * 100, rep.time.worst * 100, rep.time.within,
+                     rep.rows.size(), app.measured ? " from recorded files" : " so far", rep.time.mean_abs * 100, rep.time.worst * 100, rep.time.within,
                      rep.time.tolerance * 100, rep.dram_read.mean_abs * 100, rep.dram_read.worst * 100,
                      rep.dram_read.within, rep.dram_read.tolerance * 100);
   if (!rep.skipped_files.empty()) {
@@ -990,9 +1004,7 @@ void ShowMeasuredPanel(AppState& app) {
   for (int pass = 0; pass < 2; ++pass)
     for (const ValidationRow& r : rep.rows) {
       if (!(r.measured_time_s > 0 && r.predicted_time_s > 0)) continue;
-      const auto spec = [](const AttentionProblem& q) { return q.block_mask ? q.block_mask->spec() : std::string(); };
-      const bool mine = r.problem.seq_len == p.seq_len && r.problem.head_dim == p.head_dim && r.algo == algo &&
-                        r.problem.causal == p.causal && spec(r.problem) == spec(p);
+      const bool mine = IsMeasuredOfProblem(r, p, algo);
       if (mine != (pass == 1)) continue;
       const ImVec2 q(px(r.measured_time_s), py(r.predicted_time_s));
       DrawMarker(dl, q, fs * (mine ? 0.32f : 0.22f), r.algo);
