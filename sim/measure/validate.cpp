@@ -44,6 +44,18 @@ double number_or_nan(const Json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : kNaN;
 }
 
+// A measured figure of an hbmlab record: absent or null (what a writer gives for a figure it did not
+// measure) is NaN; otherwise a number, above 0 for a time, at least 0 for a count of bytes.
+double measured_figure(const Json& r, const char* key, const std::string& where, bool time) {
+  const auto it = r.find(key);
+  if (it == r.end() || it->is_null()) return kNaN;
+  if (!it->is_number()) fail_input("{}.{}: expected a number, got {}", where, key, it->type_name());
+  const double v = it->get<double>();
+  if (time && !(v > 0)) fail_input("{}.{}: must be a time above 0 ms, got {}", where, key, it->dump());
+  if (!time && !(v >= 0)) fail_input("{}.{}: must be a number of bytes ≥ 0, got {}", where, key, it->dump());
+  return v;
+}
+
 // A whole number: a JSON integer within int64, or a float with no fraction up to 2^53 (nlohmann's
 // get<std::int64_t>() casts a float without checking its range).
 std::int64_t whole_number(const Json& j, std::string_view where) {
@@ -496,11 +508,11 @@ void read_records(const Json& file, const std::string& path, const std::string& 
         }
       row.launch.kv_descending = l.value("kv_descending", false);
     }
-    row.measured_time_s = number_or_nan(r, "time_ms_median") * 1e-3;
+    row.measured_time_s = measured_figure(r, "time_ms_median", where, true) * 1e-3;
     row.timed_by_events = events;
-    row.measured_dram_read = number_or_nan(r, "dram_read_bytes");
-    row.measured_dram_write = number_or_nan(r, "dram_write_bytes");
-    row.measured_l2_read = number_or_nan(r, "l2_sm_read_bytes");
+    row.measured_dram_read = measured_figure(r, "dram_read_bytes", where, false);
+    row.measured_dram_write = measured_figure(r, "dram_write_bytes", where, false);
+    row.measured_l2_read = measured_figure(r, "l2_sm_read_bytes", where, false);
     row.measured_on_chip = read_on_chip(r, where);
     if (!std::isfinite(row.measured_time_s) && !std::isfinite(row.measured_dram_read)) {
       report.skipped.push_back(where + ": neither a time nor DRAM counters were recorded");
