@@ -232,8 +232,7 @@ bool IsMeasuredOfProblem(const ValidationRow& row, const AttentionProblem& probl
 
 namespace {
 
-// The room and problem on screen, as the Measured tab ranks the records: this problem's 0, the rest
-// of its room's 1, every other 2.
+// The room and problem on screen, for which the Measured tab ranks the records (rank_for).
 std::string measured_key(const AppState& app) {
   const AttentionProblem p = app.replay[0] ? app.replay[0]->result().problem : AttentionProblem{};
   return fmt::format("{} {} {} {} {}", app.settings.algo->name(), p.seq_len, p.head_dim, p.causal,
@@ -284,8 +283,14 @@ void request_measured(AppState& app) {
   // (viz/platform.hpp).
   auto load = std::make_shared<view::MeasuredLoad>(dir);
   const std::size_t records = platform::kBrowser ? 1 : std::max<std::size_t>(4, 2 * std::thread::hardware_concurrency());
+  struct Published {  // when so_far was last copied out
+    std::size_t records = 0;
+    bool first = false, own = false;  // ranks 0, and 0 and 1, all predicted
+    std::string key;
+  };
+  auto published = std::make_shared<Published>();
   app.measured_job.start_slices(
-      [load, progress, shared, records] {
+      [load, progress, shared, records, published] {
         std::string key;
         if (load->read()) {
           const std::lock_guard<std::mutex> lock(shared->mutex);
@@ -297,11 +302,18 @@ void request_measured(AppState& app) {
           progress->total = total;
           progress->done = done;
         });
-        auto now = std::make_shared<const ValidationReport>(load->so_far());
+        // The records so far go out when the lesson's own are in, and every few dozen after (a copy of
+        // every record per record would cost as much as predicting some in the page).
+        const Published now{load->predicted(), load->done_through(0), load->done_through(1), key};
+        const Published& last = *published;
+        if (more && now.first == last.first && now.own == last.own && now.key == last.key && now.records < last.records + 32)
+          return more;
+        auto report = std::make_shared<const ValidationReport>(load->so_far());
+        *published = now;
         const std::lock_guard<std::mutex> lock(shared->mutex);
-        shared->report = std::move(now);
+        shared->report = std::move(report);
         shared->report_key = key;
-        shared->own_done = load->done_through(1);
+        shared->own_done = now.own;
         return more;
       },
       [load] { return load->finish(); });

@@ -368,3 +368,29 @@ TEST_CASE("sweep's CSV leaves a figure empty where its JSON writes null", "[cli]
   CHECK(k == points.size());
   CHECK(nulls > 0);  // blocks that do not fit have no time
 }
+
+TEST_CASE("validate's table is as wide on every line when a mask label is longer than its column", "[cli][validate]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "hbmlab-long-mask.json").string();
+  auto record = [](const char* mask) {
+    return fmt::format(R"({{"kernel": "flash2", "problem": {{"batch": 1, "heads": 2, "seq_len": 2048, "head_dim": 64{}}},
+      "blocks": {{"Br": 64, "Bc": 64}}, "time_ms_median": 0.05, "dram_read_bytes": 1000000}})",
+                       mask);
+  };
+  std::ofstream(path) << fmt::format(R"({{"device": {{"name": "NVIDIA H100 80GB HBM3"}}, "records": [{}, {}]}})",
+                                     record(""), record(R"(, "block_mask": "local:1024")"));
+  const Run r = run({"validate", "--measurements", path});
+  REQUIRE(r.code == 0);
+  std::istringstream lines(r.out);
+  std::string line;
+  std::getline(lines, line);  // the title
+  std::vector<std::size_t> widths;
+  auto columns = [](const std::string& s) {
+    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  };
+  while (std::getline(lines, line) && line.rfind("  (", 0) != 0) widths.push_back(columns(line));
+  REQUIRE(widths.size() == 3);  // the header and two records
+  CHECK_THAT(r.out, Catch::Contains("full+local:1024"));
+  CHECK(widths[1] == widths[0]);
+  CHECK(widths[2] == widths[0]);
+  std::filesystem::remove(path);
+}
