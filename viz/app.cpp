@@ -9,7 +9,8 @@
 //   tab=softmax|io|explorer|timeline|measured|onchip,
 //   open=PATH (load a scenario file from the window), resize (resize and minimise the window),
 //   extremes (push every control to its limits), mouse=X:Y (pointer at fractions of the window),
-//   help (show the help overlay).
+//   help (show the help overlay), measured=all (a screenshot of the Measured tab waits for every
+//   record's prediction, not only the lesson's own).
 //
 // [SECTION] Fonts and style
 // [SECTION] Layout
@@ -101,21 +102,36 @@ void BeginPane(const char* id, ImVec2 pos, ImVec2 size, bool highlighted, bool s
 }
 
 void ShowTabs(AppState& app) {
-  if (!ImGui::BeginTabBar("tabs")) return;
   struct Item {
     const char* name;
+    const char* short_name;  // where the pane is too narrow for every name (a large --ui-scale)
     Tab tab;
     void (*show)(AppState&);
   };
-  const Item items[] = {{"Online softmax", Tab::softmax, ShowSoftmaxPanel},
-                        {"IO and bounds", Tab::io, ShowIoPanel},
-                        {"Block size vs SRAM", Tab::explorer, ShowExplorerPanel},
-                        {"Timeline", Tab::timeline, ShowTimelinePanel},
-                        {"Measured", Tab::measured, ShowMeasuredPanel},
-                        {"Inside the SM", Tab::onchip, ShowOnChipPanel}};
+  const Item items[] = {{"Online softmax", "Softmax", Tab::softmax, ShowSoftmaxPanel},
+                        {"IO and bounds", "IO", Tab::io, ShowIoPanel},
+                        {"Block size vs SRAM", "Blocks", Tab::explorer, ShowExplorerPanel},
+                        {"Timeline", "Timeline", Tab::timeline, ShowTimelinePanel},
+                        {"Measured", "Measured", Tab::measured, ShowMeasuredPanel},
+                        {"Inside the SM", "Inside SM", Tab::onchip, ShowOnChipPanel}};
+  // Names are never cut short: the short ones when the long ones do not fit, and arrows to scroll the
+  // bar when even those do not.
+  const ImGuiStyle& style = ImGui::GetStyle();
+  auto bar_width = [&](bool short_names) {
+    float w = 0;
+    for (const Item& it : items)
+      w += ImGui::CalcTextSize(short_names ? it.short_name : it.name).x + style.FramePadding.x * 2 + style.ItemInnerSpacing.x;
+    return w;
+  };
+  const bool short_names = bar_width(false) > ImGui::GetContentRegionAvail().x;
+  if (!ImGui::BeginTabBar("tabs", ImGuiTabBarFlags_FittingPolicyScroll)) return;
   for (const Item& it : items) {
     const ImGuiTabItemFlags flags = app.select_tab && app.tab == it.tab ? ImGuiTabItemFlags_SetSelected : 0;
-    if (ImGui::BeginTabItem(it.name, nullptr, flags)) {
+    // The same ID whichever name shows, so that the selected tab stays selected.
+    const std::string label = fmt::format("{}###{}", short_names ? it.short_name : it.name, it.name);
+    const bool open = ImGui::BeginTabItem(label.c_str(), nullptr, flags);
+    if (short_names && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", it.name);
+    if (open) {
       if (!app.select_tab) app.tab = it.tab;
       it.show(app);
       ImGui::EndTabItem();
@@ -177,7 +193,7 @@ void ShowLayout(AppState& app) {
 
 struct Script {
   int stage = -1;
-  bool walk = false, play = false, side = false, resize = false, extremes = false, help = false;
+  bool walk = false, play = false, side = false, resize = false, extremes = false, help = false, measured_all = false;
   double at = -1;
   std::string algo, pass, tab, open;
   double mouse_x = -1, mouse_y = -1;
@@ -200,6 +216,7 @@ Script parse_script(const char* text) {
     if (key == "resize") s.resize = true;
     if (key == "extremes") s.extremes = true;
     if (key == "help") s.help = true;
+    if (key == "measured" && value == "all") s.measured_all = true;
     if (key == "at") s.at = std::atof(value.c_str());
     if (key == "algo") s.algo = value;
     if (key == "pass") s.pass = value;
@@ -256,6 +273,7 @@ void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, i
       app.select_tab = true;
     }
     app.show_help = s.help;
+    app.wait_for_all_measured = s.measured_all;
   }
   if (s.walk && frames > 0 && !app.scenario.stages.empty()) {  // every stage, a slice of frames each
     const int n = static_cast<int>(app.scenario.stages.size());
@@ -360,6 +378,18 @@ int run_gui(const hbmlab::GuiOptions& options) {
   if (scale <= 0) {  // from the monitor: content scale, or 2 on a 4K-sized window
     scale = std::max(1.0f, platform::content_scale(window));
     if (options.height >= 1800) scale = std::max(scale, 2.0f);
+  }
+  // The layout needs 1280×720 points (the window's size over the scale): a larger scale would leave
+  // panes too narrow for their drawings and overlap them, so the window takes the largest that fits.
+  if (!platform::kBrowser) {
+    const float fits = std::max(1.0f, std::min(float(options.width) / 1280.0f, float(options.height) / 720.0f));
+    if (scale > fits) {
+      if (options.ui_scale > 0)
+        std::cout << fmt::format("hbmlab gui: --ui-scale {:g} would leave {}×{} points, less than the 1280×720 the layout "
+                                 "needs; using {:.2f}\n",
+                                 options.ui_scale, int(float(options.width) / scale), int(float(options.height) / scale), fits);
+      scale = fits;
+    }
   }
   app.ui_scale = scale;
   app.measurements_dir = platform::measurements_dir();

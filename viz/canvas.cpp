@@ -38,6 +38,13 @@ ImU32 mix(ImU32 a, ImU32 b, float t) {
 
 void Text(ImDrawList* dl, ImVec2 p, ImU32 col, const std::string& s) { dl->AddText(p, col, s.c_str()); }
 
+// The first of `choices`, longest first, that fits in `width`; else the last.
+std::string Fitting(std::initializer_list<std::string> choices, float width) {
+  for (const std::string& s : choices)
+    if (ImGui::CalcTextSize(s.c_str()).x <= width) return s;
+  return *(choices.end() - 1);
+}
+
 void TextCentred(ImDrawList* dl, ImVec2 centre, ImU32 col, const std::string& s) {
   const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
   dl->AddText(ImVec2(centre.x - sz.x / 2, centre.y - sz.y / 2), col, s.c_str());
@@ -135,8 +142,10 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const float split = a.x + (b.x - a.x) * 0.56f;
   const ImVec2 hbm_a(a.x, top), hbm_b(split - pad * 2, b.y);
   dl->AddRect(hbm_a, hbm_b, kFrame, 6.0f, 0, 1.5f);
+  const std::string moved = format_bytes(double(res.per_instance.hbm_bytes()));
   Text(dl, ImVec2(hbm_a.x + pad, hbm_a.y + pad * 0.5f), kText,
-       fmt::format("HBM · {} moved per head", format_bytes(double(res.per_instance.hbm_bytes()))));
+       Fitting({fmt::format("HBM · {} moved per head", moved), fmt::format("HBM · {}", moved), "HBM"},
+               hbm_b.x - hbm_a.x - pad * 2));
   const std::vector<view::HbmTensor> tensors = r.hbm_tensors();
   // Widths: N×d tensors a column each, S and P squares, statistics a thin strip.
   float units = 0;
@@ -221,10 +230,11 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const std::int64_t sram_cap = res.sram_bytes_per_block;
   const view::Sram sram = r.sram_after(pos);
   const std::int64_t cta = last ? r.cta_of(pos - 1) : 0;
-  std::string sm_head = fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, cta, r.cta_count());
-  if (ImGui::CalcTextSize(sm_head.c_str()).x > sm_b.x - sm_a.x)  // a narrow pane or a large --ui-scale
-    sm_head = fmt::format("SM {}/{} · CTA {}/{}", sm, sm_count, cta, r.cta_count());
-  Text(dl, ImVec2(sm_a.x, sm_a.y + pad * 0.5f), kText, sm_head);
+  // Shorter in a narrow pane or at a large --ui-scale.
+  Text(dl, ImVec2(sm_a.x, sm_a.y + pad * 0.5f), kText,
+       Fitting({fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, cta, r.cta_count()),
+                fmt::format("SM {}/{} · CTA {}/{}", sm, sm_count, cta, r.cta_count()), fmt::format("SM {}", sm)},
+               sm_b.x - sm_a.x));
   // Compact (side by side, or a short window): no SM strip and one line of text under the box.
   const bool compact = sm_b.y - sm_a.y < fs * 18;
   // Decoding: a line over the SM strip says how many SMs the CTAs reach.
@@ -313,12 +323,20 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
       const ImVec2 at(from.x + (to.x - from.x) * t, from.y + (to.y - from.y) * t);
       const float bw = fs * 1.6f, bh = fs * 0.9f;
       if (animate) dl->AddRectFilled(ImVec2(at.x - bw / 2, at.y - bh / 2), ImVec2(at.x + bw / 2, at.y + bh / 2), tensor_colour(last->tensor), 3);
-      const std::string label = fmt::format("{} {}  {}", load ? "load" : "store", format_bytes(double(last->bytes)),
-                                            load ? "HBM → SRAM" : "SRAM → HBM");
-      const ImVec2 mid((from.x + to.x) / 2, (from.y + to.y) / 2 - fs * 1.1f);
-      const ImVec2 sz = ImGui::CalcTextSize(label.c_str());
-      dl->AddRectFilled(ImVec2(mid.x - sz.x / 2 - 4, mid.y - 2), ImVec2(mid.x + sz.x / 2 + 4, mid.y + sz.y + 2), IM_COL32(20, 20, 24, 230), 4);
-      Text(dl, ImVec2(mid.x - sz.x / 2, mid.y), kCurrent, label);
+      // Above the arrow's middle, but never over the SRAM tiles' names: when the gap between HBM and
+      // SRAM is narrow the label takes two lines and ends where the tiles begin.
+      const char* what = load ? "load" : "store";
+      const char* way = load ? "HBM → SRAM" : "SRAM → HBM";
+      const float mid_x = (from.x + to.x) / 2, right = sl->second.first.x - 6;
+      std::string label = fmt::format("{} {}  {}", what, format_bytes(double(last->bytes)), way);
+      ImVec2 sz = ImGui::CalcTextSize(label.c_str());
+      if (mid_x + sz.x / 2 > right) {
+        label = fmt::format("{} {}\n{}", what, format_bytes(double(last->bytes)), way);
+        sz = ImGui::CalcTextSize(label.c_str());
+      }
+      const ImVec2 top(std::min(mid_x - sz.x / 2, right - sz.x - 4), (from.y + to.y) / 2 - sz.y - fs * 0.3f);
+      dl->AddRectFilled(ImVec2(top.x - 4, top.y - 2), ImVec2(top.x + sz.x + 4, top.y + sz.y + 2), IM_COL32(20, 20, 24, 230), 4);
+      Text(dl, top, kCurrent, label);
     }
   }
 }
@@ -919,14 +937,20 @@ void ShowMeasuredPanel(AppState& app) {
     ImGui::TextDisabled("In the browser: the recorded files below come with the page; measuring new ones "
                         "(hbmlab measure) needs a CUDA GPU and the desktop program.");
   request_measured(app);
-  if (!app.measured) {
+  // Until every record is predicted, those predicted so far: this problem's first, then its room's.
+  std::shared_ptr<const ValidationReport> so_far;
+  if (!app.measured && app.measured_error.empty() && app.measured_so_far) {
+    const std::lock_guard<std::mutex> lock(app.measured_so_far->mutex);
+    so_far = app.measured_so_far->report;
+  }
+  const std::size_t done = app.measured_progress ? app.measured_progress->done.load() : 0;
+  const std::size_t total = app.measured_progress ? app.measured_progress->total.load() : 0;
+  if (!app.measured && !(so_far && !so_far->rows.empty())) {
     if (!app.measured_error.empty()) {
       TextWrappedColoured(IM_COL32(255, 110, 100, 255), app.measured_error.c_str());
     } else {
       ImGui::TextWrapped("Reading %s/*.json and running the timing engine on every recorded configuration "
-                         "(the same as hbmlab validate; it takes a while)…", app.measurements_dir.c_str());
-      const std::size_t done = app.measured_progress ? app.measured_progress->done.load() : 0;
-      const std::size_t total = app.measured_progress ? app.measured_progress->total.load() : 0;
+                         "(the same as hbmlab validate), this problem's first…", app.measurements_dir.c_str());
       if (total > 0) {
         const std::string label = fmt::format("{} of {} configurations", done, total);
         ImGui::ProgressBar(float(done) / float(total), ImVec2(-1, 0), label.c_str());
@@ -934,15 +958,23 @@ void ShowMeasuredPanel(AppState& app) {
     }
     return;
   }
-  const ValidationReport& rep = *app.measured;
+  const ValidationReport& rep = app.measured ? *app.measured : *so_far;
   if (rep.rows.empty()) {
     ImGui::TextDisabled("No measurement files in %s yet: record some with hbmlab measure on a GPU.", app.measurements_dir.c_str());
     return;
   }
-  ImGui::TextWrapped("%zu records from recorded files. Kernel time: mean |error| %.0f%%, worst %+.0f%%, %zu within "
+  if (!app.measured) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("This problem's records and the rest of their files' first; the timing engine is predicting "
+                       "the other recorded configurations (the same as hbmlab validate):");
+    ImGui::PopStyleColor();
+    const std::string label = fmt::format("{} of {} configurations", done, total);
+    ImGui::ProgressBar(total > 0 ? float(done) / float(total) : 0.0f, ImVec2(-1, 0), label.c_str());
+  }
+  ImGui::TextWrapped("%zu records%s. Kernel time: mean |error| %.0f%%, worst %+.0f%%, %zu within "
                      "%.0f%%. DRAM read bytes: mean |error| %.0f%%, worst %+.0f%%, %zu within %.0f%%. Points on the "
                      "diagonal are exact; ringed points are this problem (same N, d and algorithm); squares are backward passes.",
-                     rep.rows.size(), rep.time.mean_abs * 100, rep.time.worst * 100, rep.time.within,
+                     rep.rows.size(), app.measured ? " from recorded files" : " so far", rep.time.mean_abs * 100, rep.time.worst * 100, rep.time.within,
                      rep.time.tolerance * 100, rep.dram_read.mean_abs * 100, rep.dram_read.worst * 100,
                      rep.dram_read.within, rep.dram_read.tolerance * 100);
   if (!rep.skipped_files.empty()) {
@@ -990,9 +1022,7 @@ void ShowMeasuredPanel(AppState& app) {
   for (int pass = 0; pass < 2; ++pass)
     for (const ValidationRow& r : rep.rows) {
       if (!(r.measured_time_s > 0 && r.predicted_time_s > 0)) continue;
-      const auto spec = [](const AttentionProblem& q) { return q.block_mask ? q.block_mask->spec() : std::string(); };
-      const bool mine = r.problem.seq_len == p.seq_len && r.problem.head_dim == p.head_dim && r.algo == algo &&
-                        r.problem.causal == p.causal && spec(r.problem) == spec(p);
+      const bool mine = IsMeasuredOfProblem(r, p, algo);
       if (mine != (pass == 1)) continue;
       const ImVec2 q(px(r.measured_time_s), py(r.predicted_time_s));
       DrawMarker(dl, q, fs * (mine ? 0.32f : 0.22f), r.algo);

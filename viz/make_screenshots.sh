@@ -28,8 +28,8 @@ shot lesson3-block-size-explorer "stage=2,at=0.5,mouse=0.93:0.52" --scenario $L3
 shot lesson4-what-the-forward-keeps "stage=1,at=0.3" --scenario $L4
 shot lesson4-dq-every-inner-step "stage=3,at=0.4" --scenario $L4
 shot lesson4-recompute-against-bytes "stage=5,at=0.5" --scenario $L4
-shot lesson4-measured-backward "stage=6,at=0.5" --scenario $L4
-shot lesson4-hopper-backward "stage=7,at=0.5" --scenario $L4
+shot lesson4-measured-backward "stage=6,at=0.5,measured=all" --scenario $L4
+shot lesson4-hopper-backward "stage=7,at=0.5,measured=all" --scenario $L4
 shot lesson6-sliding-window "stage=3,at=0.5" --scenario $L6
 shot lesson6-butterfly "stage=4,at=0.5" --scenario $L6
 shot lesson6-bytes-fall-with-density "stage=5,at=0.5" --scenario $L6
@@ -46,6 +46,6 @@ shot inside-the-sm-roofline "stage=1,at=0.5,tab=onchip" --scenario $L8
 shot timeline-warpgroups "stage=4,at=0.45,tab=timeline" --scenario $L8
 shot timeline "stage=5,at=0.5,tab=timeline" --scenario $L1
 FRAMES=14 shot explorer-measured-h100 "at=0.5,tab=explorer,mouse=0.79:0.294" --scenario workloads/h100-flash2-4k
-shot measured-vs-predicted "at=0.5,tab=measured" --scenario $L3
+shot measured-vs-predicted "at=0.5,tab=measured,measured=all" --scenario $L3
 shot help-at-1280x720 "stage=3,at=0.7,help" --scenario $L2 --width 1280 --height 720
 ls -l "$out"

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -222,20 +224,97 @@ void request_times(AppState& app) {
       [times] { return std::move(*times); });
 }
 
+bool IsMeasuredOfProblem(const ValidationRow& row, const AttentionProblem& problem, Algo algo) {
+  const auto spec = [](const AttentionProblem& q) { return q.block_mask ? q.block_mask->spec() : std::string(); };
+  return row.algo == algo && row.problem.seq_len == problem.seq_len && row.problem.head_dim == problem.head_dim &&
+         row.problem.causal == problem.causal && spec(row.problem) == spec(problem);
+}
+
+namespace {
+
+// The room and problem on screen, for which the Measured tab ranks the records (rank_for).
+std::string measured_key(const AppState& app) {
+  const AttentionProblem p = app.replay[0] ? app.replay[0]->result().problem : AttentionProblem{};
+  return fmt::format("{} {} {} {} {}", app.settings.algo->name(), p.seq_len, p.head_dim, p.causal,
+                     p.block_mask ? p.block_mask->spec() : std::string());
+}
+
+void rank_measured(AppState& app) {
+  const std::shared_ptr<AppState::MeasuredSoFar>& shared = app.measured_so_far;
+  if (!shared) return;
+  const std::string key = measured_key(app);
+  const std::lock_guard<std::mutex> lock(shared->mutex);
+  if (key == shared->key) return;
+  shared->key = key;
+  shared->problem = app.replay[0] ? app.replay[0]->result().problem : AttentionProblem{};
+  shared->algo = app.settings.algo;
+  shared->rank_changed = true;
+}
+
+// 0: the records of `problem` in `algo`'s room; 1: the room's other records in the files that hold
+// those (the lesson's own files: a sweep around its problem, PyTorch's and hbmlab's kernels); 2: the rest.
+view::MeasuredLoad::Rank rank_for(const std::vector<ValidationRow>& rows, const AttentionProblem& problem, Algo algo) {
+  std::vector<std::string> files;
+  for (const ValidationRow& row : rows)
+    if (IsMeasuredOfProblem(row, problem, algo) && std::find(files.begin(), files.end(), row.file) == files.end())
+      files.push_back(row.file);
+  return [files, problem, algo](const ValidationRow& row) {
+    if (IsMeasuredOfProblem(row, problem, algo)) return 0;
+    return row.algo == algo && std::find(files.begin(), files.end(), row.file) != files.end() ? 1 : 2;
+  };
+}
+
+}  // namespace
+
 void request_measured(AppState& app) {
-  if (app.measured || !app.measured_error.empty() || app.measured_job.started()) return;
+  if (app.measured || !app.measured_error.empty()) return;
+  if (app.measured_job.started()) {
+    rank_measured(app);  // the lesson may have moved on to another room or problem
+    return;
+  }
   const std::string dir = app.measurements_dir;
   auto progress = std::make_shared<AppState::Progress>();
   app.measured_progress = progress;
-  // All records at once on the desktop's cores, one per slice in the page (viz/platform.hpp).
+  auto shared = std::make_shared<AppState::MeasuredSoFar>();
+  app.measured_so_far = shared;
+  rank_measured(app);
+  // A few records per slice on the desktop (each slice on all its cores), so that a new ranking
+  // takes effect soon and the tab sees each one's records; one per slice in the page
+  // (viz/platform.hpp).
   auto load = std::make_shared<view::MeasuredLoad>(dir);
-  const std::size_t records = platform::kBrowser ? 1 : std::numeric_limits<std::size_t>::max();
+  const std::size_t records = platform::kBrowser ? 1 : std::max<std::size_t>(4, 2 * std::thread::hardware_concurrency());
+  struct Published {  // when so_far was last copied out
+    std::size_t records = 0;
+    bool first = false, own = false;  // ranks 0, and 0 and 1, all predicted
+    std::string key;
+  };
+  auto published = std::make_shared<Published>();
   app.measured_job.start_slices(
-      [load, progress, records] {
-        return load->step(records, [progress](std::size_t done, std::size_t total) {
+      [load, progress, shared, records, published] {
+        std::string key;
+        if (load->read()) {
+          const std::lock_guard<std::mutex> lock(shared->mutex);
+          if (shared->rank_changed) load->rank(rank_for(load->records(), shared->problem, shared->algo));
+          shared->rank_changed = false;
+          key = shared->key;
+        }
+        const bool more = load->step(records, [progress](std::size_t done, std::size_t total) {
           progress->total = total;
           progress->done = done;
         });
+        // The records so far go out when the lesson's own are in, and every few dozen after (a copy of
+        // every record per record would cost as much as predicting some in the page).
+        const Published now{load->predicted(), load->done_through(0), load->done_through(1), key};
+        const Published& last = *published;
+        if (more && now.first == last.first && now.own == last.own && now.key == last.key && now.records < last.records + 32)
+          return more;
+        auto report = std::make_shared<const ValidationReport>(load->so_far());
+        *published = now;
+        const std::lock_guard<std::mutex> lock(shared->mutex);
+        shared->report = std::move(report);
+        shared->report_key = key;
+        shared->own_done = now.own;
+        return more;
       },
       [load] { return load->finish(); });
 }
@@ -292,9 +371,16 @@ void poll_jobs(AppState& app, bool wait) {
   }
   // The Inside-the-SM tab sets the recorded on-chip counters of its problem beside its figures.
   const bool tab_reads_measured = app.tab == Tab::measured || app.tab == Tab::onchip;
-  if (wait && app.tab == Tab::measured) {
+  if (wait && app.tab == Tab::measured) {  // the lesson's own records; every record when asked
     request_measured(app);
-    app.measured_job.wait(240);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+    auto own_done = [&] {
+      if (app.wait_for_all_measured || !app.measured_so_far) return false;
+      const std::lock_guard<std::mutex> lock(app.measured_so_far->mutex);
+      return app.measured_so_far->own_done && app.measured_so_far->report_key == app.measured_so_far->key;
+    };
+    while (app.measured_job.running() && !own_done() && std::chrono::steady_clock::now() < until)
+      app.measured_job.wait(0.05);
   }
   if (wait && app.tab == Tab::onchip && !app.measured && app.replay[0]) {
     request_onchip_measured(app, app.replay[0]->result());

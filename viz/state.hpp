@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -102,6 +103,22 @@ struct AppState {
   std::optional<view::TimelineView> timeline;
   Job<ValidationReport> measured_job;  // started by prefetch_measured, or when the Measured tab is first shown
   std::shared_ptr<Progress> measured_progress;  // records predicted so far, for the panel
+  // The records the job has predicted so far, shared with its thread. It predicts the records of the
+  // problem on screen first, then the other records of its room in the files that hold those, then
+  // every other (view::MeasuredLoad::rank), so that the tab shows the lesson's own records at once and
+  // the others as they come.
+  struct MeasuredSoFar {
+    std::mutex mutex;
+    std::string key;  // the room and problem ranked first (measured_key)
+    AttentionProblem problem;
+    Algo algo = default_algo();
+    bool rank_changed = false;  // the job's thread ranks the records anew before its next step
+    std::shared_ptr<const ValidationReport> report;  // after each step
+    std::string report_key;          // the key `report` was ranked for
+    bool own_done = false;  // that key's records ranked 0 and 1 are in
+  };
+  std::shared_ptr<MeasuredSoFar> measured_so_far;
+  bool wait_for_all_measured = false;  // a screenshot of the Measured tab waits for every record, not only its own
   std::optional<ValidationReport> measured;
   std::string measured_error;
   // The Inside-the-SM tab's recorded counters: only the records of the problem on screen, so that
@@ -130,6 +147,9 @@ void rebuild(AppState& app);  // after a change of settings
 void poll_jobs(AppState& app, bool wait);  // wait: for the jobs the visible tab needs (screenshots)
 void request_times(AppState& app);
 void request_measured(AppState& app);
+// Whether a measurement record is of the problem on screen: the same room (algorithm and pass), N, d,
+// causal flag and block mask. The Measured tab rings these.
+bool IsMeasuredOfProblem(const ValidationRow& row, const AttentionProblem& problem, Algo algo);
 // Starts reading the recorded on-chip counters of `res`'s room and problem (once per problem).
 void request_onchip_measured(AppState& app, const SimulationResult& res);
 // An interactive window starts reading the measurements as soon as the explorer's grid is in, so that

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,7 @@
 #include "sim/bounds/sweep.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/files.hpp"
+#include "sim/common/limits.hpp"
 #include "sim/common/units.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/measure/validate.hpp"
@@ -36,11 +38,23 @@ constexpr int kScreenshotFrames = 8;
 
 // [SECTION] Shared options
 
+// The items of a comma list; an empty one (`flash2,`, `64,,128`) is refused naming the option.
+std::vector<std::string> split_list(const std::string& text, std::string_view option, std::string_view example) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    items.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (items.back().empty())
+      fail_input("{}: '{}' has an empty item (expected a list such as {})", option, text, example);
+    if (comma == std::string::npos) return items;
+    start = comma + 1;
+  }
+}
+
 std::vector<std::int64_t> parse_int_list(const std::string& text, std::string_view option) {
   std::vector<std::int64_t> values;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
+  for (const std::string& item : split_list(text, option, "64,128,256")) {
     std::int64_t v = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (ec != std::errc() || end != item.data() + item.size() || v <= 0)
@@ -50,6 +64,18 @@ std::vector<std::int64_t> parse_int_list(const std::string& text, std::string_vi
   if (values.empty()) fail_input("{}: expected a list such as 64,128,256", option);
   return values;
 }
+
+// SRAM bytes per SM within what the model takes (sim/common/limits.hpp).
+std::int64_t checked_sram_bytes(std::int64_t bytes, std::string_view option) {
+  if (bytes <= 0 || bytes > kMaxSramBytes)
+    fail_input("{}: {} is outside 1 to {} bytes (1 GiB; a GPU has a few hundred KiB of SRAM per SM)", option, bytes,
+               kMaxSramBytes);
+  return bytes;
+}
+
+// A figure of a CSV row: empty where JSON writes null (NaN: not computed, such as the time of blocks
+// that do not fit).
+std::string csv_number(double x) { return std::isfinite(x) ? fmt::format("{:.6g}", x) : std::string(); }
 
 // "standard, flash1, flash2, a comma list, or all": what --algo takes, from the registry.
 std::string algo_choices() { return algo_names() + ", a comma list, or all"; }
@@ -61,9 +87,7 @@ std::string rooms_taking(bool ShapeSupport::*shape) { return names_of(rooms_supp
 std::vector<Algo> parse_algos(const std::string& text, const AttentionProblem& problem = AttentionProblem(1, 1, 1024, 64)) {
   if (text == "all") return all_rooms_for(problem);
   std::vector<Algo> algos;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
+  for (const std::string& item : split_list(text, "--algo", "flash1,flash2")) {
     const auto algo = parse_algo(item);
     if (!algo) fail_input("--algo: unknown algorithm '{}' (expected {})", item, algo_choices());
     algos.push_back(*algo);
@@ -227,11 +251,11 @@ std::string simulation_csv(std::span<const SimulationResult> results) {
       "hbm_write_bytes,hbm_accesses,matmul_flops,non_matmul_flops,bound,bound_ratio,predicted_s\n";
   for (const SimulationResult& r : results) {
     const AttentionProblem& p = r.problem;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g}\n", to_string(r.algo),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", to_string(r.algo),
                        r.gpu.name, p.batch, p.heads, p.seq_len, p.head_dim, to_string(p.dtype), p.causal ? 1 : 0,
                        r.blocks.blocks.Br, r.blocks.blocks.Bc, r.Tr, r.Tc, r.blocks.working_set_bytes,
                        r.total.hbm_read_bytes(), r.total.hbm_write_bytes(), r.total.accesses(), r.total.matmul_flops,
-                       r.total.non_matmul_flops, r.bound.expression, r.bound.ratio, r.time.predicted_s);
+                       r.total.non_matmul_flops, r.bound.expression, csv_number(r.bound.ratio), csv_number(r.time.predicted_s));
   }
   return out;
 }
@@ -241,10 +265,7 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
   if (flags) {
     if (*flags->o_block_rows) request.block_rows = flags->block_rows;
     if (*flags->o_block_cols) request.block_cols = flags->block_cols;
-    if (*flags->o_sram_bytes) {
-      if (flags->sram_bytes <= 0) fail_input("--sram-bytes: must be a positive integer, got {}", flags->sram_bytes);
-      request.sram_bytes = flags->sram_bytes;
-    }
+    if (*flags->o_sram_bytes) request.sram_bytes = checked_sram_bytes(flags->sram_bytes, "--sram-bytes");
     if (flags->seed < 0) fail_input("--seed: must be 0 or more, got {}", flags->seed);
     request.seed = static_cast<std::uint64_t>(flags->seed);
     request.l2_enabled = !flags->no_l2;
@@ -414,9 +435,7 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
   if (!f.sram_elements.empty()) config.sram_elems = sweep_values(f.sram_elements, "--sram-elements");
   if (!f.densities.empty()) {
     config.densities.clear();
-    std::stringstream in(f.densities);
-    std::string item;
-    while (std::getline(in, item, ',')) {
+    for (const std::string& item : split_list(f.densities, "--densities", "0.125,0.25,0.5,1")) {
       const double s = parse_decimal(item).value_or(0);
       if (!(s > 0 && s <= 1))
         fail_input("--densities: '{}' is not a density in (0, 1] (expected a list such as 0.125,0.25,0.5,1)", item);
@@ -487,6 +506,7 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
   config.block_cols = parse_int_list(f.block_cols, "--block-cols");
   if (!f.sram_bytes.empty()) config.sram_bytes = parse_int_list(f.sram_bytes, "--sram-bytes");
   else if (s.sram_bytes) config.sram_bytes = {*s.sram_bytes};
+  for (std::int64_t bytes : config.sram_bytes) checked_sram_bytes(bytes, "--sram-bytes");
 
   ProgressBar bar(err, "sweep");
   const std::vector<SweepPoint> points = run_sweep(config, std::ref(bar));
@@ -505,10 +525,10 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
   } else {
     text = "algorithm,sram_bytes,M_elements,Br,Bc,Tr,Tc,working_set_bytes,fits,hbm_read_bytes,hbm_write_bytes,accesses,bound_ratio,predicted_s\n";
     for (const SweepPoint& pt : points)
-      text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g}\n", to_string(pt.algo), pt.sram_bytes,
+      text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", to_string(pt.algo), pt.sram_bytes,
                           pt.M_elements, pt.blocks.Br, pt.blocks.Bc, pt.Tr, pt.Tc, pt.working_set_bytes, pt.fits ? 1 : 0,
-                          pt.total.hbm_read_bytes(), pt.total.hbm_write_bytes(), pt.total.accesses(), pt.bound_ratio,
-                          pt.predicted_s);
+                          pt.total.hbm_read_bytes(), pt.total.hbm_write_bytes(), pt.total.accesses(),
+                          csv_number(pt.bound_ratio), csv_number(pt.predicted_s));
   }
   if (f.out_path.empty()) {
     out << text;

@@ -37,6 +37,10 @@ inline constexpr std::int64_t kMaxSweepEnginePairs = std::int64_t{1} << 28;
 inline constexpr std::int64_t kMaxSweepValues = 64;
 inline constexpr std::int64_t kMaxBoundsPairs = std::int64_t{1} << 28;
 
+// SRAM per SM (--sram-bytes, a scenario's sram_bytes): a GPU has a few hundred KiB (the H100 228);
+// the model takes up to 1 GiB, enough for M to reach N·d on long sequences, and refuses more.
+inline constexpr std::int64_t kMaxSramBytes = std::int64_t{1} << 30;
+
 // a × b for non-negative a and b, or the largest int64 when that overflows: sizes compared with the
 // limits above are products of user numbers that may not fit.
 inline std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {

@@ -44,6 +44,18 @@ double number_or_nan(const Json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : kNaN;
 }
 
+// A measured figure of an hbmlab record: absent or null (what a writer gives for a figure it did not
+// measure) is NaN; otherwise a number, above 0 for a time, at least 0 for a count of bytes.
+double measured_figure(const Json& r, const char* key, const std::string& where, bool time) {
+  const auto it = r.find(key);
+  if (it == r.end() || it->is_null()) return kNaN;
+  if (!it->is_number()) fail_input("{}.{}: expected a number, got {}", where, key, it->type_name());
+  const double v = it->get<double>();
+  if (time && !(v > 0)) fail_input("{}.{}: must be a time above 0 ms, got {}", where, key, it->dump());
+  if (!time && !(v >= 0)) fail_input("{}.{}: must be a number of bytes ≥ 0, got {}", where, key, it->dump());
+  return v;
+}
+
 // A whole number: a JSON integer within int64, or a float with no fraction up to 2^53 (nlohmann's
 // get<std::int64_t>() casts a float without checking its range).
 std::int64_t whole_number(const Json& j, std::string_view where) {
@@ -496,11 +508,11 @@ void read_records(const Json& file, const std::string& path, const std::string& 
         }
       row.launch.kv_descending = l.value("kv_descending", false);
     }
-    row.measured_time_s = number_or_nan(r, "time_ms_median") * 1e-3;
+    row.measured_time_s = measured_figure(r, "time_ms_median", where, true) * 1e-3;
     row.timed_by_events = events;
-    row.measured_dram_read = number_or_nan(r, "dram_read_bytes");
-    row.measured_dram_write = number_or_nan(r, "dram_write_bytes");
-    row.measured_l2_read = number_or_nan(r, "l2_sm_read_bytes");
+    row.measured_dram_read = measured_figure(r, "dram_read_bytes", where, false);
+    row.measured_dram_write = measured_figure(r, "dram_write_bytes", where, false);
+    row.measured_l2_read = measured_figure(r, "l2_sm_read_bytes", where, false);
     row.measured_on_chip = read_on_chip(r, where);
     if (!std::isfinite(row.measured_time_s) && !std::isfinite(row.measured_dram_read)) {
       report.skipped.push_back(where + ": neither a time nor DRAM counters were recorded");
@@ -804,17 +816,31 @@ void print_on_chip(std::ostream& out, const ValidationReport& r) {
 
 void print_validation(std::ostream& out, const ValidationReport& r) {
   fmt::print(out, "Predicted (hbmlab timing engine) against measured, one row per configuration\n");
-  fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7} {:<4}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
-             "source", "gpu", "B", "H", "N", "d", "mask", "Br×Bc", "K/V", "DRAM rd", "pred", "err", "time ms", "pred", "err");
+  auto mask_of = [](const AttentionProblem& p) {
+    return std::string(p.causal ? "causal" : "full") + (p.block_mask ? "+" + p.block_mask->spec() : "");
+  };
+  // The text columns as wide as their longest entry (a mask such as full+local:1024 is longer than its header).
+  std::size_t source_w = 10, gpu_w = 9, mask_w = 6;
+  for (const ValidationRow& row : r.rows) {
+    source_w = std::max(source_w, row.source.size());
+    gpu_w = std::max(gpu_w, row.gpu.size());
+    mask_w = std::max(mask_w, mask_of(row.problem).size());
+  }
+  auto line = [&](const auto& source, const auto& gpu, const auto& batch, const auto& heads, const auto& N, const auto& d,
+                  const std::string& mask, const std::string& blocks, const std::string& order, const std::string& dram,
+                  const std::string& dram_pred, const std::string& dram_err, const std::string& time,
+                  const std::string& time_pred, const std::string& time_err) {
+    fmt::print(out, "  {:<{}} {:<{}} {:>2} {:>3} {:>6} {:>4} {:<{}} {:>7} {:<4}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
+               source, source_w, gpu, gpu_w, batch, heads, N, d, mask, mask_w, blocks, order, dram, dram_pred, dram_err,
+               time, time_pred, time_err);
+  };
+  line("source", "gpu", "B", "H", "N", "d", "mask", "Br×Bc", "K/V", "DRAM rd", "pred", "err", "time ms", "pred", "err");
   for (const ValidationRow& row : r.rows) {
     const AttentionProblem& p = row.problem;
     const char* order = !row.algo->has_kv_order() ? "" : row.launch.kv_descending ? "desc" : "asc";
-    fmt::print(out, "  {:<10} {:<9} {:>2} {:>3} {:>6} {:>4} {:<6} {:>7} {:<4}  {:>9} {:>9} {:>7}  {:>8} {:>8} {:>7}\n",
-               row.source, row.gpu, p.batch, p.heads, p.seq_len, p.head_dim,
-               std::string(p.causal ? "causal" : "full") + (p.block_mask ? "+" + p.block_mask->spec() : ""),
-               fmt::format("{}×{}", row.blocks.Br, row.blocks.Bc), order, mb_text(row.measured_dram_read),
-               mb_text(row.predicted_dram_read), percent_text(row.dram_read_error()), ms_text(row.measured_time_s),
-               ms_text(row.predicted_time_s), percent_text(row.time_error()));
+    line(row.source, row.gpu, p.batch, p.heads, p.seq_len, p.head_dim, mask_of(p), fmt::format("{}×{}", row.blocks.Br, row.blocks.Bc),
+         order, mb_text(row.measured_dram_read), mb_text(row.predicted_dram_read), percent_text(row.dram_read_error()),
+         ms_text(row.measured_time_s), ms_text(row.predicted_time_s), percent_text(row.time_error()));
   }
   fmt::print(out, "  (DRAM rd in MB: measured dram__bytes_read.sum against predicted DRAM reads after the L2; time:\n"
                   "   measured kernel duration against predicted; K/V: the order flash2 visits K/V blocks in, asc from\n"

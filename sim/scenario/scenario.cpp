@@ -10,6 +10,7 @@
 
 #include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/limits.hpp"
 #include "sim/scenario/embedded.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
@@ -95,6 +96,10 @@ void read_problem(const Reader& r, const toml::table& t, AttentionProblem& p) {
       p.dtype = *parsed;
     }
   }
+  // N and d are the problem: a file that leaves one out is refused rather than given a default.
+  for (const auto& [key, what] : {std::pair{"seq_len", "the sequence length N, such as 1024"},
+                                  std::pair{"head_dim", "the head dimension d, such as 64 or 128"}})
+    if (!t.contains(key)) fail_input("{}: problem.{}: missing ({})", r.at(t), key, what);
   try {
     p.validate();
   } catch (const InputError& e) {
@@ -140,7 +145,12 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
         fail_input("{}: {}: {}", r.at(node), name, what);
       }
     }
-    else if (key == "sram_bytes") s.sram_bytes = r.positive(node, name);
+    else if (key == "sram_bytes") {
+      s.sram_bytes = r.positive(node, name);
+      if (*s.sram_bytes > kMaxSramBytes)
+        fail_input("{}: {}: {} is outside 1 to {} bytes (1 GiB; a GPU has a few hundred KiB of SRAM per SM)", r.at(node),
+                   name, *s.sram_bytes, kMaxSramBytes);
+    }
     else if (key == "pass") {
       try {
         s.passes = parse_passes(r.text(node, name), name);

@@ -89,20 +89,49 @@ bool MeasuredLoad::step(std::size_t records, const Progress& progress) {
     const std::vector<std::string> files = json_files_in(dir_);
     any_file_ = !files.empty();
     if (any_file_) report_ = read_measurements(files, std::nullopt, FileErrors::skip);
+    done_.assign(report_.rows.size(), false);
     read_ = true;
     return !report_.rows.empty();
   }
-  const std::size_t total = report_.rows.size(), n = std::min(records, total - next_);
+  const std::size_t total = report_.rows.size();
+  // The lowest rank still to predict, then up to `records` of its rows in file order.
+  auto rank_of = [&](std::size_t k) { return rank_ ? rank_(report_.rows[k]) : 0; };
+  int lowest = std::numeric_limits<int>::max();
+  for (std::size_t k = 0; k < total; ++k)
+    if (!done_[k]) lowest = std::min(lowest, rank_of(k));
+  std::vector<std::size_t> picked;
+  for (std::size_t k = 0; k < total && picked.size() < records; ++k)
+    if (!done_[k] && rank_of(k) == lowest) picked.push_back(k);
   ValidationReport some;
-  const auto first = report_.rows.begin() + std::ptrdiff_t(next_);
-  some.rows.assign(first, first + std::ptrdiff_t(n));
-  const std::size_t before = next_;
+  for (std::size_t k : picked) some.rows.push_back(std::move(report_.rows[k]));
+  const std::size_t before = predicted_;
   predict_measurements(some, [&](std::size_t done, std::size_t) {
     if (progress) progress(before + done, total);
   });
-  std::move(some.rows.begin(), some.rows.end(), first);
-  next_ += n;
-  return next_ < total;
+  for (std::size_t i = 0; i < picked.size(); ++i) {
+    report_.rows[picked[i]] = std::move(some.rows[i]);
+    done_[picked[i]] = true;
+  }
+  predicted_ += picked.size();
+  return predicted_ < total;
+}
+
+ValidationReport MeasuredLoad::so_far() const {
+  ValidationReport some;
+  some.skipped = report_.skipped;
+  some.skipped_files = report_.skipped_files;
+  some.targets = report_.targets;
+  for (std::size_t k = 0; k < report_.rows.size(); ++k)
+    if (done_[k]) some.rows.push_back(report_.rows[k]);
+  if (any_file_) summarise_measurements(some);
+  return some;
+}
+
+bool MeasuredLoad::done_through(int rank) const {
+  if (!read_) return false;
+  for (std::size_t k = 0; k < report_.rows.size(); ++k)
+    if (!done_[k] && (!rank_ || rank_(report_.rows[k]) <= rank)) return false;
+  return true;
 }
 
 ValidationReport MeasuredLoad::finish() {

@@ -52,17 +52,34 @@ ValidationReport load_measured_where(const std::string& dir, const std::function
 
 // load_measured a step at a time, for a window that draws between steps: the first step reads the
 // files, each later one predicts up to `records` records (on all cores), and finish() adds the
-// summaries. `progress` as for load_measured.
+// summaries. `progress` as for load_measured (records predicted so far, of all).
+//
+// rank() orders the work: the records it ranks lowest are predicted first, and a step predicts
+// records of one rank only, so that so_far() holds a whole rank after the step that ends it (the
+// window ranks the lesson's own problem 0, its room 1, the rest 2, and shows them at once). It may
+// change between steps; without one, records go in file order.
 class MeasuredLoad {
 public:
+  using Rank = std::function<int(const ValidationRow&)>;
   explicit MeasuredLoad(std::string dir) : dir_(std::move(dir)) {}
+  void rank(Rank rank) { rank_ = std::move(rank); }
   bool step(std::size_t records, const Progress& progress = {});  // false once nothing is left
+  // The records predicted so far, in file order, with their summaries (the files' skipped lists too).
+  ValidationReport so_far() const;
+  bool read() const { return read_; }  // the first step is done: records() are the files' records
+  const std::vector<ValidationRow>& records() const { return report_.rows; }  // predicted or not yet
+  std::size_t predicted() const { return predicted_; }
+  std::size_t total() const { return report_.rows.size(); }
+  // Whether every record rank() puts at or below `rank` is predicted (false before the files are read).
+  bool done_through(int rank) const;
   ValidationReport finish();
 
 private:
   std::string dir_;
   bool read_ = false, any_file_ = false;
-  std::size_t next_ = 0;
+  std::vector<bool> done_;  // by row
+  std::size_t predicted_ = 0;
+  Rank rank_;
   ValidationReport report_;
 };
 

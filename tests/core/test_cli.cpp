@@ -1,7 +1,11 @@
 // The CLI in-process: JSON per the contract, text reports, and one-line errors with exit code 2.
+#include <filesystem>
+#include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/cli.hpp"
@@ -262,4 +266,131 @@ TEST_CASE("parse_decimal takes what from_chars takes and nothing else", "[cli]")
   CHECK(r.code == 2);
   CHECK(one_line(r.err));
   CHECK(r.err.find("--densities: 'abc'") != std::string::npos);
+}
+
+TEST_CASE("an empty item of a list and SRAM past what the model takes are refused naming the option",
+          "[cli][errors]") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"simulate", "--algo", "flash2,"}, "--algo: 'flash2,' has an empty item"},
+      {{"simulate", "--algo", ",flash2"}, "--algo: ',flash2' has an empty item"},
+      {{"simulate", "--algo", "flash1,,flash2"}, "--algo: 'flash1,,flash2' has an empty item"},
+      {{"sweep", "--block-rows", "64,"}, "--block-rows: '64,' has an empty item"},
+      {{"bounds", "--densities", "0.5,1,"}, "--densities: '0.5,1,' has an empty item"},
+      {{"simulate", "--sram-bytes", "99999999999"}, "--sram-bytes: 99999999999 is outside 1 to 1073741824 bytes"},
+      {{"sweep", "--sram-bytes", "65536,99999999999"}, "--sram-bytes: 99999999999 is outside 1 to 1073741824 bytes"},
+  };
+  for (const auto& [args, message] : cases) {
+    INFO(args[0] << " " << args[1] << " " << args[2]);
+    const Run r = run(args);
+    CHECK(r.code == 2);
+    CHECK(one_line(r.err));
+    CHECK_THAT(r.err, Catch::Contains(message));
+    CHECK(r.out.empty());
+  }
+  // The largest SRAM the model takes still runs.
+  CHECK(run({"simulate", "--seq-len", "256", "--head-dim", "64", "--sram-bytes", "1073741824", "--numerics", "off"}).code == 0);
+}
+
+TEST_CASE("a workload without N or d, or with SRAM past the model, is refused at its line", "[cli][errors]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "hbmlab-workload-keys.toml").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[workload]\ntitle = \"t\"\n[problem]\nseq_len = 256\n",
+       ":3: problem.head_dim: missing (the head dimension d, such as 64 or 128)\n"},
+      {"[workload]\ntitle = \"t\"\n[problem]\nhead_dim = 64\n",
+       ":3: problem.seq_len: missing (the sequence length N, such as 1024)\n"},
+      {"[workload]\ntitle = \"t\"\nsram_bytes = 99999999999\n[problem]\nseq_len = 256\nhead_dim = 64\n",
+       ":3: workload.sram_bytes: 99999999999 is outside 1 to 1073741824 bytes (1 GiB; a GPU has a few hundred KiB of "
+       "SRAM per SM)\n"},
+  };
+  for (const auto& [text, expected] : cases) {
+    std::ofstream(path) << text;
+    const Run r = run({"simulate", "--scenario", path});
+    CHECK(r.code == 2);
+    CHECK(r.err == "hbmlab simulate: " + path + expected);
+    CHECK(r.out.empty());
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("validate refuses a record whose measured time is not above 0 or whose bytes are negative",
+          "[cli][validate][errors]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "hbmlab-bad-figures.json").string();
+  const std::string record = R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": [{"kernel": "flash2",
+      "problem": {"batch": 1, "heads": 1, "seq_len": 256, "head_dim": 64}, "blocks": {"Br": 64, "Bc": 64},
+      "time_ms_median": TIME, "dram_read_bytes": BYTES}]})";
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"-1", "1", "records[0].time_ms_median: must be a time above 0 ms, got -1"},
+      {"0", "1", "records[0].time_ms_median: must be a time above 0 ms, got 0"},
+      {"\"NaN\"", "1", "records[0].time_ms_median: expected a number, got string"},
+      {"0.5", "-4096", "records[0].dram_read_bytes: must be a number of bytes ≥ 0, got -4096"},
+  };
+  for (const auto& [time, bytes, expected] : cases) {
+    std::string text = record;
+    text.replace(text.find("TIME"), 4, time);
+    text.replace(text.find("BYTES"), 5, bytes);
+    std::ofstream(path) << text;
+    const Run r = run({"validate", "--measurements", path});
+    CHECK(r.code == 2);
+    CHECK(r.err == "hbmlab validate: " + path + ": " + expected + "\n");
+    CHECK(r.out.empty());
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("sweep's CSV leaves a figure empty where its JSON writes null", "[cli][sweep]") {
+  const std::vector<std::string> args = {"sweep", "--gpu", "toy", "--seq-len", "32", "--head-dim", "4",
+                                         "--block-rows", "4,8", "--block-cols", "4,8,16", "--algo", "flash1"};
+  const Run csv = run(args);
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  const Run json = run(json_args);
+  REQUIRE(csv.code == 0);
+  REQUIRE(json.code == 0);
+  CHECK_THAT(csv.out, !Catch::Contains("nan"));
+  const auto points = nlohmann::json::parse(json.out)["points"];
+  std::istringstream lines(csv.out);
+  std::string line;
+  std::getline(lines, line);  // the header
+  std::size_t k = 0, nulls = 0;
+  for (; std::getline(lines, line); ++k) {
+    REQUIRE(k < points.size());
+    std::vector<std::string> fields;
+    std::stringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, ',');) fields.push_back(cell);
+    if (line.back() == ',') fields.push_back("");
+    REQUIRE(fields.size() == 14);
+    for (const auto& [column, key] : {std::pair{12, "bound_ratio"}, std::pair{13, "predicted_s"}}) {
+      INFO(line << " " << key);
+      CHECK(fields[column].empty() == points[k][key].is_null());
+      nulls += points[k][key].is_null();
+    }
+  }
+  CHECK(k == points.size());
+  CHECK(nulls > 0);  // blocks that do not fit have no time
+}
+
+TEST_CASE("validate's table is as wide on every line when a mask label is longer than its column", "[cli][validate]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "hbmlab-long-mask.json").string();
+  auto record = [](const char* mask) {
+    return fmt::format(R"({{"kernel": "flash2", "problem": {{"batch": 1, "heads": 2, "seq_len": 2048, "head_dim": 64{}}},
+      "blocks": {{"Br": 64, "Bc": 64}}, "time_ms_median": 0.05, "dram_read_bytes": 1000000}})",
+                       mask);
+  };
+  std::ofstream(path) << fmt::format(R"({{"device": {{"name": "NVIDIA H100 80GB HBM3"}}, "records": [{}, {}]}})",
+                                     record(""), record(R"(, "block_mask": "local:1024")"));
+  const Run r = run({"validate", "--measurements", path});
+  REQUIRE(r.code == 0);
+  std::istringstream lines(r.out);
+  std::string line;
+  std::getline(lines, line);  // the title
+  std::vector<std::size_t> widths;
+  auto columns = [](const std::string& s) {
+    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  };
+  while (std::getline(lines, line) && line.rfind("  (", 0) != 0) widths.push_back(columns(line));
+  REQUIRE(widths.size() == 3);  // the header and two records
+  CHECK_THAT(r.out, Catch::Contains("full+local:1024"));
+  CHECK(widths[1] == widths[0]);
+  CHECK(widths[2] == widths[0]);
+  std::filesystem::remove(path);
 }

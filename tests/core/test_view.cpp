@@ -315,3 +315,51 @@ TEST_CASE("the IO panel's bars compare with the first in words that hold either 
   CHECK(versus_first(5.88e9, 8.85e9, "standard") == "1.5× more than standard");
   CHECK(versus_first(2.0e9, 2.01e9, "flash2") == "as many as flash2");
 }
+
+// The window's Measured tab ranks the lesson's own records first and shows them before the rest.
+TEST_CASE("view: MeasuredLoad predicts the records it ranks first before the others", "[view][measured]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hbmlab-measured-ranked";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto record = [](const char* kernel, std::int64_t N) {
+    return fmt::format(R"({{"kernel": "{}", "problem": {{"batch": 1, "heads": 2, "seq_len": {}, "head_dim": 64}},
+      "blocks": {{"Br": 64, "Bc": 64}}, "time_ms_median": 0.05, "dram_read_bytes": 786432}})",
+                       kernel, N);
+  };
+  std::ofstream(dir / "records.json") << fmt::format(R"({{"device": {{"name": "NVIDIA H100 80GB HBM3"}}, "records": [{}, {}, {}]}})",
+                                                     record("flash2", 1024), record("flash1", 256), record("flash2", 512));
+  const ValidationReport whole = load_measured(dir.string());
+  REQUIRE(whole.rows.size() == 3);
+
+  MeasuredLoad load(dir.string());
+  load.rank([](const ValidationRow& row) { return row.algo == algo_named("flash1") ? 0 : 1; });
+  CHECK_FALSE(load.done_through(0));
+  REQUIRE(load.step(100));  // reads the files
+  CHECK(load.total() == 3);
+  CHECK(load.so_far().rows.empty());
+  REQUIRE(load.step(100));  // the one record ranked 0, alone, though the step could take all three
+  CHECK(load.predicted() == 1);
+  CHECK(load.done_through(0));
+  CHECK_FALSE(load.done_through(1));
+  const ValidationReport first = load.so_far();
+  REQUIRE(first.rows.size() == 1);
+  CHECK(first.rows[0].algo == algo_named("flash1"));
+  CHECK(first.rows[0].predicted_time_s == whole.rows[1].predicted_time_s);
+  CHECK(first.time.count == 1);
+  // A new ranking takes effect at the next step: the N = 512 record before N = 1,024.
+  load.rank([](const ValidationRow& row) { return row.problem.seq_len == 512 ? 0 : 1; });
+  REQUIRE(load.step(1));
+  CHECK(load.so_far().rows.size() == 2);
+  CHECK(load.so_far().rows[1].problem.seq_len == 512);
+  CHECK_FALSE(load.step(100));
+  const ValidationReport stepped = load.finish();
+  REQUIRE(stepped.rows.size() == 3);
+  for (std::size_t k = 0; k < 3; ++k) {  // in file order, as load_measured gives them
+    CHECK(stepped.rows[k].problem.seq_len == whole.rows[k].problem.seq_len);
+    CHECK(stepped.rows[k].predicted_time_s == whole.rows[k].predicted_time_s);
+    CHECK(stepped.rows[k].predicted_dram_read == whole.rows[k].predicted_dram_read);
+  }
+  CHECK(stepped.time.mean_abs == whole.time.mean_abs);
+  fs::remove_all(dir);
+}
