@@ -16,7 +16,12 @@
 // gives the median CTA's cycles and, per SM clock, the FMAs and the bytes hbmlab's plan counts for
 // them (8 a FMA: 4 per FLOP, sim/algo/flash1: one operand of each side), and that as a share of the
 // SM's 128 B/clk. smem_warps.sh reads the wavefronts (128 B each) from Nsight Compute beside it.
-// Run: gpu/bench/smem_warps.sh OUTDIR   (or smem_warps [once]: `once` launches each case a single time, for ncu)
+//   step  (`smem_warps step`, flash1_step.sh) flash1's step taken apart: the products (S then PV),
+//         the softmax alone, the inner loop, and the whole step (the loop with line 8's loads of Q_i,
+//         O_i, ℓ_i, m_i from global memory, line 12's store of O_i and line 13's of ℓ_i, m_i, the CTA
+//         walking its own N rows block by block as the kernel does), each with 1, 2 and up to 4 CTAs
+//         an SM, as SM cycles a block pair (a CTA's cycles over its pairs, over the CTAs an SM holds).
+// Run: gpu/bench/smem_warps.sh OUTDIR   (or smem_warps [once|step]: `once` launches each case a single time, for ncu)
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -30,7 +35,15 @@
 namespace {
 
 constexpr int kThreads = 256;  // flash1's launch: 8 warps
-enum Part { kS = 1, kPV = 2, kBoth = 3, kSoftmax = 4, kLoop = 7, kSeparate = 8, kBothSeparate = 11 };
+enum Part { kS = 1, kPV = 2, kBoth = 3, kSoftmax = 4, kLoop = 7, kSeparate = 8, kBothSeparate = 11, kLine8 = 16, kStep = 23 };
+
+// Global memory of the `step` cases: each CTA's own N rows of Q and O (fp16) and of ℓ and m (fp32).
+struct Rows {
+  const __half* Q = nullptr;
+  __half* O = nullptr;
+  float *l = nullptr, *m = nullptr;
+  int N = 0;
+};
 
 template <int kD, int kBr, int kBc>
 __host__ __device__ constexpr int kernel_smem() {  // flash1's shared memory (gpu/flash1.cu, launch_shape)
@@ -39,7 +52,7 @@ __host__ __device__ constexpr int kernel_smem() {  // flash1's shared memory (gp
 
 template <int kD, int kBr, int kBc, int kPart, bool kBarrier>
 __global__ void __launch_bounds__(kThreads)
-smem_warps_kernel(int reps, int cols, bool causal, __half* O_scratch, long long* cycles, float* sink) {
+smem_warps_kernel(int reps, int cols, bool causal, __half* O_scratch, long long* cycles, float* sink, Rows g) {
   extern __shared__ __align__(16) float sram[];
   constexpr int kKStride = kD + 1;
   float* sram_Kj = sram;
@@ -59,13 +72,28 @@ smem_warps_kernel(int reps, int cols, bool causal, __half* O_scratch, long long*
   constexpr int kFloats = kernel_smem<kD, kBr, kBc>() / 4;
   for (int k = tid; k < kFloats; k += kThreads) sram[k] = static_cast<float>(bench::hash(k + 1) & 0xffff) / 65536.0f - 0.5f;
   __syncthreads();
+  // O_i's store: a scratch block of the CTA's own, or (kLine8) row block i of the CTA's N rows.
   __half* O = O_scratch + static_cast<std::int64_t>(blockIdx.x) * kBr * kD;
-  const int rows = kBr, r0 = 0, c0 = 0;
+  const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * g.N;
+  const int rows = kBr, c0 = 0;
+  int r0 = 0;
   const float scale = 0.125f;
   float keep = 0.f;
   __syncthreads();
   const long long t0 = clock64();
   for (int rep = 0; rep < reps; ++rep) {
+    if (kPart & kLine8) {
+      // gpu/flash1.cu line 8, Q_i, O_i, ℓ_i, m_i from the CTA's row block i = rep mod Tr.
+      r0 = (rep % (g.N / kBr)) * kBr;
+      O = g.O + (base + r0) * kD;
+      __syncthreads();
+      for (int k = tid; k < rows * kD; k += kThreads) {
+        sram_Qi[k] = __half2float(g.Q[(base + r0) * kD + k]);
+        sram_Oi[k] = __half2float(O[k]);
+      }
+      for (int k = tid; k < rows; k += kThreads) { sram_li[k] = g.l[base + r0 + k]; sram_mi[k] = g.m[base + r0 + k]; }
+      __syncthreads();
+    }
     if (kPart & kS) {
       // gpu/flash1.cu line 9.
       for (int k = tid; k < rows * kBc; k += kThreads) {
@@ -116,10 +144,14 @@ smem_warps_kernel(int reps, int cols, bool causal, __half* O_scratch, long long*
         float acc = 0.f;
         for (int c = 0; c < cols; ++c) acc += sram_P[r * kBc + c] * sram_Vj[c * kD + e];
         const float o = sram_scale_old[r] * sram_Oi[k] + sram_scale_new[r] * acc;
-        O[static_cast<std::int64_t>(r0) * kD + k] = __float2half_rn(o);
+        O[k] = __float2half_rn(o);
         keep += o;
       }
-      if (kBarrier) __syncthreads();
+      if (kBarrier && !(kPart & kLine8)) __syncthreads();
+    }
+    if (kPart & kLine8) {
+      // line 13: ℓ_i, m_i out (the kernel's next barrier is line 8's, at the top of the next pair).
+      for (int k = tid; k < rows; k += kThreads) { g.l[base + r0 + k] = sram_li[k]; g.m[base + r0 + k] = sram_mi[k]; }
     }
   }
   __syncthreads();
@@ -129,7 +161,7 @@ smem_warps_kernel(int reps, int cols, bool causal, __half* O_scratch, long long*
 
 struct Case {
   std::string name;
-  void (*kernel)(int, int, bool, __half*, long long*, float*);
+  void (*kernel)(int, int, bool, __half*, long long*, float*, Rows);
   int smem;       // flash1's shared memory for the shape
   int ctas_per_sm;
   int reps;
@@ -140,7 +172,8 @@ struct Case {
 template <int kD, int kBr, int kBc, int kPart, bool kBarrier>
 Case make(int ctas_per_sm, int reps) {
   const double s_fma = double(kBr) * kBc * kD, pv_fma = double(kBr) * kD * kBc;
-  const char* part = kPart == kS ? "S" : kPart == kPV ? "PV" : kPart == kLoop ? "loop" : kPart == kBothSeparate ? "S+PV sep" : "S+PV";
+  const char* part = kPart == kS ? "S" : kPart == kPV ? "PV" : kPart == kLoop ? "loop" : kPart == kBothSeparate ? "S+PV sep"
+                     : kPart == kSoftmax ? "softmax" : kPart == kStep ? "step" : "S+PV";
   const std::string name = "d" + std::to_string(kD) + " " + std::to_string(kBr) + "x" + std::to_string(kBc) + " " +
                            part + (kBarrier ? " bar" : " nobar");
   return {name, smem_warps_kernel<kD, kBr, kBc, kPart, kBarrier>, kernel_smem<kD, kBr, kBc>(), ctas_per_sm, reps,
@@ -162,33 +195,77 @@ void add_shape(std::vector<Case>& cases, int reps) {
   }
 }
 
+// flash1's step taken apart (`smem_warps step`): products, softmax, loop and step, with 1, 2 and up to
+// 4 CTAs an SM where the kernel's shared memory lets that many in.
+template <int kD, int kBr, int kBc>
+void add_step_shape(std::vector<Case>& cases, int reps) {
+  constexpr int smem = kernel_smem<kD, kBr, kBc>();
+  auto add = [&](int ctas) {
+    cases.push_back(make<kD, kBr, kBc, kBoth, true>(ctas, reps));
+    cases.push_back(make<kD, kBr, kBc, kSoftmax, true>(ctas, reps));
+    cases.push_back(make<kD, kBr, kBc, kLoop, true>(ctas, reps));
+    cases.push_back(make<kD, kBr, kBc, kStep, true>(ctas, reps));
+  };
+  add(1);
+  if (2 * (smem + 1024) <= 228 * 1024) add(2);
+  if (4 * (smem + 1024) <= 228 * 1024) add(4);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* me = "smem_warps";
   const bool once = argc > 1 && std::string(argv[1]) == "once";
+  const bool step = argc > 1 && std::string(argv[1]) == "step";
   cudaDeviceProp prop{};
   bench::check(cudaGetDeviceProperties(&prop, 0), me, "cudaGetDeviceProperties");
   const int sms = prop.multiProcessorCount;
   std::vector<Case> cases;
-  add_shape<64, 64, 64>(cases, 40);
-  add_shape<128, 64, 64>(cases, 20);
-  add_shape<64, 32, 32>(cases, 160);
-  add_shape<128, 32, 32>(cases, 80);
-  add_shape<64, 64, 128>(cases, 20);
+  if (step) {
+    add_step_shape<64, 64, 64>(cases, 40);
+    add_step_shape<128, 64, 64>(cases, 20);
+    add_step_shape<64, 32, 32>(cases, 160);
+    add_step_shape<128, 32, 32>(cases, 80);
+    add_step_shape<64, 64, 128>(cases, 20);
+  } else {
+    add_shape<64, 64, 64>(cases, 40);
+    add_shape<128, 64, 64>(cases, 20);
+    add_shape<64, 32, 32>(cases, 160);
+    add_shape<128, 32, 32>(cases, 80);
+    add_shape<64, 64, 128>(cases, 20);
+  }
 
   long long* cycles = nullptr;
   float* sink = nullptr;
   __half* O = nullptr;
-  bench::check(cudaMalloc(&cycles, 2 * sms * sizeof(long long)), me, "cudaMalloc");
-  bench::check(cudaMalloc(&sink, 2 * sms * sizeof(float)), me, "cudaMalloc");
-  bench::check(cudaMalloc(&O, 2 * sms * 64 * 128 * sizeof(__half)), me, "cudaMalloc");
+  bench::check(cudaMalloc(&cycles, 4 * sms * sizeof(long long)), me, "cudaMalloc");
+  bench::check(cudaMalloc(&sink, 4 * sms * sizeof(float)), me, "cudaMalloc");
+  bench::check(cudaMalloc(&O, 4 * sms * 64 * 128 * sizeof(__half)), me, "cudaMalloc");
+  // The step's rows: N = 2048 with one CTA an SM, 1024 with two, 512 with four (hbmlab measure's
+  // B·H·N = 262,144: 128, 256 and 512 CTAs), d ≤ 128.
+  constexpr int kRowsPerSm = 2048;
+  Rows rows;
+  const std::size_t row_count = static_cast<std::size_t>(sms) * kRowsPerSm;
+  __half* Q_rows = nullptr;
+  bench::check(cudaMalloc(&Q_rows, row_count * 128 * sizeof(__half)), me, "cudaMalloc");
+  bench::check(cudaMalloc(&rows.O, row_count * 128 * sizeof(__half)), me, "cudaMalloc");
+  bench::check(cudaMalloc(&rows.l, row_count * sizeof(float)), me, "cudaMalloc");
+  bench::check(cudaMalloc(&rows.m, row_count * sizeof(float)), me, "cudaMalloc");
+  bench::check(cudaMemset(Q_rows, 0, row_count * 128 * sizeof(__half)), me, "cudaMemset");
+  bench::check(cudaMemset(rows.O, 0, row_count * 128 * sizeof(__half)), me, "cudaMemset");
+  bench::check(cudaMemset(rows.l, 0, row_count * sizeof(float)), me, "cudaMemset");
+  bench::check(cudaMemset(rows.m, 0, row_count * sizeof(float)), me, "cudaMemset");
+  rows.Q = Q_rows;
   std::printf("device %s, %d SMs, %d threads a CTA (flash1's launch), flash1's shared-memory loops on operands already in shared memory\n",
               prop.name, sms, kThreads);
-  std::printf("%-24s %4s %9s %9s %10s %12s %6s\n", "case", "CTAs", "cycles", "FMA/clk", "plan B/clk", "of 128 B/clk", "MHz");
+  std::printf("%-24s %4s %9s %9s %10s %12s %6s%s\n", "case", "CTAs", "cycles", "FMA/clk", "plan B/clk", "of 128 B/clk", "MHz",
+              step ? "  SM cyc/pair" : "");
   for (const Case& c : cases) {
-    // One CTA per SM: ask for more than half the SM's shared memory; two: more than a third.
-    const int smem = c.ctas_per_sm == 1 ? std::max(c.smem, 120 * 1024) : std::max(c.smem, 80 * 1024);
+    // One CTA per SM: ask for more than half the SM's shared memory; two: more than a third; four:
+    // more than a fifth.
+    const int smem = c.ctas_per_sm == 1   ? std::max(c.smem, 120 * 1024)
+                     : c.ctas_per_sm == 2 ? std::max(c.smem, 80 * 1024)
+                                          : std::max(c.smem, 48 * 1024);
     bench::check(cudaFuncSetAttribute(c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), me, "smem attribute");
     int fit = 0;
     bench::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, c.kernel, kThreads, smem), me, "occupancy");
@@ -197,7 +274,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     const int ctas = sms * c.ctas_per_sm;
-    auto launch = [&] { c.kernel<<<ctas, kThreads, smem>>>(c.reps, c.cols, false, O, cycles, sink); };
+    Rows g = rows;
+    g.N = kRowsPerSm / c.ctas_per_sm;
+    auto launch = [&] { c.kernel<<<ctas, kThreads, smem>>>(c.reps, c.cols, false, O, cycles, sink, g); };
     if (once) {
       launch();
       bench::check(cudaDeviceSynchronize(), me, c.name.c_str());
@@ -210,9 +289,15 @@ int main(int argc, char** argv) {
     const double cycles_med = bench::median(cyc);
     const double fma_per_clk = c.fmas * c.reps * c.ctas_per_sm / cycles_med;
     const double plan_bytes = 8.0 * fma_per_clk;
-    std::printf("%-24s %4d %9.0f %9.2f %10.1f %12.3f %6.0f\n", c.name.c_str(), c.ctas_per_sm, cycles_med,
+    std::printf("%-24s %4d %9.0f %9.2f %10.1f %12.3f %6.0f", c.name.c_str(), c.ctas_per_sm, cycles_med,
                 fma_per_clk, plan_bytes, plan_bytes / 128.0, bench::median(mhz));
+    if (step) std::printf("  %11.0f", cycles_med / (double(c.reps) * c.ctas_per_sm));
+    std::printf("\n");
   }
+  bench::check(cudaFree(Q_rows), me, "cudaFree");
+  bench::check(cudaFree(rows.O), me, "cudaFree");
+  bench::check(cudaFree(rows.l), me, "cudaFree");
+  bench::check(cudaFree(rows.m), me, "cudaFree");
   bench::check(cudaFree(cycles), me, "cudaFree");
   bench::check(cudaFree(sink), me, "cudaFree");
   bench::check(cudaFree(O), me, "cudaFree");

@@ -65,11 +65,12 @@ struct KernelPlan {
   bool matmul_on_fp32_units = false;      // matmuls as scalar FMAs on the FP32 pipe, not on tensor cores
   std::int64_t bytes_in_flight_per_cta = 0;  // 0: the SM's cap; else what the CTA's load loop keeps outstanding
   // A CTA that waits for its loads (not double-buffered) then works through its phase: its FLOPs,
-  // or, when `sram_bound_work`, its own shared-memory traffic at most at `sram_fraction_per_cta`
-  // of the SM's SRAM bandwidth (its warps keep too few shared-memory loads in flight for more) in
-  // place of its GEMMs, and then what its warps wait out after them (OnChipCounts' latency path).
+  // or, when `sram_bound_work`, its own shared-memory traffic at the share of the SM's bandwidth one
+  // CTA reaches (GpuSpec::fp32_matmul_sram_share_per_cta: its warps keep too few shared-memory loads
+  // in flight for more) in place of its GEMMs, and then what its warps wait out after them
+  // (OnChipCounts' latency path). The CTAs resident on an SM run such phases in step: their products
+  // together at the full bandwidth, then each CTA's softmax and loads at once.
   bool sram_bound_work = false;
-  double sram_fraction_per_cta = 1.0;
   // Measured on the kernel itself (gpu/bench/decode_latency.sh), not fitted: SM clocks of a chain that no
   // pipe above sees, added to what a CTA that waits for its loads then works: once per CTA with its
   // first phase (its prologue and epilogue), and once per phase.

@@ -84,9 +84,14 @@ struct Rates {
   // seconds of them its queue takes before a warp waits for its own; 0 where not measured.
   double red_sector_s = 0, red_line_s = 0, red_queue_s = 0;
   double fma_latency_s = 0, ld_shared_latency_s = 0, shuffle_step_s = 0, expf_latency_s = 0, divide_latency_s = 0;
+  // The share of the shared-memory bandwidth one CTA of a kernel with scalar-FMA products reaches on
+  // them (GpuSpec::fp32_matmul_sram_share_per_cta; 1 where not measured).
+  double fp32_sram_share = 1;
 };
 
-Rates rates_of(const GpuSpec& gpu) {
+// The rates with the SM's pipes at `sm_clock_mhz`: pipe_clock_mhz, the clock the SM holds while its
+// tensor pipe works, or clock_mhz for a kernel that issues nothing to it.
+Rates rates_of(const GpuSpec& gpu, double sm_clock_mhz) {
   Rates r;
   const double sms = double(gpu.sm_count);
   r.gemm_per_sm = gpu.tensor_tflops * 1e12 * gpu.gemm_efficiency / sms;
@@ -101,8 +106,9 @@ Rates rates_of(const GpuSpec& gpu) {
   r.in_flight_per_cta = gpu.hbm_bytes_in_flight_per_cta > 0 ? double(gpu.hbm_bytes_in_flight_per_cta) : r.in_flight_per_sm;
   r.loaded_sharpness = gpu.hbm_loaded_latency_sharpness;
   r.clock_hz = gpu.clock_mhz * 1e6;
-  const double pipe_hz = gpu.pipe_clock_mhz * 1e6;
+  const double pipe_hz = sm_clock_mhz * 1e6;
   r.pipe_hz = pipe_hz;
+  r.fp32_sram_share = gpu.fp32_matmul_sram_share_per_cta > 0 ? gpu.fp32_matmul_sram_share_per_cta : 1.0;
   r.wgmma_wait_cycles = gpu.wgmma_wait_cycles;
   r.mma_sync_per_sm = gpu.mma_sync_flops_per_cycle_per_sm * pipe_hz;
   r.mma_sync_per_warp = gpu.mma_sync_flops_per_cycle_per_warp * pipe_hz;
@@ -288,6 +294,9 @@ struct StepDemand {
   // loads), the current phase's alone: a double-buffered CTA's prefetch is not counted.
   double dram_window = 0;
   double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
+  // CTAs that run their phases in step (KernelPlan::sram_bound_work): the longest of what each waits
+  // out after its products (its softmax, barriers and loads), which follows all of their products.
+  double after_products = 0;
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
   double l2_reduce = 0;  // seconds of the L2's reduction rate (the fp32 adds of TileAccess::reduction)
 };
@@ -335,7 +344,8 @@ struct Grid {
 class Replay {
 public:
   Replay(const GpuSpec& gpu, const EngineOptions& options, EngineResult& result)
-      : gpu_(gpu), options_(options), rates_(rates_of(gpu)), result_(result) {
+      : gpu_(gpu), options_(options), pipe_rates_(rates_of(gpu, gpu.pipe_clock_mhz)),
+        fp32_rates_(rates_of(gpu, gpu.clock_mhz)), rates_(pipe_rates_), result_(result) {
     sram_per_sm_ = options.sram_bytes_per_sm > 0 ? options.sram_bytes_per_sm : gpu.sram_bytes_per_sm;
     sram_per_block_ = options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
     if (options.l2_enabled)
@@ -380,7 +390,11 @@ private:
 
   const GpuSpec& gpu_;
   const EngineOptions& options_;
-  const Rates rates_;
+  // A kernel whose matmuls run as scalar FMAs (KernelPlan::matmul_on_fp32_units) issues nothing to the
+  // tensor pipe and holds the GPU's clock_mhz: Nsight Compute read 1,977–1,980 MHz on every launch of
+  // hbmlab's flash1 (gpu/bench/flash1_step.sh); every other kernel's pipes run at pipe_clock_mhz.
+  const Rates pipe_rates_, fp32_rates_;
+  Rates rates_;  // the running kernel's
   EngineResult& result_;
   std::int64_t sram_per_sm_ = 0, sram_per_block_ = 0;
   std::vector<PartitionedL2> l2_;
@@ -509,8 +523,12 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   // Shared-memory bytes: the counted ones, or, for a kernel without counts, its plan's.
   d.sram += pipes.counted ? w * pipes.smem : double(ph.sram_bytes) / rates_.sram_per_sm;
   // What the CTA does once its loads are in: its compute, or its own shared-memory traffic in place
-  // of its GEMMs, and then what its warps wait out after them.
-  const double own_sram = k.sram_bound_work ? double(ph.sram_bytes) / (rates_.sram_per_sm * k.sram_fraction_per_cta) : 0;
+  // of its GEMMs (its counted wavefronts, or its plan's bytes, at the share one CTA reaches), and then
+  // what its warps wait out after them.
+  const double own_sram =
+      k.sram_bound_work
+          ? (pipes.counted ? w * pipes.smem : double(ph.sram_bytes) / rates_.smem_per_sm) / rates_.fp32_sram_share
+          : 0;
   // A chain the kernel's own measurement found beyond its pipes (KernelPlan::measured_*_cycles).
   const double fixed_cycles = k.measured_phase_cycles + (r.phase == 0 ? k.measured_cta_cycles : 0.0);
   const double work =
@@ -522,6 +540,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   d.window += window * (k.double_buffered ? 2 : 1);
   const double miss_share = l2_on ? (own_l2 > 0 ? double(own_dram) / double(own_l2) : 0.0) : 1.0;
   d.dram_window += window * miss_share;
+  double memory_wait = 0;
   if ((!k.double_buffered || (r.phase == 0 && !r.prefetched)) && window > 0) {
     // It waits for its loads: either as many round trips as its window needs (Little's law),
     // or the first byte's latency and then its own bytes at the SM's share of DRAM and L2
@@ -530,11 +549,13 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
                                      double(own_l2) * double(active_sms) / rates_.l2);
     const double mean_latency = latency_bytes / double(l2_on ? own_l2 : own_dram);
     const double memory = std::max(latency_bytes / std::min(window, rates_.in_flight_per_sm), mean_latency + transfer);
+    memory_wait = memory;
     if (work + memory > d.serial) {
       d.serial = work + memory;
       d.serial_memory = memory;
     }
   }
+  if (k.sram_bound_work) d.after_products = std::max(d.after_products, work - std::max(gemms, own_sram) + memory_wait);
 }
 
 void Replay::take_writebacks(StepDemand& d) {
@@ -568,7 +589,11 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
   const double pipes = std::max({d.issued, d.chain, d.issue, d.red});
   const double t_compute = std::max(pipes, serial_waits ? 0.0 : d.serial);
   const double t_latency = std::max(memory, serial_waits ? d.serial : 0.0);
-  const double step_s = std::max({t_dram, t_l2, t_compute, t_latency, d.sram});
+  // CTAs in step: every CTA's shared-memory traffic at the SM's bandwidth, then the longest wait after
+  // a CTA's products (gpu/bench/flash1_step.sh: two CTAs of flash1 take their two pairs' wavefronts
+  // at one a clock plus one CTA's softmax and loads).
+  const double t_sram = d.sram + d.after_products;
+  const double step_s = std::max({t_dram, t_l2, t_compute, t_latency, t_sram});
   if (step_s == t_dram) return {step_s, Limiter::dram};
   if (step_s == t_compute) return {step_s, Limiter::compute};
   if (step_s == t_latency) return {step_s, Limiter::latency};
@@ -612,6 +637,7 @@ void Replay::end_kernel(KernelTiming& kt, const BusyTime& busy, double start_s, 
 }
 
 void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
+  rates_ = k.matmul_on_fp32_units ? fp32_rates_ : pipe_rates_;
   const std::int64_t S = gpu_.sm_count;
   const Occupancy occ = occupancy(k, gpu_, sram_per_sm_, sram_per_block_);
   KernelTiming kt = begin_kernel(k, occ);
@@ -723,7 +749,7 @@ EngineResult run_plans(const std::vector<KernelPlan>& plans, const GpuSpec& gpu,
   EngineResult result;
   result.l2_enabled = options.l2_enabled;
   Replay replay(gpu, options, result);
-  const Rates rates = rates_of(gpu);
+  const Rates rates = rates_of(gpu, gpu.pipe_clock_mhz);
   double compute_s = 0;
   for (std::size_t n = 0; n < plans.size(); ++n) {
     const KernelPlan& k = plans[n];

@@ -69,6 +69,7 @@ constexpr Field kFields[] = {
     {"shuffle_step_cycles", "cycles", &GpuSpec::shuffle_step_cycles, false, false, true},
     {"expf_latency_cycles", "cycles", &GpuSpec::expf_latency_cycles, false, false, true},
     {"fp32_divide_latency_cycles", "cycles", &GpuSpec::fp32_divide_latency_cycles, false, false, true},
+    {"fp32_matmul_sram_share_per_cta", "fraction", &GpuSpec::fp32_matmul_sram_share_per_cta, false, true, true},
     {"l2_reduction_sector_gbps", "GB/s", &GpuSpec::l2_reduction_sector_gbps, false, false, true},
     {"l2_reduction_line_gbps", "GB/s", &GpuSpec::l2_reduction_line_gbps, false, false, true},
     {"sm_reduction_sector_cycles", "cycles", &GpuSpec::sm_reduction_sector_cycles, false, false, true},

@@ -85,6 +85,10 @@ struct GpuSpec {
   double shuffle_step_cycles = 0;
   double expf_latency_cycles = 0;
   double fp32_divide_latency_cycles = 0;
+  // The share of the shared-memory wavefronts a clock that one CTA of such a kernel reaches on its
+  // products, each run alone between its barriers (gpu/bench/smem_warps.cu, `step`); optional, 0
+  // where not measured (then the full bandwidth).
+  double fp32_matmul_sram_share_per_cta = 0;
   // The L2's fp32 reductions (red.global.add into L2-resident addresses), bytes added per second by
   // all SMs together (gpu/bench/l2_reduce.cu); optional, 0 where not measured. A request of one
   // 32-byte sector (a warp adding an MMA fragment: 8 rows, 32 bytes each) or of whole 128-byte lines

@@ -1220,17 +1220,49 @@ TEST_CASE("an FP32 phase waits out its FMA chain and its softmax's latencies (to
   // Without these latencies in the preset the phase is its pipes again.
   CHECK(run_plans({k}, toy_with_pipes(), {}).predicted_s == Approx(launch + 128e-9));
   // A CTA that waits for its loads and whose own shared-memory traffic binds its GEMMs (flash1's, at
-  // a fraction of the bandwidth): 16,384 bytes at 32 B/cycle × 0.5 = 1,024 cycles, over the chain's
-  // 168; the softmax's 520 come after them, not under them.
+  // the share of the bandwidth one CTA reaches): 16,384 counted bytes at 32 B/cycle × 0.5 = 1,024
+  // cycles, over the chain's 168; the softmax's 520 come after them, not under them.
   KernelPlan s = synthetic(1, 1, 1024, OnChipCounts::kMmaFlops, false, 128);
   s.on_chip = k.on_chip;
+  s.on_chip[Tensor::K].read = 16384;
   s.matmul_on_fp32_units = true;
   s.sram_bound_work = true;
-  s.sram_fraction_per_cta = 0.5;
-  s.phases[0].sram_bytes = 16384;
-  const double bare = run_plans({s}, toy_with_pipes(), {}).predicted_s;
+  GpuSpec bare_toy = toy_with_pipes();
+  bare_toy.fp32_matmul_sram_share_per_cta = 0.5;
+  toy.fp32_matmul_sram_share_per_cta = 0.5;
+  const double bare = run_plans({s}, bare_toy, {}).predicted_s;
   CHECK(bare > launch + 1024e-9);
   CHECK(run_plans({s}, toy, {}).predicted_s - bare == Approx(520e-9));
+  // At the full bandwidth (a preset without the share) the products take 512 cycles, not 1,024.
+  bare_toy.fp32_matmul_sram_share_per_cta = 0;
+  CHECK(bare - run_plans({s}, bare_toy, {}).predicted_s == Approx(512e-9));
+}
+
+TEST_CASE("flash1's CTAs on one SM run in step, at the clock a kernel without tensor work holds (toy, by hand)",
+          "[engine][pipes]") {
+  GpuSpec toy = toy_with_pipes();
+  toy.expf_latency_cycles = 40;
+  toy.fp32_matmul_sram_share_per_cta = 0.5;
+  const double launch = 10e-9;
+  // Three CTAs on the toy's two SMs (two on SM 0), each 1,024 counted shared-memory bytes (32 cycles
+  // at 32 B/cycle; 64 at one CTA's share of 0.5), 512 FP32 matmul FLOPs (16 cycles) and a softmax of
+  // one expf (40 cycles), no loads.
+  KernelPlan k = synthetic(3, 1, 0, 512, false, 128);
+  k.on_chip.modelled = true;
+  k.on_chip[Tensor::K].read = 3 * 1024;
+  k.on_chip.serial_exps = 3;
+  k.matmul_on_fp32_units = true;
+  k.sram_bound_work = true;
+  // SM 0's two CTAs take their 2 × 32 cycles of shared memory together, then wait out one softmax:
+  // 104 cycles, where the CTAs as independent streams would give their longest phase, 32 + 40.
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 104e-9));
+  // Such a kernel's cycles run at clock_mhz (2 GHz: 52 ns), not at the tensor pipe's clock.
+  toy.clock_mhz = 2000;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 52e-9));
+  toy.pipe_clock_mhz = 500;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 52e-9));
+  // A kernel on the tensor pipe keeps pipe_clock_mhz: 4 MMAs, 64 cycles at 500 MHz.
+  CHECK(run_plans({with_pipes(1, 4, 0, 0, 0)}, toy, {}).predicted_s == Approx(launch + 128e-9));
 }
 
 TEST_CASE("the mma.sync layouts count their latency path per CTA and block pair", "[engine][pipes]") {

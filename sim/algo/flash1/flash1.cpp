@@ -199,16 +199,11 @@ public:
       if (!options.launch.smem_bytes_per_cta && kernel_smem <= gpu.sram_bytes_per_block) plan.smem_bytes_per_cta = kernel_smem;
       plan.bytes_in_flight_per_cta = plan.threads_per_cta * kLoadBytesPerThread;
       plan.overlap += "; Q_i, O_i load a few 2-byte elements per thread at a time";
-      // Calibrated on the records where one flash1 CTA has an SM to itself (N ≥ 2048: B·H ≤ 128 CTAs
-      // on 132 SMs; hbmlab validate, assets/measurements/h100.json): its 8 warps reach 90% of the
-      // SRAM bandwidth. Its barriers, exps and FP32 work are timed from the SM's pipes, and its FMA
-      // chains and softmax from the SM's measured latencies (flash1_kernel counts both). Measured
-      // (gpu/bench/smem_warps.cu, assets/measurements/h100-smem-warps.txt): the two products alone
-      // reach 0.67–0.78 of these bytes per clock by shape, the whole inner loop with its softmax
-      // 0.58–0.89; net of the softmax chain the engine adds after them, the loop asks 0.84–1.04
-      // (docs/design.md, "flash1's share of the shared-memory bandwidth"), so 0.9 stays.
+      // Its products are bound by the shared-memory wavefronts its one CTA's 8 warps keep in flight,
+      // at the share the preset gives (fp32_matmul_sram_share_per_cta, measured by
+      // gpu/bench/smem_warps.cu); then its softmax, barriers and loads; CTAs sharing an SM run in
+      // step (docs/design.md, "flash1's step taken apart").
       plan.sram_bound_work = true;
-      plan.sram_fraction_per_cta = 0.9;
       for (CtaPhase& ph : plan.phases) ph.sram_bytes += kSramBytesPerMatmulFlop * ph.matmul_flops;
       // Its warp layout, for the shapes it runs: self-attention, no block mask, Bc a multiple of 32.
       if (p.Nq() == p.seq_len && !p.block_mask && b.Bc % 32 == 0)
