@@ -69,6 +69,16 @@ std::int64_t whole_number(const Json& j, std::string_view where) {
   fail_input("{}: expected a whole number, got {}", where, j.is_number() ? j.dump() : std::string(j.type_name()));
 }
 
+std::int64_t whole_number_or(const Json& j, const char* key, std::int64_t fallback, std::string_view where);
+
+// The L2 a set-aside record's kernel had: "l2_set_aside_bytes" (absent: 0), checked against the
+// preset now so that a bad value fails the file with its record named.
+std::int64_t read_l2_set_aside(const Json& r, const std::string& gpu, const std::string& where) {
+  const std::int64_t bytes = whole_number_or(r, "l2_set_aside_bytes", 0, where);
+  if (bytes != 0) gpu_with_l2_set_aside(load_gpu(gpu), bytes, where + ".l2_set_aside_bytes");
+  return bytes;
+}
+
 std::int64_t whole_number_or(const Json& j, const char* key, std::int64_t fallback, std::string_view where) {
   const auto it = j.find(key);
   return it == j.end() ? fallback : whole_number(*it, fmt::format("{}.{}", where, key));
@@ -296,6 +306,7 @@ void read_cudnn_forward(const Json& r, const std::string& where, const std::stri
   if (!found) return;
   ValidationRow& row = *found;
   row.problem = sdpa_problem(r, where);
+  row.l2_set_aside_bytes = read_l2_set_aside(r, gpu, where);
   auto figure = [&](int k) { return std::strtod(m[k].str().c_str(), nullptr); };
   const double threads = number_or_nan(*kernel, "launch__block_size");
   if (!std::isfinite(threads) || threads < 256 || std::fmod(threads, 128) != 0) {
@@ -368,6 +379,7 @@ void read_sdpa(const Json& file, const std::string& path, const std::string& gpu
     if (!found) continue;
     ValidationRow& row = *found;
     row.problem = sdpa_problem(r, where);
+    row.l2_set_aside_bytes = read_l2_set_aside(r, gpu, where);
     read_sdpa_launch(*kernel, m, where + ": ncu_kernels: Flash_fwd_kernel_traits", where, row);
     row.launch.kv_descending = true;
     KernelSums one;
@@ -666,7 +678,8 @@ void predict_measurements(ValidationReport& report, const Progress& progress) {
       report.rows.size(),
       [&](std::size_t i) {
         ValidationRow& row = report.rows[i];
-        const GpuSpec spec = load_gpu(row.gpu);
+        const GpuSpec spec = row.l2_set_aside_bytes == 0 ? load_gpu(row.gpu)
+                                                         : gpu_with_l2_set_aside(load_gpu(row.gpu), row.l2_set_aside_bytes, row.file);
         EngineOptions options;
         options.launch = row.launch;
         options.l2_flushed_between_kernels = row.l2_flushed_between_kernels;
@@ -692,6 +705,17 @@ void predict_measurements(ValidationReport& report, const Progress& progress) {
       },
       progress);
   summarise_measurements(report);
+}
+
+GpuSpec gpu_with_l2_set_aside(GpuSpec gpu, std::int64_t bytes, std::string_view where) {
+  const std::int64_t way = gpu.l2_ways > 0 ? gpu.l2_bytes / gpu.l2_ways : 0;
+  if (bytes < 0 || way <= 0 || bytes % way != 0 || bytes / way >= gpu.l2_ways)
+    fail_input("{}: {} bytes is not a whole number of the L2's ways ({} bytes each) short of all {} of them", where,
+               bytes, way, gpu.l2_ways);
+  const std::int64_t kept = gpu.l2_ways - bytes / way;
+  gpu.l2_effective_bytes = gpu.l2_effective_bytes / gpu.l2_ways * kept;
+  gpu.l2_ways = kept;
+  return gpu;
 }
 
 void summarise_measurements(ValidationReport& report) {
@@ -819,11 +843,20 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
   auto mask_of = [](const AttentionProblem& p) {
     return std::string(p.causal ? "causal" : "full") + (p.block_mask ? "+" + p.block_mask->spec() : "");
   };
+  // A record measured with part of the L2 set aside names the GPU with what was set aside.
+  auto gpu_of = [](const ValidationRow& row) {
+    return row.l2_set_aside_bytes == 0 ? row.gpu
+                                       : fmt::format("{}−{:.2f}MiB", row.gpu, double(row.l2_set_aside_bytes) / (1 << 20));
+  };
+  // Characters, not bytes: fmt pads by code points.
+  auto chars = [](const std::string& t) {
+    return static_cast<std::size_t>(std::count_if(t.begin(), t.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  };
   // The text columns as wide as their longest entry (a mask such as full+local:1024 is longer than its header).
   std::size_t source_w = 10, gpu_w = 9, mask_w = 6;
   for (const ValidationRow& row : r.rows) {
     source_w = std::max(source_w, row.source.size());
-    gpu_w = std::max(gpu_w, row.gpu.size());
+    gpu_w = std::max(gpu_w, chars(gpu_of(row)));
     mask_w = std::max(mask_w, mask_of(row.problem).size());
   }
   auto line = [&](const auto& source, const auto& gpu, const auto& batch, const auto& heads, const auto& N, const auto& d,
@@ -838,9 +871,10 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
   for (const ValidationRow& row : r.rows) {
     const AttentionProblem& p = row.problem;
     const char* order = !row.algo->has_kv_order() ? "" : row.launch.kv_descending ? "desc" : "asc";
-    line(row.source, row.gpu, p.batch, p.heads, p.seq_len, p.head_dim, mask_of(p), fmt::format("{}×{}", row.blocks.Br, row.blocks.Bc),
-         order, mb_text(row.measured_dram_read), mb_text(row.predicted_dram_read), percent_text(row.dram_read_error()),
-         ms_text(row.measured_time_s), ms_text(row.predicted_time_s), percent_text(row.time_error()));
+    line(row.source, gpu_of(row), p.batch, p.heads, p.seq_len, p.head_dim, mask_of(p),
+         fmt::format("{}×{}", row.blocks.Br, row.blocks.Bc), order, mb_text(row.measured_dram_read),
+         mb_text(row.predicted_dram_read), percent_text(row.dram_read_error()), ms_text(row.measured_time_s),
+         ms_text(row.predicted_time_s), percent_text(row.time_error()));
   }
   fmt::print(out, "  (DRAM rd in MB: measured dram__bytes_read.sum against predicted DRAM reads after the L2; time:\n"
                   "   measured kernel duration against predicted; K/V: the order flash2 visits K/V blocks in, asc from\n"

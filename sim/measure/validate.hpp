@@ -44,6 +44,9 @@ struct ValidationRow {
   Blocks blocks;
   LaunchOverride launch;
   bool l2_flushed_between_kernels = false;  // timed kernel by kernel under ncu --cache-control all
+  // Bytes of the L2 set aside for persisting lines while the record ran (gpu/bench/cudnn_l2_setaside.sh):
+  // the prediction runs on the preset less as many of its ways (gpu_with_l2_set_aside).
+  std::int64_t l2_set_aside_bytes = 0;
   bool timed_by_events = false;  // CUDA events around the launch sequence: GpuSpec::event_timing_overhead_ns is added
   // Measured (absent fields: NaN) and predicted.
   double measured_time_s = 0, predicted_time_s = 0;
@@ -102,6 +105,14 @@ ValidationReport read_measurements(const std::vector<std::string>& files, const 
 
 // The timing engine on every row of `report` (on all cores), then the summaries at report.targets.
 void predict_measurements(ValidationReport& report, const Progress& progress = {});
+
+// The GPU as a kernel sees it with `bytes` of its L2 set aside for persisting lines
+// (cudaLimitPersistingL2CacheSize): the driver grants whole ways of the L2, l2_bytes / l2_ways each
+// (3.125 MiB on the H100: 8 MiB asked gives 9.375), and the kernel's normal lines keep the other
+// ways, so the engine's L2 keeps l2_ways less the ways set aside in each partition and its
+// l2_effective_bytes shrinks by the same share. `bytes` not a whole number of ways, or all of
+// them, is an InputError naming `where`.
+GpuSpec gpu_with_l2_set_aside(GpuSpec gpu, std::int64_t bytes, std::string_view where);
 
 // The summaries of the rows' errors (predict_measurements ends with it; the window, which predicts
 // the rows a few at a time, calls it once at the end).

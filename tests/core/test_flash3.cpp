@@ -3,10 +3,12 @@
 // launch plan with one producer and two consumer warpgroups.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include "sim/algo/block_sparse/masks.hpp"
+#include "sim/common/error.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/engine/simulate.hpp"
 #include "sim/measure/validate.hpp"
@@ -220,6 +222,40 @@ TEST_CASE("validate reads cuDNN's backward and hbmlab's flash3 backward as the f
     INFO(row.source << " N=" << row.problem.seq_len << " d=" << row.problem.head_dim << " causal=" << row.problem.causal);
     CHECK(row.algo == algo_named("flash3", Pass::backward));
     CHECK(std::abs(row.dram_read_error()) <= 0.10);
+  }
+}
+
+TEST_CASE("a record with part of the L2 set aside is predicted on the L2 that is left", "[flash3][validate][l2]") {
+  // The driver sets aside whole ways of the H100's L2 (16 of 3.125 MiB; 8 MiB asked gives 9.375 MiB):
+  // the engine keeps 13 ways and 13/16 of the L2 in each partition.
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  const GpuSpec less = gpu_with_l2_set_aside(h100, 9830400, "test");
+  CHECK(less.l2_ways == h100.l2_ways - 3);
+  CHECK(less.l2_effective_bytes == h100.l2_effective_bytes / 16 * 13);
+  CHECK(less.l2_partitions == h100.l2_partitions);
+  CHECK_THROWS_AS(gpu_with_l2_set_aside(h100, 8 << 20, "test"), InputError);  // not whole ways
+  CHECK_THROWS_AS(gpu_with_l2_set_aside(h100, h100.l2_bytes, "test"), InputError);  // nothing left
+  CHECK_THROWS_AS(gpu_with_l2_set_aside(h100, -3276800, "test"), InputError);
+
+  const std::string dir = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/";
+  if (!std::filesystem::exists(dir + "h100-cudnn-l2-setaside.json")) return;
+  // cuDNN's forward at d = 128, N = 32K, H = 4, not causal, with 0 to 31.25 MiB of the L2 set aside
+  // (gpu/bench/cudnn_l2_setaside.sh): its DRAM reads grow from 162 to 218 MB as the L2 shrinks, and the
+  // engine's follow them within 10 % on every set-aside, growing as they do.
+  ValidationReport r = read_measurements({dir + "h100-cudnn-l2-setaside.json"}, std::nullopt);
+  std::erase_if(r.rows, [](const ValidationRow& row) {
+    return row.source != "sdpa cudnn" || row.problem.seq_len != 32768 || row.problem.heads != 4 || row.problem.causal;
+  });
+  std::ranges::sort(r.rows, {}, [](const ValidationRow& row) { return row.l2_set_aside_bytes; });
+  REQUIRE(r.rows.size() == 6);
+  CHECK(r.rows.back().l2_set_aside_bytes == 32768000);
+  predict_measurements(r);
+  for (std::size_t k = 0; k < r.rows.size(); ++k) {
+    const ValidationRow& row = r.rows[k];
+    INFO("set aside " << row.l2_set_aside_bytes << " bytes");
+    CHECK(std::abs(row.dram_read_error()) <= 0.10);
+    if (k > 0 && row.l2_set_aside_bytes > r.rows[k - 1].l2_set_aside_bytes)
+      CHECK(row.predicted_dram_read > r.rows[k - 1].predicted_dram_read);
   }
 }
 
