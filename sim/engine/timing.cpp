@@ -372,7 +372,8 @@ private:
   std::vector<std::vector<Resident>> place_first_wave(Grid& grid, std::int64_t ctas_per_sm, double start_s) const;
   // One resident CTA carries out its current phase: its tiles go through the L2 (or straight to HBM
   // with the L2 off) and its demand is added to the SM's step.
-  void serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts& pipes, std::int64_t active_sms,
+  // `ctas_in_flight`: the CTAs over the GPU that HBM and the L2 serve at once, each an equal part.
+  void serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts& pipes, std::int64_t ctas_in_flight,
                    StepDemand& d);
   void take_writebacks(StepDemand& d);
   // The L2 partition beside SM `sm`. The engine's SM n takes the grid's CTA n first; the GPU hands
@@ -382,7 +383,8 @@ private:
     if (l2_.empty() || l2_.front().partitions() == 1) return 0;
     return static_cast<int>((sm / gpu_.l2_partition_run_sms) % 2);
   }
-  StepTime step_time(const StepDemand& d, std::int64_t active_sms) const;
+  // One SM's step: its `ctas_here` CTAs take their parts of HBM and the L2 out of `ctas_in_flight`.
+  StepTime step_time(const StepDemand& d, std::int64_t ctas_in_flight, std::int64_t ctas_here) const;
   // CTAs whose last phase ended at t1 leave (their span recorded); the next CTA of the grid takes
   // each freed slot on this SM, which is how the hardware hands out CTAs.
   void retire(const KernelPlan& k, std::int32_t kernel_index, std::vector<Resident>& here, Grid& grid, double t1);
@@ -433,7 +435,7 @@ std::vector<std::vector<Resident>> Replay::place_first_wave(Grid& grid, std::int
   return resident;
 }
 
-void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts& pipes, std::int64_t active_sms,
+void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts& pipes, std::int64_t ctas_in_flight,
                          StepDemand& d) {
   const bool l2_on = options_.l2_enabled;
   const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
@@ -535,18 +537,19 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
       (pipes.async_mma ? std::max(compute, own_sram) : std::max(gemms, own_sram) + after_gemms + red_wait) +
       fixed_cycles / rates_.clock_hz;
   d.latency_bytes += latency_bytes;
-  // Double-buffered CTAs keep this phase's and the next phase's loads in flight. Their first
-  // phase cannot overlap: nothing was prefetched yet (the pipeline fills once per CTA).
-  d.window += window * (k.double_buffered ? 2 : 1);
+  // Double-buffered CTAs keep this phase's and the next phase's loads in flight (their first
+  // phase cannot overlap: nothing was prefetched yet; the pipeline fills once per CTA), together no
+  // more than one CTA's figure: the prefetch shares the CTA's own window, it does not double it.
+  d.window += std::min(window * (k.double_buffered ? 2 : 1), rates_.in_flight_per_cta);
   const double miss_share = l2_on ? (own_l2 > 0 ? double(own_dram) / double(own_l2) : 0.0) : 1.0;
   d.dram_window += window * miss_share;
   double memory_wait = 0;
   if ((!k.double_buffered || (r.phase == 0 && !r.prefetched)) && window > 0) {
     // It waits for its loads: either as many round trips as its window needs (Little's law),
-    // or the first byte's latency and then its own bytes at the SM's share of DRAM and L2
+    // or the first byte's latency and then its own bytes at one CTA's part of DRAM and L2
     // bandwidth, whichever is longer.
-    const double transfer = std::max(double(own_dram) * double(active_sms) / rates_.dram,
-                                     double(own_l2) * double(active_sms) / rates_.l2);
+    const double parts = double(std::max<std::int64_t>(1, ctas_in_flight));
+    const double transfer = std::max(double(own_dram) * parts / rates_.dram, double(own_l2) * parts / rates_.l2);
     const double mean_latency = latency_bytes / double(l2_on ? own_l2 : own_dram);
     const double memory = std::max(latency_bytes / std::min(window, rates_.in_flight_per_sm), mean_latency + transfer);
     memory_wait = memory;
@@ -568,17 +571,17 @@ void Replay::take_writebacks(StepDemand& d) {
   }
 }
 
-// The step lasts as long as its busiest resource needs. HBM and L2 bandwidth are shared by the SMs
-// that have work: each gets its fair share. The GPU shares HBM by the CTAs in flight instead
-// (gpu/bench/hbm_share.cu: of 136 equal streaming CTAs on 132 SMs, the four SMs holding two end them
-// about when the others end their one), but a grid of one CTA per SM also reads HBM slower than
-// one of two (latency under load: Rates::loaded_latency, where the preset gives it, lengthens the
-// latency term, not this share), and the per-SM share's tail stands in for the rest on the
-// recorded decode steps (docs/design.md, "Timing engine"). A CTA that cannot
-// overlap waits for its loads, then computes: its phase is charged to latency or compute by the
-// larger part.
-StepTime Replay::step_time(const StepDemand& d, std::int64_t active_sms) const {
-  const double share = double(active_sms);
+// The step lasts as long as its busiest resource needs. HBM and L2 bandwidth are shared by the CTAs
+// in flight over the GPU, each an equal part (gpu/bench/hbm_share.cu: of 136 equal streaming CTAs on
+// 132 SMs, the four SMs holding two end them about when the others end their one); a grid of one CTA
+// per SM reads HBM slower than one of two, which the loaded latency (Rates::loaded_latency, where the
+// preset gives it) puts in the latency term, not in this share (docs/design.md, "Timing engine"). A
+// CTA that cannot overlap waits for its loads, then computes: its phase is charged to latency or
+// compute by the larger part.
+StepTime Replay::step_time(const StepDemand& d, std::int64_t ctas_in_flight, std::int64_t ctas_here) const {
+  // HBM and the L2 serve the CTAs in flight alike, wherever they sit (gpu/bench/hbm_share.cu: 136 CTAs
+  // on 132 SMs, the four SMs holding two end with the rest): this SM's part is its CTAs' parts.
+  const double share = double(std::max<std::int64_t>(1, ctas_in_flight)) / double(std::max<std::int64_t>(1, ctas_here));
   const double t_dram = double(d.dram_read + d.dram_write) * share / rates_.dram;
   // Loads, stores and reductions share the L2: their times add (gpu/bench/l2_reduce.cu: half the
   // SMs reducing and half loading each reach the fraction of their own peak that sums to one).
@@ -649,15 +652,15 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   // SMs by their own clock, earliest first (lower SM first on ties, as the grid order fills them).
   using Entry = std::pair<double, std::int64_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
-  std::int64_t active_sms = 0;
+  std::int64_t ctas_in_flight = 0;
   for (std::int64_t s = 0; s < S; ++s)
     if (!resident[s].empty()) {
       ready.push({start_s, s});
-      ++active_sms;
+      ctas_in_flight += static_cast<std::int64_t>(resident[s].size());
     }
-  // When SMs that ran out of CTAs end their last step: each keeps its share of HBM and L2 until
-  // then, so the SMs still working get no more than the peak between them.
-  std::priority_queue<double, std::vector<double>, std::greater<double>> leaving;
+  // When CTAs that leave no successor end their last step, and how many: each keeps its part of HBM
+  // and the L2 until then, so the CTAs still working get no more than the peak between them.
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> leaving;
   // HBM's load: the bytes in flight over the GPU, each SM's HBM-bound window of its last step
   // (StepDemand::dram_window) from when it issued them until it leaves. An SM's first step sees
   // what the SMs stepped before it issued: the first wave's SMs, which start together, are served
@@ -671,7 +674,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   while (!ready.empty()) {
     const auto [t0, s] = ready.top();
     ready.pop();
-    for (; !leaving.empty() && leaving.top() <= t0; leaving.pop()) --active_sms;
+    for (; !leaving.empty() && leaving.top().first <= t0; leaving.pop()) ctas_in_flight -= leaving.top().second;
     for (; !emptied.empty() && emptied.top().first <= t0; emptied.pop()) {
       gpu_window -= sm_window[emptied.top().second];
       sm_window[emptied.top().second] = 0;
@@ -679,9 +682,10 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     hbm_latency_s_ = rates_.loaded_latency(gpu_window);
     std::vector<Resident>& here = resident[s];
     StepDemand demand;  // one step of this SM: each resident CTA carries out one phase
-    for (const Resident& r : here) serve_phase(k, r, pipes, active_sms, demand);
+    const auto ctas_here = static_cast<std::int64_t>(here.size());
+    for (const Resident& r : here) serve_phase(k, r, pipes, ctas_in_flight, demand);
     take_writebacks(demand);
-    const StepTime step = step_time(demand, active_sms);
+    const StepTime step = step_time(demand, ctas_in_flight, ctas_here);
     busy.add(step);
     const double t1 = t0 + step.seconds;
     if (options_.record_timeline)
@@ -693,12 +697,10 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     gpu_window += w - sm_window[s];
     sm_window[s] = w;
     retire(k, kernel_index, here, grid, t1);
+    if (const auto left = ctas_here - static_cast<std::int64_t>(here.size()); left > 0) leaving.push({t1, left});
     end_s = std::max(end_s, t1);
     if (!here.empty()) ready.push({t1, s});
-    else {
-      leaving.push(t1);
-      emptied.push({t1, s});
-    }
+    else emptied.push({t1, s});
   }
   end_kernel(kt, busy, start_s, end_s);
 }
