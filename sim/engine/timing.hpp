@@ -16,19 +16,19 @@
 // CTA's at most hbm_bytes_in_flight_per_cta, the SM's at most hbm_bytes_in_flight_per_sm; the latency
 // grows with the bytes in flight over the whole GPU where the preset measured it:
 // hbm_loaded_latency_sharpness, docs/design.md "HBM under load: the loaded latency"),
-// and its DRAM and SM↔L2 bytes over its fair share of HBM and L2 bandwidth (the total over the SMs
-// that have work; a backward's fp32 dQ adds at the L2's measured reduction rate, added to its loads'
+// and its DRAM and SM↔L2 bytes over its CTAs' parts of HBM and L2 bandwidth (each CTA in flight over
+// the GPU an equal part; a backward's fp32 dQ adds at the L2's measured reduction rate, added to its loads'
 // and stores' time: docs/design.md#the-backwards-dq-reductions). A CTA whose loads do not overlap its
 // compute (its first phase, unless it is a persistent CTA's next tile, or every phase of a kernel
 // that does not double-buffer) instead waits for its loads — latency + its own bytes at
-// that share, or its window's round trips if those take longer — and then works. The SM with the earliest clock steps next, so L2 sees accesses in
+// one CTA's part, or its window's round trips if those take longer — and then works. The SM with the earliest clock steps next, so L2 sees accesses in
 // time order.
 // A finished CTA frees its slot and the next CTA of the grid (blockIdx.x fastest) takes it on that
 // SM. Kernels run one after another; L2 contents carry over.
 //
-// Approximated: bandwidth is split evenly among busy SMs (an SM that needs less leaves its share
-// unused; an SM stays busy until its last step ends, so the SMs still working never share more
-// than the peak, tail included); CTAs on one SM step together; L2 as in l2.hpp. Exact: every CTA of every (batch, head)
+// Approximated: bandwidth is split evenly among the CTAs in flight (a CTA that needs less leaves its
+// part unused; a CTA holds its part until its last step ends, so the CTAs still working never share
+// more than the peak, tail included); CTAs on one SM step together; L2 as in l2.hpp. Exact: every CTA of every (batch, head)
 // is replayed, but the programs are built once per kernel and shared by all B·H instances.
 #pragma once
 

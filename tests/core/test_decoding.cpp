@@ -621,12 +621,17 @@ TEST_CASE("decode rooms in the engine: plans move the counts, splits fill the SM
   // flash2's repeats of a K/V head by the next query heads of its group mostly hit the L2.
   CHECK(f2.engine.memory[static_cast<int>(Tensor::K)].dram_read_bytes < 0.35 * f2.total[Tensor::K].read_bytes);
   CHECK(fd.time.predicted_s < 0.5 * f2.time.predicted_s);
-  CHECK(pp.time.predicted_s <= fd.time.predicted_s);
+  // The unified max saves the rescales but adds a kernel (the fallback check) and a longer combine:
+  // on the H100 hbmlab's flashdecoding++ takes 2–4 % longer than its flash-decoding at every cache
+  // length recorded (assets/measurements/h100-decode-b1.json: 67 against 65 µs at 32K).
+  CHECK(pp.time.predicted_s > fd.time.predicted_s);
+  CHECK(pp.time.predicted_s < 1.2 * fd.time.predicted_s);
   const double bandwidth_bound = cache / (h100.hbm_bandwidth_gbps * 1e9);
   CHECK(fd.time.predicted_s > bandwidth_bound);
-  // Within 2× of it: the split kernel's padded MMAs (4 query rows in m16 tiles) and exps keep the
-  // four SMs that hold two CTAs busy after the rest have finished (docs/design.md#the-sms-pipes).
-  CHECK(fd.time.predicted_s < 2.0 * bandwidth_bound);
+  // Within 1.5× of it: HBM serves the 136 CTAs alike, so the four SMs that hold two end about
+  // with the rest (gpu/bench/hbm_share.cu); the launches, the loads' latency and the combine are
+  // the difference (HBM shared per SM gave 1.86×: the four SMs' tail).
+  CHECK(fd.time.predicted_s < 1.5 * bandwidth_bound);
 }
 
 TEST_CASE("decoding reports: JSON splits and partials, the softmax line, the instances", "[cli][decode]") {

@@ -139,10 +139,26 @@ TEST_CASE("HBM's latency grows with the bytes in flight over the GPU (toy, by ha
   // Two, one an SM: SM 1's first phase sees SM 0's 1 KiB (L = 164 ns, max(656, 676) ns), then
   // both see 2 KiB (L = 228 ns, max(912, 740) ns); SM 1 ends last.
   CHECK(run_plans({synthetic(2, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 676e-9 + 3 * 912e-9));
-  // Three: SM 0's two CTAs share its 1 KiB. Its first step is HBM's (8 KiB at 8 B/ns, 1,024 ns),
-  // the next two 8 KiB × 228 ns / 1 KiB = 1,824 ns; SM 1 leaves at 3,422 ns (676 + 3 × 912 after
-  // 10), and SM 0's last step sees 1 KiB in flight: 8 KiB × 164 ns / 1 KiB = 1,312 ns.
-  CHECK(run_plans({synthetic(3, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 1024e-9 + 2 * 1824e-9 + 1312e-9));
+  // Three: HBM serves the three CTAs alike, 16/3 B/ns each, and SM 0's two share its 1 KiB in
+  // flight. SM 0's first step: each CTA waits max(400, 100 + 4096 B × 3 / 16 B/ns) = 868 ns (its
+  // 8 KiB at two thirds of HBM, 768 ns, and 800 ns of latency come under it); the next two see
+  // 2 KiB in flight: 8 KiB × 228 ns / 1 KiB = 1,824 ns. SM 1 (100 × 1.64 + 768, then three of
+  // max(912, 228 + 768) = 996 ns) leaves at 3,930 ns; SM 0's last step sees 1 KiB in flight and
+  // two CTAs: 8 KiB × 164 ns / 1 KiB = 1,312 ns.
+  CHECK(run_plans({synthetic(3, 4, 4096, 0, false)}, toy, off).predicted_s == Approx(10e-9 + 868e-9 + 2 * 1824e-9 + 1312e-9));
+}
+
+TEST_CASE("HBM serves the CTAs in flight alike: 136 streaming CTAs on 132 SMs end about with 132", "[engine]") {
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  EngineOptions off;
+  off.l2_enabled = false;
+  // gpu/bench/hbm_share.cu (assets/measurements/h100-hbm-share.txt): CTAs streaming 16 KiB tiles,
+  // 132 → 136 of them took 229.2 → 232.7 µs; the four SMs holding two ended them with the rest.
+  const double t132 = run_plans({synthetic(132, 64, 16384, 0, true)}, h100, off).predicted_s;
+  const double t136 = run_plans({synthetic(136, 64, 16384, 0, true)}, h100, off).predicted_s;
+  INFO("132 CTAs " << t132 * 1e6 << " us, 136 CTAs " << t136 * 1e6 << " us");
+  CHECK(t136 > t132);
+  CHECK(t136 < 1.05 * t132);  // shared per SM, the four SMs' two CTAs took each SM's part: near 2×
 }
 
 TEST_CASE("a CTA that waits for its loads pays latency, then its bytes, then its work (toy, by hand)", "[engine]") {
