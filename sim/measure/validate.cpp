@@ -575,7 +575,8 @@ double ValidationRow::time_error() const { return relative(predicted_time_s, mea
 double ValidationRow::dram_read_error() const { return relative(predicted_dram_read, measured_dram_read); }
 
 std::string RoomSummary::label() const {
-  return fmt::format("{} {}, {}", gpu, to_string(algo), pytorch ? "PyTorch SDPA" : "hbmlab's kernel");
+  return fmt::format("{} {}, {}{}", gpu, to_string(algo), pytorch ? "PyTorch SDPA" : "hbmlab's kernel",
+                     l2_set_aside ? ", L2 partly set aside" : "");
 }
 
 std::vector<RoomSummary> summarise_by_room(const ValidationReport& report) {
@@ -586,11 +587,13 @@ std::vector<RoomSummary> summarise_by_room(const ValidationReport& report) {
   std::vector<Group> groups;
   for (const ValidationRow& row : report.rows) {
     const bool pytorch = row.source.rfind("sdpa", 0) == 0;
+    const bool set_aside = row.l2_set_aside_bytes > 0;
     auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return g.summary.gpu == row.gpu && g.summary.algo == row.algo && g.summary.pytorch == pytorch;
+      return g.summary.gpu == row.gpu && g.summary.algo == row.algo && g.summary.pytorch == pytorch &&
+             g.summary.l2_set_aside == set_aside;
     });
     if (it == groups.end()) {
-      groups.push_back({RoomSummary{row.gpu, row.algo, pytorch, {}, {}}, {}, {}});
+      groups.push_back({RoomSummary{row.gpu, row.algo, pytorch, set_aside, {}, {}}, {}, {}});
       it = groups.end() - 1;
     }
     it->time_errors.push_back(row.time_error());
@@ -896,8 +899,10 @@ void print_validation(std::ostream& out, const ValidationReport& r) {
     auto mean = [](double m) { return std::isfinite(m) ? fmt::format("{:.1f}%", 100 * m) : std::string("—"); };
     fmt::print(out, "by GPU, room and kernel (mean |error|; records within {} for DRAM reads, {} for time):\n",
                cutoff_text(r.targets.dram_read), cutoff_text(r.targets.time));
+    std::size_t label_w = 46;
+    for (const RoomSummary& g : rooms) label_w = std::max(label_w, g.label().size());
     for (const RoomSummary& g : rooms)
-      fmt::print(out, "  {:<46} DRAM read {:>6} ({:>3} of {:>3})   time {:>6} ({:>3} of {:>3})\n", g.label(),
+      fmt::print(out, "  {:<{}} DRAM read {:>6} ({:>3} of {:>3})   time {:>6} ({:>3} of {:>3})\n", g.label(), label_w,
                  mean(g.dram_read.mean_abs), g.dram_read.within, g.dram_read.count, mean(g.time.mean_abs), g.time.within,
                  g.time.count);
   }

@@ -135,8 +135,11 @@ struct RoomSummary {
   std::string gpu;
   Algo algo = default_algo();
   bool pytorch = false;
+  // Records measured with part of the L2 set aside (l2_set_aside_bytes) form groups of their own:
+  // they measure a smaller L2 than the GPU's, so they do not speak for the room on the GPU itself.
+  bool l2_set_aside = false;
   ValidationSummary time, dram_read;
-  std::string label() const;  // "h100-sxm flash2 backward, PyTorch SDPA"
+  std::string label() const;  // "h100-sxm flash2 backward, PyTorch SDPA", "…, L2 partly set aside"
 };
 std::vector<RoomSummary> summarise_by_room(const ValidationReport& report);
 

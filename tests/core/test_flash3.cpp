@@ -257,6 +257,14 @@ TEST_CASE("a record with part of the L2 set aside is predicted on the L2 that is
     if (k > 0 && row.l2_set_aside_bytes > r.rows[k - 1].l2_set_aside_bytes)
       CHECK(row.predicted_dram_read > r.rows[k - 1].predicted_dram_read);
   }
+  // The records with part of the L2 set aside summarise apart from those on the whole L2.
+  const std::vector<RoomSummary> rooms = summarise_by_room(r);
+  REQUIRE(rooms.size() == 2);
+  CHECK(rooms[0].l2_set_aside == false);
+  CHECK(rooms[0].time.count == 2);  // the whole L2, measured first and last
+  CHECK(rooms[1].l2_set_aside == true);
+  CHECK(rooms[1].time.count == 4);  // 9.375, 18.75, 25 and 31.25 MiB set aside
+  CHECK(rooms[1].label() == "h100-sxm flash3, PyTorch SDPA, L2 partly set aside");
 }
 
 TEST_CASE("flash3 narrates its steps in FlashAttention-3's words", "[flash3][narration]") {
