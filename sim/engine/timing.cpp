@@ -66,11 +66,22 @@ struct Rates {
   double loaded_sharpness = 0;   // GpuSpec::hbm_loaded_sharpness; 0: the idle latency at any load
   // HBM's latency with `bytes` in flight over the GPU: the idle latency while they are few, and
   // as they approach and pass what the peak moves in one latency, the time the peak takes to move
-  // them (Little's law), with a soft corner between the two.
-  double loaded_latency(double bytes) const {
+  // them (Little's law), with a soft corner between the two; `peak`: what HBM delivers at most
+  // at the moment (threads_peak).
+  double loaded_latency(double bytes, double peak) const {
     if (!(loaded_sharpness > 0)) return hbm_latency_s;
-    const double x = bytes / (hbm_latency_s * dram);
+    const double x = bytes / (hbm_latency_s * peak);
     return hbm_latency_s * std::pow(1.0 + std::pow(x, loaded_sharpness), 1.0 / loaded_sharpness);
+  }
+  // What the threads of the CTAs in flight let HBM deliver (GpuSpec::hbm_load_gbps_per_thread,
+  // hbm_thread_ceiling_sharpness): with `threads` per SM on `sms` SMs, the soft minimum of the peak
+  // and what those threads' loads move at most (docs/design.md, "HBM and the threads that read it").
+  double thread_rate = 0;          // bytes/s; 0: not measured, the peak whatever the threads
+  double thread_sharpness = 0;
+  double threads_peak(double threads, double sms) const {
+    if (!(thread_rate > 0) || !(thread_sharpness > 0) || !(threads > 0)) return dram;
+    const double x = dram / (threads * sms * thread_rate);
+    return dram / std::pow(1.0 + std::pow(x, thread_sharpness), 1.0 / thread_sharpness);
   }
   double clock_hz = 0;
   // The SM's pipes (GpuSpec's measured rates at pipe_clock_mhz), per second per SM.
@@ -105,6 +116,8 @@ Rates rates_of(const GpuSpec& gpu, double sm_clock_mhz) {
   r.in_flight_per_sm = double(gpu.hbm_bytes_in_flight_per_sm);
   r.in_flight_per_cta = gpu.hbm_bytes_in_flight_per_cta > 0 ? double(gpu.hbm_bytes_in_flight_per_cta) : r.in_flight_per_sm;
   r.loaded_sharpness = gpu.hbm_loaded_latency_sharpness;
+  r.thread_rate = gpu.hbm_load_gbps_per_thread * 1e9;
+  r.thread_sharpness = gpu.hbm_thread_ceiling_sharpness;
   r.clock_hz = gpu.clock_mhz * 1e6;
   const double pipe_hz = sm_clock_mhz * 1e6;
   r.pipe_hz = pipe_hz;
@@ -403,6 +416,7 @@ private:
   double now_s_ = 0;
   double sample_bin_s_ = 1e-9;
   double hbm_latency_s_ = 0;  // HBM's latency under the load of the moment (Rates::loaded_latency)
+  double hbm_peak_ = 0;       // what HBM delivers at most with the threads of the moment (Rates::threads_peak)
 };
 
 KernelTiming Replay::begin_kernel(const KernelPlan& k, const Occupancy& occ) const {
@@ -549,7 +563,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
     // or the first byte's latency and then its own bytes at one CTA's part of DRAM and L2
     // bandwidth, whichever is longer.
     const double parts = double(std::max<std::int64_t>(1, ctas_in_flight));
-    const double transfer = std::max(double(own_dram) * parts / rates_.dram, double(own_l2) * parts / rates_.l2);
+    const double transfer = std::max(double(own_dram) * parts / hbm_peak_, double(own_l2) * parts / rates_.l2);
     const double mean_latency = latency_bytes / double(l2_on ? own_l2 : own_dram);
     const double memory = std::max(latency_bytes / std::min(window, rates_.in_flight_per_sm), mean_latency + transfer);
     memory_wait = memory;
@@ -582,7 +596,7 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t ctas_in_flight, std
   // HBM and the L2 serve the CTAs in flight alike, wherever they sit (gpu/bench/hbm_share.cu: 136 CTAs
   // on 132 SMs, the four SMs holding two end with the rest): this SM's part is its CTAs' parts.
   const double share = double(std::max<std::int64_t>(1, ctas_in_flight)) / double(std::max<std::int64_t>(1, ctas_here));
-  const double t_dram = double(d.dram_read + d.dram_write) * share / rates_.dram;
+  const double t_dram = double(d.dram_read + d.dram_write) * share / hbm_peak_;
   // Loads, stores and reductions share the L2: their times add (gpu/bench/l2_reduce.cu: half the
   // SMs reducing and half loading each reach the fraction of their own peak that sums to one).
   const double t_l2 = options_.l2_enabled ? double(d.l2_bytes) * share / rates_.l2 + d.l2_reduce * share : 0.0;
@@ -679,7 +693,11 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
       gpu_window -= sm_window[emptied.top().second];
       sm_window[emptied.top().second] = 0;
     }
-    hbm_latency_s_ = rates_.loaded_latency(gpu_window);
+    // HBM's peak for the threads in flight: the CTAs in flight's threads per SM they fill.
+    hbm_peak_ = rates_.threads_peak(double(ctas_in_flight * k.threads_per_cta) /
+                                        double(std::max<std::int64_t>(1, std::min(S, ctas_in_flight))),
+                                    double(S));
+    hbm_latency_s_ = rates_.loaded_latency(gpu_window, hbm_peak_);
     std::vector<Resident>& here = resident[s];
     StepDemand demand;  // one step of this SM: each resident CTA carries out one phase
     const auto ctas_here = static_cast<std::int64_t>(here.size());

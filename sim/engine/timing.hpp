@@ -15,7 +15,9 @@
 // bandwidth, memory latency (Little's law: bytes × latency over the bytes the SM keeps in flight, each
 // CTA's at most hbm_bytes_in_flight_per_cta, the SM's at most hbm_bytes_in_flight_per_sm; the latency
 // grows with the bytes in flight over the whole GPU where the preset measured it:
-// hbm_loaded_latency_sharpness, docs/design.md "HBM under load: the loaded latency"),
+// hbm_loaded_latency_sharpness, docs/design.md "HBM under load: the loaded latency"; HBM's peak
+// is at most what the threads of the CTAs in flight move: hbm_load_gbps_per_thread, "HBM and the
+// threads that read it"),
 // and its DRAM and SM↔L2 bytes over its CTAs' parts of HBM and L2 bandwidth (each CTA in flight over
 // the GPU an equal part; a backward's fp32 dQ adds at the L2's measured reduction rate, added to its loads'
 // and stores' time: docs/design.md#the-backwards-dq-reductions). A CTA whose loads do not overlap its

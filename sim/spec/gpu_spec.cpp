@@ -47,6 +47,8 @@ constexpr Field kFields[] = {
     {"hbm_bytes_in_flight_per_sm", "bytes", &GpuSpec::hbm_bytes_in_flight_per_sm},
     {"hbm_bytes_in_flight_per_cta", "bytes", &GpuSpec::hbm_bytes_in_flight_per_cta, false, false, true},
     {"hbm_loaded_latency_sharpness", "exponent", &GpuSpec::hbm_loaded_latency_sharpness, false, false, true},
+    {"hbm_load_gbps_per_thread", "GB/s", &GpuSpec::hbm_load_gbps_per_thread, false, false, true},
+    {"hbm_thread_ceiling_sharpness", "exponent", &GpuSpec::hbm_thread_ceiling_sharpness, false, false, true},
     {"registers_per_sm", "registers", &GpuSpec::registers_per_sm},
     {"kernel_overhead_ns", "ns", &GpuSpec::kernel_overhead_ns},
     {"event_timing_overhead_ns", "ns", &GpuSpec::event_timing_overhead_ns, false, false, true},

@@ -52,6 +52,12 @@ struct GpuSpec {
   // idle latency whatever is in flight). The GPU then delivers the soft minimum of W / latency and
   // its peak (docs/design.md, "HBM under load").
   double hbm_loaded_latency_sharpness = 0;
+  // What the threads reading HBM let it deliver: every SM holding n threads of the CTAs in flight,
+  // at most the soft minimum, with this exponent, of its peak × hbm_efficiency and
+  // sm_count × n × this rate (0: the peak however few the threads; docs/design.md, "HBM and the
+  // threads that read it").
+  double hbm_load_gbps_per_thread = 0;
+  double hbm_thread_ceiling_sharpness = 0;
   std::int64_t registers_per_sm = 0;        // 32-bit registers per SM (limits CTAs per SM)
   double kernel_overhead_ns = 0;            // launch and drain cost of one kernel
   double event_timing_overhead_ns = 0;      // what CUDA events around a launch sequence add to it (0: not measured)

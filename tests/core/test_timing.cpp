@@ -161,6 +161,36 @@ TEST_CASE("HBM serves the CTAs in flight alike: 136 streaming CTAs on 132 SMs en
   CHECK(t136 < 1.05 * t132);  // shared per SM, the four SMs' two CTAs took each SM's part: near 2×
 }
 
+TEST_CASE("HBM delivers less to 128 threads an SM than to 256 at the same bytes in flight", "[engine]") {
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  EngineOptions off;
+  off.l2_enabled = false;
+  // gpu/bench/hbm_share.cu (assets/measurements/h100-hbm-share.txt, sweep and deep): one CTA an SM
+  // with 128 KiB in flight an SM read 2858 GB/s with 128 threads an SM and 3064 with 256 (two
+  // 128-thread CTAs: the threads count, not the CTAs); 256 threads, one CTA, 64 KiB: 3078. The
+  // engine's peak is 3015 GB/s (3350 × hbm_efficiency), so its ratio is 3015 / 2858 = 1.055.
+  KernelPlan narrow = synthetic(132, 64, 16384, 0, true);
+  narrow.threads_per_cta = 128;
+  KernelPlan wide = narrow;
+  wide.threads_per_cta = 256;
+  const EngineResult n = run_plans({narrow}, h100, off);
+  const EngineResult w = run_plans({wide}, h100, off);
+  const double bytes = 132.0 * 64 * 16384;
+  INFO("128 threads " << bytes / n.kernels.front().time_s / 1e9 << " GB/s, 256 threads "
+                      << bytes / w.kernels.front().time_s / 1e9 << " GB/s");
+  CHECK(n.kernels.front().time_s / w.kernels.front().time_s == Approx(3015.0 / 2858).epsilon(0.01));
+  // Without the preset's per-thread rate, the threads make no difference; two 128-thread CTAs an
+  // SM hold 256 threads and get HBM's peak as if there were no such rate.
+  GpuSpec plain = h100;
+  plain.hbm_load_gbps_per_thread = 0;
+  KernelPlan pairs = synthetic(264, 32, 16384, 0, true);
+  pairs.threads_per_cta = 128;
+  CHECK(run_plans({pairs}, h100, off).kernels.front().time_s ==
+        Approx(run_plans({pairs}, plain, off).kernels.front().time_s).epsilon(0.001));
+  CHECK(run_plans({narrow}, plain, off).kernels.front().time_s ==
+        Approx(run_plans({wide}, plain, off).kernels.front().time_s));
+}
+
 TEST_CASE("a CTA that waits for its loads pays latency, then its bytes, then its work (toy, by hand)", "[engine]") {
   const GpuSpec toy = load_gpu("toy");  // 100 ns HBM latency, 16 B/ns HBM, 1 KiB in flight, 1 GHz
   EngineOptions off;
