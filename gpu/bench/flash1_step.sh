@@ -26,12 +26,12 @@ if [[ -n ${HBMLAB:-} ]]; then
       --print-units base --log-file "$out/flash1-step-ncu.csv" \
       "$HBMLAB" measure --algo flash1 --seq-len 512,1024,2048 --head-dim 64,128 --causal no --dtype fp16 \
       --blocks all --profile-pass > "$out/flash1-measure.log" 2>&1 || echo "flash1_step: ncu failed" >&2
-  python3 - "$out/flash1-step-ncu.csv" <<'PY' | tee -a "$out/flash1-step.txt"
-import csv, io, math, re, sys
-text = open(sys.argv[1], errors="replace").read()
-start = text.find('"ID"')
-rows = [r for r in csv.DictReader(io.StringIO(text[start:])) if r.get("ID", "").strip().isdigit()] if start >= 0 else []
-num = lambda r, k: float(r[k].replace(",", ""))
+  python3 - "$out/flash1-step-ncu.csv" "$here" <<'PY' | tee -a "$out/flash1-step.txt"
+import math, re, sys
+sys.path.insert(0, sys.argv[2])
+import merge_ncu  # the ncu CSV reader every calibration script uses
+rows = merge_ncu.read_rows(sys.argv[1])
+num = lambda r, k: merge_ncu.num(r[k])
 sms = 132
 print("# hbmlab's flash1 kernel (hbmlab measure --algo flash1 --seq-len 512,1024,2048 --causal no --blocks all, under ncu;")
 print("# each record's check launch, then its timed one): CTAs an SM = min(grid / SMs, the occupancy limit); SM cyc/pair =")
