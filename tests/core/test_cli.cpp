@@ -149,6 +149,29 @@ TEST_CASE("a value of the wrong kind is named with its option first", "[cli][err
         "hbmlab validate: --dram-within: '5%' is not a number\n");
 }
 
+TEST_CASE("an output file that cannot be written is refused naming its option", "[cli][errors]") {
+  const std::string dir = "/nonexistent-hbmlab-dir/";
+  const std::vector<std::string> toy = {"--gpu", "toy", "--seq-len", "16", "--head-dim", "4"};
+  for (const auto& [command, option] : {std::pair<std::string, std::string>{"simulate", "--timeline"},
+                                        {"simulate", "--mask-out"}, {"sweep", "--out"}}) {
+    std::vector<std::string> args = {command, option, dir + "x"};
+    args.insert(args.end(), toy.begin(), toy.end());
+    const Run r = run(args);
+    INFO(command << " " << option);
+    CHECK(r.code == 2);
+    CHECK(one_line(r.err));
+    CHECK_THAT(r.err, Catch::StartsWith("hbmlab " + command + ": " + option + ": " + dir + "x: cannot write"));
+  }
+}
+
+TEST_CASE("what a command does not take is named in the order it was given", "[cli][errors]") {
+  // CLI11 lists such arguments last first ("x --gpu"); hbmlab names them as they were typed.
+  CHECK(run({"presets", "--gpu", "x"}).err == "hbmlab presets: --gpu x: not expected (hbmlab presets --help lists what it takes)\n");
+  CHECK(run({"simulate", "--bogus"}).err == "hbmlab simulate: --bogus: not expected (hbmlab simulate --help lists what it takes)\n");
+  CHECK(run({"frobnicate"}).err == "hbmlab: frobnicate: not expected (hbmlab --help lists what it takes)\n");
+  CHECK(run({"presets", "--gpu", "x"}).code == 2);
+}
+
 TEST_CASE("--help exits 0", "[cli]") {
   const Run r = run({"simulate", "--help"});
   CHECK(r.code == 0);
