@@ -82,9 +82,10 @@ std::string limiter_text(const KernelTiming& k) {
 // Which kernels the engine timed (one line of the report): the room's reference launch, or hbmlab's
 // own CUDA kernels as `hbmlab validate` times their records (validate then adds what CUDA events cost
 // to a record they timed: GpuSpec::event_timing_overhead_ns, kernel_gap_ns).
-std::string launch_text(const LaunchOverride& l) {
+std::string launch_text(const SimulationResult& r) {
+  const LaunchOverride& l = r.launch;
   if (l.hbmlab_kernels) return "hbmlab's CUDA kernels in gpu/, as `hbmlab validate` times their records (it adds the CUDA events' cost)";
-  if (l.threads_per_cta || l.registers_per_thread || l.smem_bytes_per_cta || l.kv_descending)
+  if (l.threads_per_cta || l.registers_per_thread || l.smem_bytes_per_cta || (l.kv_descending && r.algo->has_kv_order()))
     return "the reference launch as the --launch-* and --kv-descending options set it (hbmlab's CUDA kernels: --hbmlab-kernels)";
   return "the reference launch (hbmlab's CUDA kernels in gpu/, as `hbmlab validate` times them: --hbmlab-kernels)";
 }
@@ -234,7 +235,7 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
   }
   fmt::print(out, "\n  time      {} predicted by the timing engine (HBM busy {}, compute {})\n", format_seconds(r.time.predicted_s),
              format_seconds(r.time.hbm_s), format_seconds(r.time.compute_s));
-  fmt::print(out, "  launch    {}\n", launch_text(r.launch));
+  fmt::print(out, "  launch    {}\n", launch_text(r));
   for (const KernelTiming& k : e.kernels)
     fmt::print(out, "  kernel    {:<24} {:>10}: {} CTAs, {} per SM ({}-limited), {} waves; {}\n", k.name,
                format_seconds(k.time_s), format_count(double(k.ctas)), k.ctas_per_sm, k.occupancy_limit,

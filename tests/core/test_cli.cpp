@@ -294,6 +294,9 @@ TEST_CASE("simulate says which launch it times; with --hbmlab-kernels it is vali
   };
   CHECK_THAT(with({}), Catch::Contains("\n  launch    the reference launch ("));
   CHECK_THAT(with({"--hbmlab-kernels"}), Catch::Contains("\n  launch    hbmlab's CUDA kernels in gpu/"));
+  CHECK_THAT(with({"--launch-threads", "256"}), Catch::Contains("\n  launch    the reference launch as the --launch-*"));
+  // flash-decoding visits its K/V blocks in one order: --kv-descending leaves its launch as it was.
+  CHECK_THAT(with({"--kv-descending"}), Catch::Contains("\n  launch    the reference launch ("));
   const auto reference = nlohmann::json::parse(with({"--json"}));
   const auto ours = nlohmann::json::parse(with({"--hbmlab-kernels", "--json"}));
   CHECK(reference["time"]["launch"] == "reference");
