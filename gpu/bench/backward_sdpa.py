@@ -8,13 +8,12 @@
 #      gpu/bench/flash3_backward.sh OUT cudnn   (the same with --backend cudnn)
 import argparse
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from calibrate_h100 import device_info
-from merge_ncu import write_json
+from merge_ncu import shape_marker, write_json
 
 SEQ_LENS = [512, 1024, 2048, 4096, 8192, 16384]
 HEAD_DIMS = [64, 128]
@@ -50,8 +49,7 @@ def backward_of(s, seed):
 def ncu_pass(all_shapes):
     """Each backward once inside NVTX range 'sdpa', after a marker kernel whose grid size is the
     shape's index + 1, so that merge_ncu.py can give the ncu rows to their shapes."""
-    import cupy as cp
-    marker = cp.RawKernel(r'''extern "C" __global__ void hbmlab_marker(int* p) { if (p) p[0] = 1; }''', "hbmlab_marker")
+    mark = shape_marker()
     for n, s in enumerate(all_shapes):
         backward = backward_of(s, n)
         backward()  # warm-up, unprofiled
@@ -60,7 +58,7 @@ def ncu_pass(all_shapes):
         # range; with multithreading off it runs here, inside it.
         with torch.autograd.set_multithreading_enabled(False):
             torch.cuda.nvtx.range_push("sdpa")
-            marker((n + 1,), (32,), (np.int64(0),))
+            mark(n)
             backward()
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()

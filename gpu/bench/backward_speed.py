@@ -10,6 +10,7 @@
 import json
 import sys
 
+from merge_ncu import write_json
 from torch_timing import events_median_ms
 
 
@@ -123,8 +124,7 @@ def main():
                       "(B, H, N, d) contiguous, which adds two layout copies); hbmlab: the measure file's median; "
                       "TFLOP/s = 2.5*4*N^2*d*B*H, halved when causal; hbmlab's kernels: each measure file's median "
                       "(rows[].hbmlab, by kernel)", "rows": rows}
-    with open(sys.argv[1], "w") as f:
-        json.dump(data, f, indent=1)
+    write_json(sys.argv[1], data)
     table(rows)
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 
+from merge_ncu import write_json
 from torch_timing import events_median_ms as timed
 
 REPS, WARMUP = 30, 5
@@ -81,9 +82,7 @@ def main(hbmlab, measure_path, out_path):
             row["flex_error"] = repr(e)[:300]
         rows.append(row)
         print(json.dumps(row), flush=True)
-    json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows},
-              open(out_path + ".tmp", "w"), indent=1)
-    os.replace(out_path + ".tmp", out_path)
+    write_json(out_path, {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows})
     print_table(rows)
 
 

@@ -4,11 +4,7 @@
 # Each shape runs once unprofiled (cuDNN builds its plan), then once inside an NVTX range "sdpa" after
 # a marker kernel whose grid size is the shape's index + 1.
 # Run: gpu/bench/cudnn_l2.sh OUTDIR   (ncu, then this script's --merge: OUTDIR/h100-cudnn-l2.json)
-import argparse
-import json
-import sys
-
-from merge_ncu import kernels_by_marker, num, read_rows, write_json
+from merge_ncu import kernels_by_marker, ncu_pass_or_merge, num, read_rows, shape_marker, write_json
 
 L2_METRICS = ["lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
               "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum", "lts__t_sectors_srcunit_ltcfabric.sum",
@@ -27,13 +23,11 @@ def shapes():
 
 
 def ncu_pass():
-    import cupy as cp
-    import numpy as np
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    marker = cp.RawKernel(r'''extern "C" __global__ void hbmlab_marker(int* p) { if (p) p[0] = 1; }''', "hbmlab_marker")
+    mark = shape_marker()
     for k, s in enumerate(shapes()):
         gen = torch.Generator(device="cuda").manual_seed(k)
         q, kk, v = (torch.randn(s["B"], s["H"], s["N"], s["d"], device="cuda", dtype=torch.float16, generator=gen)
@@ -42,7 +36,7 @@ def ncu_pass():
             F.scaled_dot_product_attention(q, kk, v, is_causal=s["causal"])
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_push("sdpa")
-            marker((k + 1,), (32,), (np.int64(0),))
+            mark(k)
             F.scaled_dot_product_attention(q, kk, v, is_causal=s["causal"])
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
@@ -98,17 +92,10 @@ def merge(ncu_csv, out_path, extra):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ncu-pass", action="store_true")
-    ap.add_argument("--merge", nargs=2, metavar=("NCU_CSV", "OUT_JSON"))
-    ap.add_argument("--hbmlab", nargs=2, action="append", default=[], metavar=("NAME", "NCU_CSV"))
-    args = ap.parse_args()
-    if args.ncu_pass:
-        ncu_pass()
-    elif args.merge:
-        merge(*args.merge, args.hbmlab)
-    else:
-        sys.exit("cudnn_l2.py: --ncu-pass (under ncu) or --merge NCU_CSV OUT_JSON [--hbmlab NAME CSV]...")
+    ncu_pass_or_merge("cudnn_l2.py: --ncu-pass (under ncu) or --merge NCU_CSV OUT_JSON [--hbmlab NAME CSV]...",
+                      ncu_pass, lambda args: merge(*args.merge, args.hbmlab),
+                      lambda ap: ap.add_argument("--hbmlab", nargs=2, action="append", default=[],
+                                                 metavar=("NAME", "NCU_CSV")))
 
 
 if __name__ == "__main__":

@@ -8,11 +8,10 @@
 # Each profiled shape runs inside an NVTX range "sdpa" after a marker kernel hbmlab_marker whose grid
 # size is its index + 1 (index = size index * shape count + shape index).
 # Run: gpu/bench/cudnn_l2_setaside.sh OUTDIR   (ncu, then this script's --merge: OUTDIR/h100-cudnn-l2-setaside.json)
-import argparse
 import ctypes
 import sys
 
-from merge_ncu import kernels_by_marker, write_json
+from merge_ncu import kernels_by_marker, ncu_pass_or_merge, shape_marker, write_json
 
 # DRAM and time only: one pass, so Nsight Compute replays nothing and the L2 is as the script left it.
 METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum", "launch__grid_size",
@@ -78,8 +77,6 @@ def sizes(drv):
 
 
 def ncu_pass():
-    import cupy as cp
-    import numpy as np
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -89,7 +86,7 @@ def ncu_pass():
     ms, top = sizes(drv)
     ms = ms + [0] if ms[-1] else ms
     print(f"L2 {drv.attribute(Driver.ATTR_L2_SIZE)} bytes, largest set-aside {top} bytes; set-asides (MB): {ms}")
-    marker = cp.RawKernel(r'''extern "C" __global__ void hbmlab_marker(int* p) { if (p) p[0] = 1; }''', "hbmlab_marker")
+    mark = shape_marker()
     flush = torch.empty(256 * MB, dtype=torch.uint8, device="cuda")
     aside = torch.ones(max(ms) * MB // 4 or 1, dtype=torch.float32, device="cuda")
     side = torch.cuda.Stream()
@@ -116,7 +113,7 @@ def ncu_pass():
                         part.sum()
                     torch.cuda.synchronize()
                 torch.cuda.nvtx.range_push("sdpa")
-                marker((i * len(ss) + k + 1,), (32,), (np.int64(0),))
+                mark(i * len(ss) + k)
                 F.scaled_dot_product_attention(q, kk, v, is_causal=s["causal"])
                 torch.cuda.synchronize()
                 if m:
@@ -168,25 +165,24 @@ def merge(ncu_csv, out_path, ms, granted):
     print(f"wrote {out_path}")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ncu-pass", action="store_true")
-    ap.add_argument("--merge", nargs=2, metavar=("NCU_CSV", "OUT_JSON"))
+def merge_args(args):
+    if not args.sizes or not args.granted:
+        sys.exit("cudnn_l2_setaside.py: --merge needs --sizes and --granted (from the ncu pass's log)")
+    ms = [int(x) for x in args.sizes.split(",")]
+    granted = [int(x) for x in args.granted.split(",")]
+    if len(ms) != len(granted):
+        sys.exit(f"cudnn_l2_setaside.py: --sizes has {len(ms)} entries, --granted {len(granted)}")
+    merge(*args.merge, ms, granted)
+
+
+def options(ap):
     ap.add_argument("--sizes", required=False, help="the set-asides (MiB) the ncu pass asked for, comma-separated")
     ap.add_argument("--granted", required=False, help="the bytes the driver set aside for each, comma-separated")
-    args = ap.parse_args()
-    if args.ncu_pass:
-        ncu_pass()
-    elif args.merge:
-        if not args.sizes or not args.granted:
-            sys.exit("cudnn_l2_setaside.py: --merge needs --sizes and --granted (from the ncu pass's log)")
-        ms = [int(x) for x in args.sizes.split(",")]
-        granted = [int(x) for x in args.granted.split(",")]
-        if len(ms) != len(granted):
-            sys.exit(f"cudnn_l2_setaside.py: --sizes has {len(ms)} entries, --granted {len(granted)}")
-        merge(*args.merge, ms, granted)
-    else:
-        sys.exit("cudnn_l2_setaside.py: --ncu-pass (under ncu) or --merge NCU_CSV OUT_JSON --sizes MIB,... --granted B,...")
+
+
+def main():
+    ncu_pass_or_merge("cudnn_l2_setaside.py: --ncu-pass (under ncu) or --merge NCU_CSV OUT_JSON --sizes MIB,... "
+                      "--granted B,...", ncu_pass, merge_args, options)
 
 
 if __name__ == "__main__":

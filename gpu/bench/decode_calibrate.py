@@ -4,12 +4,7 @@
 # or 64 query heads) and multi-head, several batches. Each shape runs once unprofiled, then once
 # inside an NVTX range "sdpa" after a marker kernel whose grid size is the shape's index + 1.
 # Run: gpu/bench/decode_calibrate.sh OUTDIR   (ncu, then this script's --merge: OUTDIR/h100-decode-sdpa-ncu.json)
-import argparse
-import json
-import os
-import sys
-
-from merge_ncu import kernels_by_marker, write_json
+from merge_ncu import kernels_by_marker, ncu_pass_or_merge, shape_marker, write_json
 
 
 def shapes():
@@ -31,7 +26,7 @@ def shapes():
     return out
 
 
-def run(s, profiled, marker=None, k=0):
+def run(s, profiled, mark=None, k=0):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -45,20 +40,18 @@ def run(s, profiled, marker=None, k=0):
         fn()  # warm-up, unprofiled
         torch.cuda.synchronize()
         if profiled:
-            import numpy as np
             torch.cuda.nvtx.range_push("sdpa")
-            marker((k + 1,), (32,), (np.int64(0),))
+            mark(k)
             fn()
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_pop()
 
 
 def ncu_pass():
-    import cupy as cp
-    marker = cp.RawKernel(r'''extern "C" __global__ void hbmlab_marker(int* p) { if (p) p[0] = 1; }''', "hbmlab_marker")
+    mark = shape_marker()
     for k, s in enumerate(shapes()):
         try:
-            run(s, True, marker, k)
+            run(s, True, mark, k)
         except Exception as e:  # noqa: BLE001 - a shape the backend refuses is left out, and said so
             print(f"[ncu-pass] shape {k} {s} skipped: {e!r}"[:300], flush=True)
 
@@ -90,16 +83,8 @@ def merge(ncu_csv, out_path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ncu-pass", action="store_true")
-    ap.add_argument("--merge", nargs=2, metavar=("NCU_CSV", "OUT_JSON"))
-    args = ap.parse_args()
-    if args.ncu_pass:
-        ncu_pass()
-    elif args.merge:
-        merge(*args.merge)
-    else:
-        sys.exit("decode_calibrate.py: --ncu-pass (under ncu) or --merge NCU_CSV OUT_JSON; see decode_calibrate.sh")
+    ncu_pass_or_merge("decode_calibrate.py: --ncu-pass (under ncu) or --merge NCU_CSV OUT_JSON; see decode_calibrate.sh",
+                      ncu_pass, lambda args: merge(*args.merge))
 
 
 if __name__ == "__main__":

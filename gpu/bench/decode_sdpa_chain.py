@@ -5,11 +5,8 @@
 # 16K to 256K (S = 128, 128, 128, 114, 114: 1, 2, 4, 9 and 18 blocks a CTA, one CTA an SM). PyTorch
 # picks S from the cache (its num_splits_heuristic); the grid's y says which S it took.
 # Run: gpu/bench/decode_sdpa_chain.sh OUTDIR   (ncu, then --merge: OUTDIR/h100-decode-sdpa-chain.json)
-import argparse
-import sys
-
 import decode_calibrate
-from merge_ncu import kernels_by_marker, write_json
+from merge_ncu import kernels_by_marker, ncu_pass_or_merge, write_json
 
 
 def shapes():
@@ -45,18 +42,14 @@ def merge(ncu_csv, out_path):
     print(f"wrote {out_path}")
 
 
+def ncu_pass():
+    decode_calibrate.shapes = shapes  # decode_calibrate's launches, these shapes
+    decode_calibrate.ncu_pass()
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ncu-pass", action="store_true")
-    ap.add_argument("--merge", nargs=2, metavar=("NCU_CSV", "OUT_JSON"))
-    args = ap.parse_args()
-    if args.ncu_pass:
-        decode_calibrate.shapes = shapes  # decode_calibrate's launches, these shapes
-        decode_calibrate.ncu_pass()
-    elif args.merge:
-        merge(*args.merge)
-    else:
-        sys.exit("decode_sdpa_chain.py: --ncu-pass (under ncu) or --merge NCU_CSV OUT_JSON")
+    ncu_pass_or_merge("decode_sdpa_chain.py: --ncu-pass (under ncu) or --merge NCU_CSV OUT_JSON", ncu_pass,
+                      lambda args: merge(*args.merge))
 
 
 if __name__ == "__main__":

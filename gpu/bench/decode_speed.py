@@ -8,6 +8,7 @@
 import json
 import sys
 
+from merge_ncu import write_json
 from torch_timing import events_median_ms
 
 
@@ -89,7 +90,7 @@ def main():
     data = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "copy_bandwidth_bytes_per_s": copy_bw,
             "method": "CUDA events, median of 50 after 5 warm-ups, a 256 MiB buffer written between repetitions; "
                       "SDPA with enable_gqa; K/V bytes = 2*B*HKV*N*d*2", "rows": rows}
-    json.dump(data, open(sys.argv[1], "w"), indent=1)
+    write_json(sys.argv[1], data)
     table(rows, copy_bw)
 
 

@@ -3,12 +3,12 @@
 # CUDA events, median, the L2 flushed (256 MiB written) before each repetition.
 # Run: python3 gpu/bench/flash3_torch.py --out torch.json [--seq-lens 2048,4096,8192,16384]
 import argparse
-import json
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from merge_ncu import write_json
 from torch_timing import events_median_ms
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
@@ -48,7 +48,7 @@ def main():
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version(),
             "method": "CUDA events, median of %d after 3 warm-ups, L2 flushed (256 MiB) before each" % args.reps}
-    json.dump({"meta": meta, "sdpa": rows}, open(args.out, "w"), indent=1)
+    write_json(args.out, {"meta": meta, "sdpa": rows})  # whole or not at all, as every measurement file
 
 
 if __name__ == "__main__":

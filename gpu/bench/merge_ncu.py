@@ -1,6 +1,9 @@
 # Joins an `ncu --csv --page raw` log of calibrate_h100.py --ncu-pass to the timing JSON: the rows
 # after marker kernel hbmlab_marker with grid size k+1 belong to SDPA shape k.
 # Run: python3 gpu/bench/merge_ncu.py timing.json ncu.csv out.json
+# The other scripts of gpu/bench take from here what they share: ncu's CSV (read_rows, num), the marker
+# kernel and its rows (shape_marker, kernels_by_marker), the --ncu-pass / --merge command line, write_json.
+import argparse
 import csv
 import io
 import json
@@ -45,6 +48,33 @@ def num(x):
         return float(x.replace(",", ""))
     except (ValueError, AttributeError):
         return None
+
+
+def shape_marker():
+    """mark(k): launches the marker kernel hbmlab_marker (through cupy) with grid size k + 1, so that
+    kernels_by_marker gives every kernel after it, up to the next marker, to shape k."""
+    import cupy as cp
+    import numpy as np
+    kernel = cp.RawKernel(r'''extern "C" __global__ void hbmlab_marker(int* p) { if (p) p[0] = 1; }''', "hbmlab_marker")
+    return lambda k: kernel((k + 1,), (32,), (np.int64(0),))
+
+
+def ncu_pass_or_merge(usage, ncu_pass, merge, options=None):
+    """The command line of a script that profiles its shapes under ncu, then joins ncu's CSV to them:
+    --ncu-pass runs ncu_pass(), --merge NCU_CSV OUT_JSON runs merge(args) (args.merge: the two paths);
+    with neither, it exits with `usage`. options(parser) adds the script's own options."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ncu-pass", action="store_true")
+    ap.add_argument("--merge", nargs=2, metavar=("NCU_CSV", "OUT_JSON"))
+    if options:
+        options(ap)
+    args = ap.parse_args()
+    if args.ncu_pass:
+        ncu_pass()
+    elif args.merge:
+        merge(args)
+    else:
+        sys.exit(usage)
 
 
 def kernels_by_marker(ncu_path, count, metrics=METRICS):

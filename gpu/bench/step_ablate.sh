@@ -74,11 +74,12 @@ if [[ -n ${HBMLAB:-} && -z $sweep ]]; then
       -k regex:flash2_kernel --csv --page raw --print-units base --log-file "$out/real-ncu.csv" \
       "$HBMLAB" measure --algo flash2 --seq-len 8192 --head-dim 64,128 --heads 40 --batch 1 --causal no \
       --dtype fp16 --blocks all --profile-pass > "$out/real-measure.log" 2>&1 || echo "step_ablate: ncu failed" >&2
-  python3 - "$out/real-ncu.csv" <<'PY' | tee -a "$out/step-ablate.txt"
-import csv, re, sys
-rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if l.strip() and not l.startswith("=="))
-        if r.get("ID", "").isdigit()]
-num = lambda r, k: float(r[k].replace(",", ""))
+  python3 - "$out/real-ncu.csv" "$here" <<'PY' | tee -a "$out/step-ablate.txt"
+import re, sys
+sys.path.insert(0, sys.argv[2])
+import merge_ncu  # the ncu CSV reader every calibration script uses
+rows = merge_ncu.read_rows(sys.argv[1])
+num = lambda r, k: merge_ncu.num(r[k])
 sms = 132
 print("# the real kernel (hbmlab measure --algo flash2 --seq-len 8192 --heads 40 --batch 1 --causal no, under ncu):")
 print(f"{'d':<5} {'Br':<4} {'Bc':<4} {'cyc/step (max SM)':>18} {'(avg SM)':>9} {'MHz':>6}")

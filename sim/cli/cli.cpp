@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <span>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -37,6 +38,15 @@ namespace {
 constexpr int kScreenshotFrames = 8;
 
 // [SECTION] Shared options
+
+// Writes an output file whole (or not at all); an error names the option that asked for it first.
+void write_output(std::string_view option, const std::string& path, std::string_view text) {
+  try {
+    write_file_atomically(path, text);
+  } catch (const InputError& e) {
+    fail_input("{}: {}", option, e.what());
+  }
+}
 
 // The items of a comma list; an empty one (`flash2,`, `64,,128`) is refused naming the option.
 std::vector<std::string> split_list(const std::string& text, std::string_view option, std::string_view example) {
@@ -357,11 +367,11 @@ int run_simulate(const SimulateFlags& f, std::ostream& out) {
     r.algo->emit(r.problem, r.blocks.blocks, skips);
     std::string text;
     for (const std::string& row : skips.rows) text += row + "\n";
-    write_file_atomically(f.mask_out, text);
+    write_output("--mask-out", f.mask_out, text);
   }
   if (!f.timeline.empty()) {
     if (results.size() != 1) fail_input("--timeline: choose one algorithm (--algo) for a timeline");
-    write_file_atomically(f.timeline, timeline_chrome_trace(results.front().engine, results.front().gpu));
+    write_output("--timeline", f.timeline, timeline_chrome_trace(results.front().engine, results.front().gpu));
   }
   if (f.json) {
     if (results.size() == 1) {
@@ -533,7 +543,7 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
   if (f.out_path.empty()) {
     out << text;
   } else {
-    write_file_atomically(f.out_path, text);
+    write_output("--out", f.out_path, text);
     err << fmt::format("sweep: wrote {} points to {}\n", points.size(), f.out_path);
   }
   return 0;
@@ -572,9 +582,32 @@ void print_lesson_report(std::ostream& out, const Scenario& lesson) {
 
 GuiOptions gui_defaults() { return GuiOptions{}; }
 
+// CLI11's "The following arguments were not expected: x --gpu" (last first) as "--gpu x: not expected
+// (hbmlab presets --help lists what it takes)": what was not taken first, in the order it was given.
+std::string extras_message(std::string_view what, std::span<const std::string> args, std::string_view command) {
+  const std::size_t colon = what.find(": ");
+  if (colon == std::string_view::npos) return std::string(what);
+  std::vector<std::pair<std::ptrdiff_t, std::string>> extras;  // (where it stands in args, the argument)
+  std::string_view rest = what.substr(colon + 2);
+  while (!rest.empty()) {
+    const std::size_t space = rest.find(' ');
+    const std::string item(rest.substr(0, space));
+    const auto at = std::find(args.begin(), args.end(), item);
+    if (at == args.end()) return std::string(what);  // an argument with a space in it: CLI11's words
+    extras.emplace_back(at - args.begin(), item);
+    rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+  }
+  std::stable_sort(extras.begin(), extras.end());
+  std::string given;
+  for (const auto& [at, item] : extras) given += (given.empty() ? "" : " ") + item;
+  return fmt::format("{}: not expected ({} --help lists what it takes)", given, command);
+}
+
 // CLI11's "Could not convert: --seq-len = 1e9" as "--seq-len: '1e9' is not a whole number": the option
 // first, as every other error of hbmlab's; other parse errors as CLI11 words them.
-std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
+std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, std::span<const std::string> args,
+                                std::string_view command) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) return extras_message(e.what(), args, command);
   const std::string_view what = e.what(), head = "Could not convert: ";
   const std::size_t eq = what.find(" = ");
   if (!what.starts_with(head) || eq == std::string_view::npos) return std::string(what);
@@ -655,7 +688,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
       std::string sub;
       for (const CLI::App* s : app.get_subcommands()) sub = " " + s->get_name();
-      err << fmt::format("hbmlab{}: {}\n", sub, parse_error_message(e, app));
+      err << fmt::format("hbmlab{}: {}\n", sub, parse_error_message(e, app, args, "hbmlab" + sub));
       return 2;
     }
 

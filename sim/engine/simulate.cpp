@@ -174,6 +174,7 @@ SimulationResult simulate(const SimulateRequest& request) {
   SimulationResult r;
   r.gpu = request.gpu;
   r.algo = request.algo;
+  r.launch = request.launch;
   r.sram_bytes_per_sm = request.sram_bytes.value_or(request.gpu.sram_bytes_per_sm);
   r.sram_bytes_per_block = request.sram_bytes.value_or(request.gpu.sram_bytes_per_block);
   try {

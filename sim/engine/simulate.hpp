@@ -78,6 +78,7 @@ struct SimulationResult {
   NumericsResult numerics;
   TimeEstimate time;
   EngineResult engine;  // kernels, L2 and DRAM traffic, timeline
+  LaunchOverride launch;  // the launch the engine timed, as requested (the report names it)
   // With auto_splits: each split count timed and the engine's prediction for it, smallest S first;
   // problem.kv_splits is the fastest of them.
   struct SplitCandidate {

@@ -79,6 +79,17 @@ std::string limiter_text(const KernelTiming& k) {
   return text;
 }
 
+// Which kernels the engine timed (one line of the report): the room's reference launch, or hbmlab's
+// own CUDA kernels as `hbmlab validate` times their records (validate then adds what CUDA events cost
+// to a record they timed: GpuSpec::event_timing_overhead_ns, kernel_gap_ns).
+std::string launch_text(const SimulationResult& r) {
+  const LaunchOverride& l = r.launch;
+  if (l.hbmlab_kernels) return "hbmlab's CUDA kernels in gpu/, as `hbmlab validate` times their records (it adds the CUDA events' cost)";
+  if (l.threads_per_cta || l.registers_per_thread || l.smem_bytes_per_cta || (l.kv_descending && r.algo->has_kv_order()))
+    return "the reference launch as the --launch-* and --kv-descending options set it (hbmlab's CUDA kernels: --hbmlab-kernels)";
+  return "the reference launch (hbmlab's CUDA kernels in gpu/, as `hbmlab validate` times them: --hbmlab-kernels)";
+}
+
 Json engine_time_json(const SimulationResult& r) {
   Json kernels = Json::array();
   for (const KernelTiming& k : r.engine.kernels)
@@ -93,7 +104,8 @@ Json engine_time_json(const SimulationResult& r) {
                        {"on_chip", on_chip_json(k.on_chip, k.time_s, r.gpu)}});
   return {{"model", r.time.model}, {"predicted_s", r.time.predicted_s}, {"hbm_s", r.time.hbm_s},
           {"compute_s", r.time.compute_s}, {"l2_s", r.engine.l2_s}, {"ctas", r.time.ctas},
-          {"ctas_per_sm", r.time.ctas_per_sm}, {"waves", r.time.waves}, {"kernels", kernels}};
+          {"ctas_per_sm", r.time.ctas_per_sm}, {"waves", r.time.waves},
+          {"launch", r.launch.hbmlab_kernels ? "hbmlab-kernels" : "reference"}, {"kernels", kernels}};
 }
 
 Json l2_json(const EngineResult& e, const GpuSpec& gpu) {
@@ -223,6 +235,7 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
   }
   fmt::print(out, "\n  time      {} predicted by the timing engine (HBM busy {}, compute {})\n", format_seconds(r.time.predicted_s),
              format_seconds(r.time.hbm_s), format_seconds(r.time.compute_s));
+  fmt::print(out, "  launch    {}\n", launch_text(r));
   for (const KernelTiming& k : e.kernels)
     fmt::print(out, "  kernel    {:<24} {:>10}: {} CTAs, {} per SM ({}-limited), {} waves; {}\n", k.name,
                format_seconds(k.time_s), format_count(double(k.ctas)), k.ctas_per_sm, k.occupancy_limit,

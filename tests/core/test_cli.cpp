@@ -1,4 +1,5 @@
 // The CLI in-process: JSON per the contract, text reports, and one-line errors with exit code 2.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,6 +11,7 @@
 
 #include "sim/cli/cli.hpp"
 #include "sim/common/units.hpp"
+#include "sim/spec/gpu_spec.hpp"
 
 using namespace hbmlab;
 
@@ -147,6 +149,29 @@ TEST_CASE("a value of the wrong kind is named with its option first", "[cli][err
         "hbmlab validate: --dram-within: '5%' is not a number\n");
 }
 
+TEST_CASE("an output file that cannot be written is refused naming its option", "[cli][errors]") {
+  const std::string dir = "/nonexistent-hbmlab-dir/";
+  const std::vector<std::string> toy = {"--gpu", "toy", "--seq-len", "16", "--head-dim", "4"};
+  for (const auto& [command, option] : {std::pair<std::string, std::string>{"simulate", "--timeline"},
+                                        {"simulate", "--mask-out"}, {"sweep", "--out"}}) {
+    std::vector<std::string> args = {command, option, dir + "x"};
+    args.insert(args.end(), toy.begin(), toy.end());
+    const Run r = run(args);
+    INFO(command << " " << option);
+    CHECK(r.code == 2);
+    CHECK(one_line(r.err));
+    CHECK_THAT(r.err, Catch::StartsWith("hbmlab " + command + ": " + option + ": " + dir + "x: cannot write"));
+  }
+}
+
+TEST_CASE("what a command does not take is named in the order it was given", "[cli][errors]") {
+  // CLI11 lists such arguments last first ("x --gpu"); hbmlab names them as they were typed.
+  CHECK(run({"presets", "--gpu", "x"}).err == "hbmlab presets: --gpu x: not expected (hbmlab presets --help lists what it takes)\n");
+  CHECK(run({"simulate", "--bogus"}).err == "hbmlab simulate: --bogus: not expected (hbmlab simulate --help lists what it takes)\n");
+  CHECK(run({"frobnicate"}).err == "hbmlab: frobnicate: not expected (hbmlab --help lists what it takes)\n");
+  CHECK(run({"presets", "--gpu", "x"}).code == 2);
+}
+
 TEST_CASE("--help exits 0", "[cli]") {
   const Run r = run({"simulate", "--help"});
   CHECK(r.code == 0);
@@ -249,6 +274,47 @@ TEST_CASE("validate counts within the cut-offs it is given and prints them", "[c
     CHECK(one_line(r.err));
     CHECK_THAT(r.err, Catch::Contains("--dram-within"));
   }
+}
+
+// simulate times the room's reference launch unless --hbmlab-kernels asks for hbmlab's own kernels, and
+// says which; with it, simulate's time of a decode record's launch is validate's, less the CUDA events'
+// cost validate adds (assets/measurements/h100-decode-b1.json: S = 17 at 128K, lesson 5's grid).
+TEST_CASE("simulate says which launch it times; with --hbmlab-kernels it is validate's", "[cli][validate][decode]") {
+  const std::string file = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/h100-decode-b1.json";
+  const std::vector<std::string> args = {"simulate", "--gpu", "h100-sxm", "--algo", "flash-decoding", "--heads", "32",
+                                         "--kv-heads", "8", "--query-len", "1", "--head-dim", "128", "--block-rows",
+                                         "16", "--block-cols", "64", "--seq-len", "131072", "--splits", "17",
+                                         "--numerics", "off"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), extra.begin(), extra.end());
+    const Run r = run(a);
+    REQUIRE(r.code == 0);
+    return r.out;
+  };
+  CHECK_THAT(with({}), Catch::Contains("\n  launch    the reference launch ("));
+  CHECK_THAT(with({"--hbmlab-kernels"}), Catch::Contains("\n  launch    hbmlab's CUDA kernels in gpu/"));
+  CHECK_THAT(with({"--launch-threads", "256"}), Catch::Contains("\n  launch    the reference launch as the --launch-*"));
+  // flash-decoding visits its K/V blocks in one order: --kv-descending leaves its launch as it was.
+  CHECK_THAT(with({"--kv-descending"}), Catch::Contains("\n  launch    the reference launch ("));
+  const auto reference = nlohmann::json::parse(with({"--json"}));
+  const auto ours = nlohmann::json::parse(with({"--hbmlab-kernels", "--json"}));
+  CHECK(reference["time"]["launch"] == "reference");
+  CHECK(ours["time"]["launch"] == "hbmlab-kernels");
+
+  const Run v = run({"validate", "--measurements", file, "--json"});
+  REQUIRE(v.code == 0);
+  const auto rows = nlohmann::json::parse(v.out)["rows"];
+  const auto row = std::find_if(rows.begin(), rows.end(), [](const nlohmann::json& r) {
+    return r["algorithm"] == "flash-decoding" && r["problem"]["seq_len"] == 131072 && r["problem"]["query_len"] == 1;
+  });
+  REQUIRE(row != rows.end());
+  REQUIRE((*row)["problem"]["splits"] == 17);
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  REQUIRE(ours["time"]["kernels"].size() == 2);  // the split kernel and the combine: one gap between them
+  const double events_s = (gpu.event_timing_overhead_ns + gpu.kernel_gap_ns) * 1e-9;
+  CHECK((*row)["predicted"]["time_s"].get<double>() ==
+        Approx(ours["time"]["predicted_s"].get<double>() + events_s).epsilon(1e-9));
 }
 
 // The decimal numbers of --densities and --block-mask random:DENSITY, read the same way on every
