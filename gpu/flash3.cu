@@ -119,13 +119,28 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   // Tile t is row block Q_i of instance bh: the row blocks of one (batch, head) follow one another,
   // the longest causal rows first. v1–v3: one tile per CTA (the grid is every tile); v4: CTA c takes
   // tiles c, c + grid, c + 2·grid, … through one ring whose block count `ring0` runs on across tiles.
+  // v4 under a causal mask (kPaired) takes them two by two instead: CTA c takes tiles 2c and 2c + 1,
+  // then 2c + 2·grid and 2c + 2·grid + 1, …, and a head's rows are ordered longest, shortest, second
+  // longest, second shortest, …, so each pair holds rows i and Tr − 1 − i, about Tr + 1 K/V blocks
+  // whichever i: every CTA does the same work per pair, the CTAs walk the heads abreast, and the heads
+  // in flight at once stay those of about grid / (Tr / 2) pairs, whose K/V the L2 holds. With Tr odd
+  // the middle row is a pair's half; every second head runs its order backwards, so two middle rows
+  // make a pair.
+  constexpr bool kPaired = kPersistent && kCausal && !kMasked;
   struct Tile {
     int i, bh, row_begin, j_end, list0;  // j_end: K/V blocks visited; list0: where the mask's list starts
   };
   auto tile_at = [&](int t) {
     Tile x;
-    x.i = n_row_blocks - 1 - t % n_row_blocks;
-    x.bh = t / n_row_blocks;
+    if constexpr (kPaired) {
+      x.bh = t / n_row_blocks;
+      int q = t % n_row_blocks;
+      if (n_row_blocks & x.bh & 1) q = n_row_blocks - 1 - q;
+      x.i = q % 2 ? q / 2 : n_row_blocks - 1 - q / 2;
+    } else {
+      x.i = n_row_blocks - 1 - t % n_row_blocks;
+      x.bh = t / n_row_blocks;
+    }
     x.row_begin = x.i * kBr;
     if constexpr (kMasked) {
       x.list0 = kv_offsets[x.i];
@@ -136,6 +151,11 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       x.j_end = kCausal ? min(Tc, (min(x.row_begin + kBr, N) - 1) / kBc + 1) : Tc;
     }
     return x;
+  };
+  auto first_tile = [&] { return kPaired ? 2 * static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x); };
+  auto next_tile = [&](int t) {
+    if constexpr (kPaired) return t % 2 ? t + 2 * static_cast<int>(gridDim.x) - 1 : t + 1;
+    else return t + static_cast<int>(gridDim.x);
   };
   // The n-th K/V block a tile visits: K_n, or the n-th of the mask's list.
   auto block_at = [&](int list0, int n) {
@@ -189,7 +209,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       setmaxnreg_dec<kProducerRegisters<kCW>>();
       if (tid == 0) {
         int ring0 = 0, count = 0;
-        for (int t = blockIdx.x; t < n_tiles; t += gridDim.x, ++count) {
+        for (int t = first_tile(); t < n_tiles; t = next_tile(t), ++count) {
           const Tile x = tile_at(t);
           if (count > 0) mbar_wait(q_empty, (count - 1) & 1);  // the consumers' last S of the previous tile
           load_Q(x);
@@ -307,7 +327,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   auto parity = [&](int j) { return static_cast<std::uint32_t>(((ring0 + j) / kStages) & 1); };
 
   int count = 0;
-  for (int t = blockIdx.x; t < n_tiles; t += gridDim.x, ++count) {
+  for (int t = first_tile(); t < n_tiles; t = next_tile(t), ++count) {
   const Tile x = tile_at(t);
   row_begin = x.row_begin;
   j_end = x.j_end;
@@ -477,8 +497,10 @@ void launch_version(const AttentionProblem& p, const DeviceTensors& t, cudaStrea
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     return sms;
   }();
-  // v4: one CTA per SM, each walking its tiles; v1–v3: one CTA per tile.
-  const dim3 grid(static_cast<unsigned>(kVersion >= kPersistentVersion ? std::min<std::int64_t>(tiles, sm_count) : tiles));
+  // v4: one CTA per SM, each walking its tiles (two by two under a causal mask, so no more CTAs than
+  // pairs); v1–v3: one CTA per tile.
+  const std::int64_t walkers = kCausal && !kMasked ? (tiles + 1) / 2 : tiles;
+  const dim3 grid(static_cast<unsigned>(kVersion >= kPersistentVersion ? std::min<std::int64_t>(walkers, sm_count) : tiles));
   if (info != nullptr) {
     cudaFuncAttributes attr{};
     CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
