@@ -1,7 +1,7 @@
 // flash3: FlashAttention-3 forward on Hopper (sm_90a), the FlashAttention-3 paper's Algorithm 1.
 // Run: hbmlab measure --algo flash3 --seq-len 4096 --head-dim 128 [--causal both]
-//      HBMLAB_FLASH3_VERSION=1|2|3|4 picks a rung of the ladder below (by default 4 without a causal
-//      mask or a block mask, 3 with either).
+//      HBMLAB_FLASH3_VERSION=1|2|3|4 picks a rung of the ladder below (by default 4, or 3 with a block
+//      mask).
 //      hbmlab measure --algo flash3 --seq-len 8192 --block-mask local:1024,butterfly [--causal both]
 //
 // The same HBM traffic as flash2 (Q_i read once, K_j and V_j once per row block, O_i and L_i written
@@ -23,8 +23,9 @@
 //      running while the P̃_j V_j product is still in flight (O is rescaled after it lands).
 //   v4 + persistent CTAs: one CTA per SM walks tiles c, c + grid, … through one K/V ring that runs on
 //      across tiles; O_i is staged in a buffer of its own, so the next tile's Q_i (and its first K/V
-//      blocks) load while the current tile's last GEMMs and store finish. Faster without a causal
-//      mask; with one, its fixed tile order loses to v3 (flash3_version).
+//      blocks) load while the current tile's last GEMMs and store finish. Under a causal mask each CTA
+//      takes its tiles two by two, a long row and its short complement (tile_at), so the CTAs stay
+//      balanced and move through the heads together.
 // Every rung: O_i goes back through shared memory (Q_i's own rows) and one bulk tensor store per
 // warpgroup, which also clips the rows past N; L_i = m_i + log ℓ_i from registers.
 // Shapes: d = 64 (Br × Bc = 192 × 128 or 128 × 128, 3 stages) and 128 (128 × 128, 2 stages); fp16 and bf16; causal or not;
@@ -466,14 +467,14 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
 
 // [SECTION] Host side: the ladder, the shape table (tensor maps: gpu/tensor_maps.hpp)
 
-// The rung of the ladder: HBMLAB_FLASH3_VERSION = 1, 2, 3 or 4. Unset: v4 without a causal mask, v3
-// with one (v4's fixed round-robin of tiles puts unequal causal rows side by side on the SMs and
-// spreads the tiles running at once over many heads, so the L2 stops catching K/V: 15x the DRAM
-// reads at d = 128, N = 16K; gpu/README.md, "flash3"). A block mask, too, makes rows of unequal
-// length (a random mask, the first rows of a causal window), so it takes v3 by default as well.
-int flash3_version(bool causal, bool masked) {
+// The rung of the ladder: HBMLAB_FLASH3_VERSION = 1, 2, 3 or 4. Unset: v4, causal or not (a causal
+// v4 walks its rows in complementary pairs, which keeps its CTAs even; gpu/README.md, "flash3"), and
+// v3 with a block mask: a mask makes rows of unequal length (a random mask, the first rows of a causal
+// window) that no fixed tile order balances, and v3's one CTA per tile leaves that to the hardware's
+// CTA scheduler.
+int flash3_version(bool masked) {
   const char* v = std::getenv("HBMLAB_FLASH3_VERSION");
-  if (v == nullptr || *v == '\0') return causal || masked ? 3 : 4;
+  if (v == nullptr || *v == '\0') return masked ? 3 : 4;
   const std::string s(v);
   if (s != "1" && s != "2" && s != "3" && s != "4")
     throw std::invalid_argument("HBMLAB_FLASH3_VERSION: '" + s +
@@ -529,7 +530,7 @@ void launch_flash3(const AttentionProblem& p, bool, const DeviceTensors& t, cuda
   if (p.Nq() != p.seq_len) throw std::invalid_argument("flash3: self-attention only (NQ = N)");
   if (p.block_mask && t.kv_offsets == nullptr && info == nullptr)
     throw std::invalid_argument("flash3: a block mask needs its K/V block lists (AttentionBuffers builds them)");
-  const int version = flash3_version(p.causal, p.block_mask != nullptr);
+  const int version = flash3_version(p.block_mask != nullptr);
   auto go = [&]<int kVersion>() {
     if (p.block_mask) {
       if (p.causal) launch_version<T, kD, kCW, 128, kStages, kVersion, true, true>(p, t, s, info);
@@ -568,7 +569,7 @@ public:
   bool takes_block_mask() const override { return true; }
   std::int64_t default_max_n() const override { return 65536; }
   const char* launch_note() const override {
-    return "v4 (not causal, no block mask) or v3 (causal or masked) unless HBMLAB_FLASH3_VERSION says otherwise: "
+    return "v4 (no block mask) or v3 (a block mask) unless HBMLAB_FLASH3_VERSION says otherwise: "
            "1 producer + Br/64 consumer warpgroups";
   }
 };
