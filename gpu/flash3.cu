@@ -124,7 +124,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   // then 2c + 2·grid and 2c + 2·grid + 1, …, and a head's rows are ordered longest, shortest, second
   // longest, second shortest, …, so each pair holds rows i and Tr − 1 − i, about Tr + 1 K/V blocks
   // whichever i: every CTA does the same work per pair, the CTAs walk the heads abreast, and the heads
-  // in flight at once stay those of about grid / (Tr / 2) pairs, whose K/V the L2 holds. With Tr odd
+  // in flight at once stay about grid / (Tr / 2), whose K/V the L2 mostly holds. With Tr odd
   // the middle row is a pair's half; every second head runs its order backwards, so two middle rows
   // make a pair.
   constexpr bool kPaired = kPersistent && kCausal && !kMasked;
