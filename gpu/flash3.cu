@@ -1,7 +1,7 @@
 // flash3: FlashAttention-3 forward on Hopper (sm_90a), the FlashAttention-3 paper's Algorithm 1.
 // Run: hbmlab measure --algo flash3 --seq-len 4096 --head-dim 128 [--causal both]
-//      HBMLAB_FLASH3_VERSION=1|2|3|4 picks a rung of the ladder below (by default 4 without a causal
-//      mask or a block mask, 3 with either).
+//      HBMLAB_FLASH3_VERSION=1|2|3|4 picks a rung of the ladder below (by default 4, or 3 with a block
+//      mask).
 //      hbmlab measure --algo flash3 --seq-len 8192 --block-mask local:1024,butterfly [--causal both]
 //
 // The same HBM traffic as flash2 (Q_i read once, K_j and V_j once per row block, O_i and L_i written
@@ -23,8 +23,9 @@
 //      running while the P̃_j V_j product is still in flight (O is rescaled after it lands).
 //   v4 + persistent CTAs: one CTA per SM walks tiles c, c + grid, … through one K/V ring that runs on
 //      across tiles; O_i is staged in a buffer of its own, so the next tile's Q_i (and its first K/V
-//      blocks) load while the current tile's last GEMMs and store finish. Faster without a causal
-//      mask; with one, its fixed tile order loses to v3 (flash3_version).
+//      blocks) load while the current tile's last GEMMs and store finish. Under a causal mask each CTA
+//      takes its tiles two by two, a long row and its short complement (tile_at), so the CTAs stay
+//      balanced and move through the heads together.
 // Every rung: O_i goes back through shared memory (Q_i's own rows) and one bulk tensor store per
 // warpgroup, which also clips the rows past N; L_i = m_i + log ℓ_i from registers.
 // Shapes: d = 64 (Br × Bc = 192 × 128 or 128 × 128, 3 stages) and 128 (128 × 128, 2 stages); fp16 and bf16; causal or not;
@@ -119,13 +120,28 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   // Tile t is row block Q_i of instance bh: the row blocks of one (batch, head) follow one another,
   // the longest causal rows first. v1–v3: one tile per CTA (the grid is every tile); v4: CTA c takes
   // tiles c, c + grid, c + 2·grid, … through one ring whose block count `ring0` runs on across tiles.
+  // v4 under a causal mask (kPaired) takes them two by two instead: CTA c takes tiles 2c and 2c + 1,
+  // then 2c + 2·grid and 2c + 2·grid + 1, …, and a head's rows are ordered longest, shortest, second
+  // longest, second shortest, …, so each pair holds rows i and Tr − 1 − i, about Tr + 1 K/V blocks
+  // whichever i: every CTA does the same work per pair, the CTAs walk the heads abreast, and the heads
+  // in flight at once stay about grid / (Tr / 2), whose K/V the L2 mostly holds. With Tr odd
+  // the middle row is a pair's half; every second head runs its order backwards, so two middle rows
+  // make a pair.
+  constexpr bool kPaired = kPersistent && kCausal && !kMasked;
   struct Tile {
     int i, bh, row_begin, j_end, list0;  // j_end: K/V blocks visited; list0: where the mask's list starts
   };
   auto tile_at = [&](int t) {
     Tile x;
-    x.i = n_row_blocks - 1 - t % n_row_blocks;
-    x.bh = t / n_row_blocks;
+    if constexpr (kPaired) {
+      x.bh = t / n_row_blocks;
+      int q = t % n_row_blocks;
+      if (n_row_blocks & x.bh & 1) q = n_row_blocks - 1 - q;
+      x.i = q % 2 ? q / 2 : n_row_blocks - 1 - q / 2;
+    } else {
+      x.i = n_row_blocks - 1 - t % n_row_blocks;
+      x.bh = t / n_row_blocks;
+    }
     x.row_begin = x.i * kBr;
     if constexpr (kMasked) {
       x.list0 = kv_offsets[x.i];
@@ -136,6 +152,11 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       x.j_end = kCausal ? min(Tc, (min(x.row_begin + kBr, N) - 1) / kBc + 1) : Tc;
     }
     return x;
+  };
+  auto first_tile = [&] { return kPaired ? 2 * static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x); };
+  auto next_tile = [&](int t) {
+    if constexpr (kPaired) return t % 2 ? t + 2 * static_cast<int>(gridDim.x) - 1 : t + 1;
+    else return t + static_cast<int>(gridDim.x);
   };
   // The n-th K/V block a tile visits: K_n, or the n-th of the mask's list.
   auto block_at = [&](int list0, int n) {
@@ -189,7 +210,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       setmaxnreg_dec<kProducerRegisters<kCW>>();
       if (tid == 0) {
         int ring0 = 0, count = 0;
-        for (int t = blockIdx.x; t < n_tiles; t += gridDim.x, ++count) {
+        for (int t = first_tile(); t < n_tiles; t = next_tile(t), ++count) {
           const Tile x = tile_at(t);
           if (count > 0) mbar_wait(q_empty, (count - 1) & 1);  // the consumers' last S of the previous tile
           load_Q(x);
@@ -307,7 +328,7 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   auto parity = [&](int j) { return static_cast<std::uint32_t>(((ring0 + j) / kStages) & 1); };
 
   int count = 0;
-  for (int t = blockIdx.x; t < n_tiles; t += gridDim.x, ++count) {
+  for (int t = first_tile(); t < n_tiles; t = next_tile(t), ++count) {
   const Tile x = tile_at(t);
   row_begin = x.row_begin;
   j_end = x.j_end;
@@ -446,14 +467,14 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
 
 // [SECTION] Host side: the ladder, the shape table (tensor maps: gpu/tensor_maps.hpp)
 
-// The rung of the ladder: HBMLAB_FLASH3_VERSION = 1, 2, 3 or 4. Unset: v4 without a causal mask, v3
-// with one (v4's fixed round-robin of tiles puts unequal causal rows side by side on the SMs and
-// spreads the tiles running at once over many heads, so the L2 stops catching K/V: 15x the DRAM
-// reads at d = 128, N = 16K; gpu/README.md, "flash3"). A block mask, too, makes rows of unequal
-// length (a random mask, the first rows of a causal window), so it takes v3 by default as well.
-int flash3_version(bool causal, bool masked) {
+// The rung of the ladder: HBMLAB_FLASH3_VERSION = 1, 2, 3 or 4. Unset: v4, causal or not (a causal
+// v4 walks its rows in complementary pairs, which keeps its CTAs even; gpu/README.md, "flash3"), and
+// v3 with a block mask: a mask makes rows of unequal length (a random mask, the first rows of a causal
+// window) that no fixed tile order balances, and v3's one CTA per tile leaves that to the hardware's
+// CTA scheduler.
+int flash3_version(bool masked) {
   const char* v = std::getenv("HBMLAB_FLASH3_VERSION");
-  if (v == nullptr || *v == '\0') return causal || masked ? 3 : 4;
+  if (v == nullptr || *v == '\0') return masked ? 3 : 4;
   const std::string s(v);
   if (s != "1" && s != "2" && s != "3" && s != "4")
     throw std::invalid_argument("HBMLAB_FLASH3_VERSION: '" + s +
@@ -477,8 +498,10 @@ void launch_version(const AttentionProblem& p, const DeviceTensors& t, cudaStrea
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     return sms;
   }();
-  // v4: one CTA per SM, each walking its tiles; v1–v3: one CTA per tile.
-  const dim3 grid(static_cast<unsigned>(kVersion >= kPersistentVersion ? std::min<std::int64_t>(tiles, sm_count) : tiles));
+  // v4: one CTA per SM, each walking its tiles (two by two under a causal mask, so no more CTAs than
+  // pairs); v1–v3: one CTA per tile.
+  const std::int64_t walkers = kCausal && !kMasked ? (tiles + 1) / 2 : tiles;
+  const dim3 grid(static_cast<unsigned>(kVersion >= kPersistentVersion ? std::min<std::int64_t>(walkers, sm_count) : tiles));
   if (info != nullptr) {
     cudaFuncAttributes attr{};
     CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
@@ -507,7 +530,7 @@ void launch_flash3(const AttentionProblem& p, bool, const DeviceTensors& t, cuda
   if (p.Nq() != p.seq_len) throw std::invalid_argument("flash3: self-attention only (NQ = N)");
   if (p.block_mask && t.kv_offsets == nullptr && info == nullptr)
     throw std::invalid_argument("flash3: a block mask needs its K/V block lists (AttentionBuffers builds them)");
-  const int version = flash3_version(p.causal, p.block_mask != nullptr);
+  const int version = flash3_version(p.block_mask != nullptr);
   auto go = [&]<int kVersion>() {
     if (p.block_mask) {
       if (p.causal) launch_version<T, kD, kCW, 128, kStages, kVersion, true, true>(p, t, s, info);
@@ -546,7 +569,7 @@ public:
   bool takes_block_mask() const override { return true; }
   std::int64_t default_max_n() const override { return 65536; }
   const char* launch_note() const override {
-    return "v4 (not causal, no block mask) or v3 (causal or masked) unless HBMLAB_FLASH3_VERSION says otherwise: "
+    return "v4 (no block mask) or v3 (a block mask) unless HBMLAB_FLASH3_VERSION says otherwise: "
            "1 producer + Br/64 consumer warpgroups";
   }
 };

@@ -24,7 +24,7 @@ if has sass; then
 fi
 if has test; then
   echo "== GPU tests: flash3's ladder, then every compiled shape"
-  timeout 150 "$BIN/hbmlab_tests_gpu" "[flash3]" 2>&1 | tail -30
+  timeout 400 "$BIN/hbmlab_tests_gpu" "[flash3]" 2>&1 | tail -30  # with the masked and backward ones: over 150 s
   timeout 150 "$BIN/hbmlab_tests_gpu" "every compiled kernel shape matches the fp64 reference on ragged N" 2>&1 | tail -5
   timeout 150 "$BIN/hbmlab_tests_gpu" "default shapes survive the stress inputs" 2>&1 | tail -5
 fi
@@ -36,6 +36,12 @@ if has san; then
       HBMLAB_FLASH3_VERSION=$v timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/hbmlab" measure "${small[@]}" \
         > "$out/san-$tool-v$v.log" 2>&1
       echo "rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-$tool-v$v.log" | tail -1)"
+      if [ "$v" = 4 ]; then  # v4's causal walk with more pairs than CTAs (150 over 132 at Br = 128)
+        printf "== compute-sanitizer %s, v4, causal pairs: " $tool
+        HBMLAB_FLASH3_VERSION=4 timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/hbmlab" measure --algo flash3 \
+          --seq-len 600 --batch 30 --heads 2 --causal yes --blocks all --check-only > "$out/san-$tool-v4-pairs.log" 2>&1
+        echo "rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-$tool-v4-pairs.log" | tail -1)"
+      fi
     done
   done
   cat "$out"/san-*.log > "$out/sanitizer.log"

@@ -76,7 +76,8 @@ for n, rec in enumerate(timed["records"]):
     x = {k: rec[k] for k in ("kernel", "problem", "blocks") if k in rec}
     x["launch"] = {"threads_per_cta": int(num(r, "launch__block_size")),
                    "registers_per_thread": int(num(r, "launch__registers_per_thread")),
-                   "smem_bytes_per_cta": int(num(r, "launch__shared_mem_per_block_dynamic") + num(r, "launch__shared_mem_per_block_static"))}
+                   "smem_bytes_per_cta": int(num(r, "launch__shared_mem_per_block_dynamic") + num(r, "launch__shared_mem_per_block_static")),
+                   "ctas": int(num(r, "launch__grid_size"))}  # the grid: fewer CTAs than tiles is v4, persistent
     x["time_ms_median"] = num(r, "gpu__time_duration.sum") * 1e-6
     x["reps"] = 1
     x["dram_read_bytes"] = num(r, "dram__bytes_read.sum")

@@ -89,6 +89,9 @@ struct KernelPlan {
 struct LaunchOverride {
   std::optional<std::int64_t> threads_per_cta, registers_per_thread, smem_bytes_per_cta;
   bool kv_descending = false;  // visit K_j, V_j from the last block down, as FlashAttention-2's kernel does
+  // The grid as a record says it was launched: fewer CTAs than the plan's CTA programs means CTAs
+  // that walk several tiles each (persistent, gpu/flash3.cu's v4); as many, one CTA per tile.
+  std::optional<std::int64_t> ctas;
   // Model hbmlab's own CUDA kernels (gpu/) as they are written, where they differ from the
   // reference launch (standard's recorded tiles, flash1's fp32 FMAs fed from shared memory).
   bool hbmlab_kernels = false;

@@ -481,7 +481,7 @@ MeasuredOnChip read_on_chip(const Json& r, const std::string& where) {
 
 // `hbmlab measure` files (docs/design.md#measurement-files): hbmlab's own kernels, with the
 // blocks they ran with. A record may add "launch": {"threads_per_cta", "registers_per_thread",
-// "smem_bytes_per_cta", "kv_descending"}; without it the launch is the engine's default. "pass":
+// "smem_bytes_per_cta", "ctas", "kv_descending"}; without it the launch is the engine's default. "pass":
 // "backward" names the room of the backward pass (absent: the forward).
 void read_records(const Json& file, const std::string& path, const std::string& gpu, ValidationReport& report) {
   const Json& records = file.at("records");
@@ -513,7 +513,8 @@ void read_records(const Json& file, const std::string& path, const std::string& 
       const Json& l = r.at("launch");
       for (auto [key, field] : {std::pair{"threads_per_cta", &LaunchOverride::threads_per_cta},
                                 std::pair{"registers_per_thread", &LaunchOverride::registers_per_thread},
-                                std::pair{"smem_bytes_per_cta", &LaunchOverride::smem_bytes_per_cta}})
+                                std::pair{"smem_bytes_per_cta", &LaunchOverride::smem_bytes_per_cta},
+                                std::pair{"ctas", &LaunchOverride::ctas}})
         if (l.contains(key)) {
           const std::string at = fmt::format("{}.launch.{}", where, key);
           row.launch.*field = launch_figure(whole_number(l.at(key), at), at);

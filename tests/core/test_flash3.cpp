@@ -118,6 +118,29 @@ TEST_CASE("flash3 hands out causal row blocks longest first, as its kernel does"
   CHECK(count_problem(f3, causal, {128, 128}).hbm == count_problem(f2, causal, {128, 128}).hbm);
 }
 
+TEST_CASE("hbmlab's flash3 is planned persistent unless a block mask or a record's grid says one CTA per tile",
+          "[flash3][timing]") {
+  const Algo f3 = algo_named("flash3");
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  AttentionProblem p{1, 16, 4096, 128, Dtype::fp16, true};  // Tr = 32: 512 tiles
+  EngineOptions hbmlab;
+  hbmlab.launch.hbmlab_kernels = true;
+  auto persistent = [&](const EngineOptions& o) { return f3->plan_kernels(p, {128, 128}, gpu, o).front().persistent; };
+  CHECK(persistent(EngineOptions{}));  // FlashAttention-3's own kernel
+  CHECK(persistent(hbmlab));           // v4, the default with or without a causal mask
+  p.causal = false;
+  CHECK(persistent(hbmlab));
+  p.block_mask = parse_block_mask("local:1024");
+  CHECK_FALSE(persistent(hbmlab));  // v3 with a block mask
+  p.block_mask = nullptr;
+  p.causal = true;
+  EngineOptions v3 = hbmlab, v4 = hbmlab;
+  v3.launch.ctas = 512;  // a record of v3: one CTA per tile
+  v4.launch.ctas = 132;  // a record of v4: one CTA per SM
+  CHECK_FALSE(persistent(v3));
+  CHECK(persistent(v4));
+}
+
 TEST_CASE("flash3's on-chip counts are its wgmma kernel's, not flash2's ldmatrix", "[flash3][on_chip]") {
   const AttentionProblem p{1, 16, 4096, 128, Dtype::fp16, false};
   const GpuSpec gpu = load_gpu("h100-sxm");

@@ -4,12 +4,15 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
 #include <optional>
 #include <vector>
 #include <string>
+
+#include <cuda_runtime.h>
 
 #include "gpu/runner.hpp"
 #include "sim/algo/block_sparse/masks.hpp"
@@ -144,6 +147,42 @@ TEST_CASE("flash3 at every rung of its ladder matches the fp64 reference", "[gpu
   for (const KernelShape& s : compiled_shapes())
     if (s.algo == algo_named("flash3"))
       for (bool causal : {false, true}) check_shape(s, 4000, 2, causal, InputKind::unit, ++seed);
+}
+
+TEST_CASE("flash3 v4 under a causal mask writes every row block of many heads walked in pairs", "[gpu][flash3]") {
+  // v4 takes causal tiles two by two (rows i and Tr − 1 − i; every second head backwards when Tr is
+  // odd): here more pairs than CTAs, so each walks several through one ring, at Tr odd and even
+  // (N = 600: Tr = 5 at Br = 128, 4 at 192; N = 900: 8 and 5), with B·H odd and even so that the last
+  // head, checked against the reference, runs forwards or backwards. O starts as all-ones bits (NaN):
+  // no element of any head may keep them.
+  if (!has_kernel(algo_named("flash3"))) {
+    WARN("flash3 skipped: it needs a Hopper GPU");
+    return;
+  }
+  setenv("HBMLAB_FLASH3_VERSION", "4", 1);
+  std::uint64_t seed = 1501;
+  for (const KernelShape& s : compiled_shapes())
+    if (s.algo == algo_named("flash3"))
+      for (std::int64_t N : {600, 900})
+        for (std::int64_t bh : {119, 120}) {
+          AttentionProblem p;
+          p.batch = 1;
+          p.heads = bh;
+          p.seq_len = N;
+          p.head_dim = s.d;
+          p.dtype = s.dtype;
+          p.causal = true;
+          AttentionBuffers buf(p, s.algo, s.blocks);
+          const CheckResult r = check_kernel(p, s.blocks, false, InputKind::unit, ++seed, buf);
+          INFO(to_string(s.dtype) << " d=" << s.d << " " << s.blocks.Br << "x" << s.blocks.Bc << " N=" << N << " B*H=" << bh
+                                  << " max_abs_error=" << r.max_abs_error << " error/tolerance=" << r.worst_ratio);
+          CHECK(r.pass);
+          std::vector<std::uint16_t> o(static_cast<std::size_t>(buf.q_elems()));
+          REQUIRE(cudaMemcpy(o.data(), buf.tensors().at(Tensor::O), o.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+          const auto unwritten = std::count(o.begin(), o.end(), std::uint16_t{0xFFFF});  // check_kernel's poison
+          CHECK(unwritten == 0);
+        }
+  unsetenv("HBMLAB_FLASH3_VERSION");
 }
 
 TEST_CASE("flash3 backward (wgmma) matches the fp64 reference backward: ragged N, causal, several blocks",

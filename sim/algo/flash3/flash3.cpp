@@ -83,15 +83,19 @@ public:
       plan.name = "flash3 forward";
       // The kernel hands out the row blocks of one (batch, head) from the last one down: under a causal
       // mask the longest rows go first (gpu/flash3.cu's tile order), so the CTAs resident together
-      // start their sweeps over K_j, V_j close together and the short rows fill the tail.
+      // start their sweeps over K_j, V_j close together and the short rows fill the tail. (v4 walks them
+      // in pairs, a long row and its short complement per CTA: about as even a share as the engine's
+      // next program to the first free slot gives from this order.)
       if (p.causal) std::reverse(plan.programs.begin(), plan.programs.end());
       plan.overlap = fmt::format(
           "producer warpgroup (TMA) keeps {} K/V stages in flight; {} consumer warpgroups alternate their "
           "wgmma GEMMs (pingpong) and overlap each softmax with the previous P̃V product",
           stages(p.head_dim), consumer_warpgroups(b));
-      // hbmlab's kernel walks tiles persistently (v4) without a causal or block mask and launches one
-      // CTA per tile (v3, gpu/flash3.cu) with one; FlashAttention-3's and cuDNN's kernels are persistent.
-      plan.persistent = !(options.launch.hbmlab_kernels && (p.causal || p.block_mask));
+      // hbmlab's kernel walks tiles persistently (v4; two by two under a causal mask) and launches one
+      // CTA per tile with a block mask (v3, gpu/flash3.cu); a record's grid says which rung it timed
+      // (LaunchOverride::ctas). FlashAttention-3's and cuDNN's kernels are persistent.
+      if (options.launch.ctas) plan.persistent = *options.launch.ctas < plan.ctas();
+      else plan.persistent = !(options.launch.hbmlab_kernels && p.block_mask);
       if (!options.launch.threads_per_cta) plan.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
       if (!options.launch.smem_bytes_per_cta) plan.smem_bytes_per_cta = working_set_bytes(p, b);
       // The kernel's own on-chip traffic: wgmma's operands from shared memory, not flash2's ldmatrix.
