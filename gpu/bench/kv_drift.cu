@@ -1,0 +1,678 @@
+// Do the CTAs' K/V sweeps of a causal forward drift apart on the GPU? A synthetic forward that reads
+// like cuDNN's Hopper kernel at d = 128, N = 64K, H = 4, causal (132 persistent CTAs of 384 threads,
+// one per SM, 128-row query blocks, 128 × 128 fp16 K and V tiles) and stamps every tile with
+// %globaltimer, so the order in which the GPU really reads K and V, and how far the CTAs that sweep
+// one head fall apart, come out of one launch.
+//
+// A work item is a query block (head h, row block i); under the causal mask it reads K_j, V_j for
+// j = 0..i. Items are handed out longest first (i = Tr−1 down to 0, head by head, the order the
+// engine gives cuDNN's kernel) or shortest first, head by head or the heads' rows interleaved
+// ("-heads"), by an atomic counter (a CTA takes the next item when it needs one: "dynamic") or by
+// a static stride (CTA c takes items c, c + 132, …); within an item K/V tiles ascend (j = 0..i) or
+// descend (j = i..0). Each CTA loads Q_i with its first tile,
+// the next K_j, V_j (64 KiB, cp.async.cg through the L2 into shared memory, two stages) while it
+// works on the current one, and stores O_i (32 KiB) after its last. The work per tile is `work`
+// mma.sync m16n8k16 per warp on operands read from the tile in shared memory: 0 leaves the kernel
+// memory-bound; the run sizes it so a tile's work alone takes 1.72 µs (cuDNN's 6,830 µs over the
+// 3,980 tiles each of its CTAs sweeps: "balanced", as cuDNN's kernel is), 3.44 µs ("compute") or
+// 0.86 µs ("light": loads and work together near cuDNN's 1.72 µs a tile).
+//
+// With part of the L2 set aside (cudaLimitPersistingL2CacheSize and a side stream whose access-policy
+// window marks a buffer of that size persisting, read before each sweep, as gpu/bench/cudnn_l2_setaside.py
+// does for cuDNN), the sweep is left the rest of the L2. Before each sweep a 256 MiB buffer is
+// written (the L2 emptied), so Nsight Compute runs with --cache-control none.
+//
+// Each sweep's record (thread 0's %globaltimer when each tile's data is in, the items each CTA took,
+// its %smid) is analysed here: the K/V re-reads' LRU reuse distances (distinct bytes of K, V, Q and O
+// touched between two reads of a tile, in the order of the timestamps), how fast each CTA sweeps, and
+// how far two CTAs that sweep neighbouring rows of one head drift apart over their common tiles.
+//
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 -o kv_drift gpu/bench/kv_drift.cu   (or CMake's hbmlab_kv_drift)
+// Run:   kv_drift run OUTDIR [--raw] [--orders A,B,..] [--works memory,balanced,compute] [--raw-every LABEL,..]
+//            every sweep (the orders of kOrders named, by default the first four; each work level
+//            named, by default all three) at every set-aside; prints one `run` line a sweep and writes
+//            OUTDIR/kv-drift.jsonl (--raw: OUTDIR/raw/LABEL.bin for the balanced sweeps and every
+//            longest-asc-dynamic one with nothing set aside; --raw-every: OUTDIR/raw/LABEL-RUN.bin
+//            for those sweeps at every set-aside, RUN 0–5)
+//        kv_drift analyse FILE.bin        the same analysis of a raw record (no GPU needed)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_util.cuh"
+
+namespace {
+
+void check(cudaError_t e, const char* what) { bench::check(e, "kv_drift", what); }
+
+constexpr int kThreads = 384;                // three warpgroups, as cuDNN's forward
+constexpr int kTileRows = 128, kHeadDim = 128;
+constexpr int kTileVec = kTileRows * kHeadDim * 2 / 16;  // 16-byte vectors in one 128 × 128 fp16 tile
+constexpr int kStageBytes = 2 * kTileVec * 16;           // K_j and V_j
+constexpr int kSmemBytes = 2 * kStageBytes + 2 * kTileVec * 16;  // two K/V stages, two Q buffers
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// [SECTION] The sweep (device)
+
+__device__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+struct Sweep {
+  const uint4 *q, *k, *v;
+  uint4* o;
+  int heads, rows;                // H, Tr
+  int longest_first, kv_descending, dynamic_items, heads_interleaved;
+  int work;                       // mma.sync per warp per K/V tile
+  unsigned int* next_item;        // the atomic counter (dynamic_items)
+  unsigned long long* step_ns;    // per CTA: cap_steps stamps
+  int cap_steps;
+  int* item_log;                  // per CTA: cap_items pairs (item, its first step)
+  int cap_items;
+  int* per_cta;                   // per CTA: steps, items, smid, overflowed
+};
+
+struct Step {
+  int item, h, i, jidx, qbuf;     // item < 0: none
+};
+
+__device__ Step first_step(const Sweep& p, int item, int qbuf) {
+  Step s{-1, 0, 0, 0, qbuf};
+  if (item < 0 || item >= p.heads * p.rows) return s;
+  s.item = item;
+  s.h = p.heads_interleaved ? item % p.heads : item / p.rows;
+  const int r = p.heads_interleaved ? item / p.heads : item % p.rows;
+  s.i = p.longest_first ? p.rows - 1 - r : r;
+  return s;
+}
+__device__ int kv_index(const Sweep& p, const Step& s) { return p.kv_descending ? s.i - s.jidx : s.jidx; }
+
+__device__ void issue(const Sweep& p, const Step& s, unsigned int stage_base, unsigned int q_base) {
+  const int j = kv_index(p, s);
+  const std::size_t tile = (std::size_t(s.h) * p.rows + j) * kTileVec;
+  for (int x = threadIdx.x; x < 2 * kTileVec; x += blockDim.x) {
+    const uint4* src = x < kTileVec ? p.k + tile + x : p.v + tile + (x - kTileVec);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(stage_base + x * 16), "l"(src) : "memory");
+  }
+  if (s.jidx == 0) {
+    const std::size_t qt = (std::size_t(s.h) * p.rows + s.i) * kTileVec;
+    for (int x = threadIdx.x; x < kTileVec; x += blockDim.x)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(q_base + s.qbuf * kTileVec * 16 + x * 16),
+                   "l"(p.q + qt + x)
+                   : "memory");
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) kv_sweep(Sweep p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ Step info[2];
+  __shared__ int static_taken;
+  const unsigned int base = static_cast<unsigned int>(__cvta_generic_to_shared(smem));
+  const unsigned int q_base = base + 2 * kStageBytes;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  unsigned long long* stamps = p.step_ns + std::size_t(blockIdx.x) * p.cap_steps;
+  int* items = p.item_log + std::size_t(blockIdx.x) * 2 * p.cap_items;
+  auto take = [&]() -> int {  // thread 0 only
+    if (p.dynamic_items) return int(atomicAdd(p.next_item, 1u));
+    return int(blockIdx.x + gridDim.x * static_taken++);
+  };
+  if (threadIdx.x == 0) {
+    static_taken = 0;
+    info[0] = first_step(p, take(), 0);
+  }
+  __syncthreads();
+  float acc[4][4] = {};
+  int steps = 0, n_items = 0, overflow = 0;
+  if (info[0].item >= 0) {
+    issue(p, info[0], base, q_base);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    for (int s = 0;; ++s) {
+      const Step cur = info[s & 1];
+      if (threadIdx.x == 0) {
+        Step nxt = cur;
+        if (cur.jidx < cur.i) {
+          ++nxt.jidx;
+        } else {
+          nxt = first_step(p, take(), cur.qbuf ^ 1);
+        }
+        info[(s + 1) & 1] = nxt;
+      }
+      __syncthreads();
+      const Step nxt = info[(s + 1) & 1];
+      if (nxt.item >= 0) issue(p, nxt, base + ((s + 1) & 1) * kStageBytes, q_base);
+      asm volatile("cp.async.commit_group;\ncp.async.wait_group 1;\n" ::: "memory");
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        if (s < p.cap_steps) stamps[s] = global_ns(); else overflow = 1;
+        if (cur.jidx == 0) {
+          if (n_items < p.cap_items) {
+            items[2 * n_items] = cur.item;
+            items[2 * n_items + 1] = s;
+          } else {
+            overflow = 1;
+          }
+          ++n_items;
+        }
+      }
+      ++steps;
+      // The tile's work: operands from K_j, V_j and Q_i in shared memory, `work` MMAs per warp.
+      const uint32_t* kv = reinterpret_cast<const uint32_t*>(smem + (s & 1) * kStageBytes);
+      const uint32_t* qs = reinterpret_cast<const uint32_t*>(smem + 2 * kStageBytes + cur.qbuf * kTileVec * 16);
+      const int at = (warp * 32 + lane) * 4;
+      uint32_t a[4] = {qs[at] ^ kv[at], qs[at + 1], qs[at + 2], qs[at + 3]};
+      uint32_t b[2] = {kv[at + 8192], kv[at + 8193]};
+      for (int w = 0; w < p.work; w += 4) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) bench::mma(acc[u], a, b);
+      }
+      if (cur.jidx == cur.i) {  // the item's last tile: O_i
+        const std::size_t ot = (std::size_t(cur.h) * p.rows + cur.i) * kTileVec;
+        const float sum = acc[0][0] + acc[1][1] + acc[2][2] + acc[3][3] + float(kv[at + 4] & 0xff);
+        for (int x = threadIdx.x; x < kTileVec; x += blockDim.x)
+          p.o[ot + x] = make_uint4(__float_as_uint(sum), x, cur.item, 0);
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+          for (int e = 0; e < 4; ++e) acc[u][e] = 0;
+      }
+      __syncthreads();
+      if (nxt.item < 0) break;
+    }
+  }
+  if (threadIdx.x == 0) {
+    unsigned int smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    int* me = p.per_cta + 4 * blockIdx.x;
+    me[0] = steps;
+    me[1] = n_items;
+    me[2] = int(smid);
+    me[3] = overflow;
+  }
+}
+
+// The tile's work alone (no loads): how long `work` MMAs per warp take, for sizing it.
+__global__ void __launch_bounds__(kThreads, 1) work_only(int work, int tiles, float* sink) {
+  float acc[4][4] = {};
+  uint32_t a[4] = {threadIdx.x, 1u, 2u, 3u}, b[2] = {blockIdx.x, 5u};
+  for (int t = 0; t < tiles; ++t) {
+    for (int w = 0; w < work; w += 4) {
+#pragma unroll
+      for (int u = 0; u < 4; ++u) bench::mma(acc[u], a, b);
+    }
+    __syncthreads();
+  }
+  if (acc[0][0] + acc[1][1] + acc[2][2] + acc[3][3] == 1.2345f) sink[0] = 1;
+}
+
+__global__ void fill(uint4* p, std::size_t n, unsigned int salt) {
+  for (std::size_t x = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; x < n; x += std::size_t(gridDim.x) * blockDim.x)
+    p[x] = make_uint4(unsigned(x) ^ salt, unsigned(x >> 32) + salt, 0x3c003c00u, 0x38003800u);
+}
+
+__global__ void touch(const uint4* p, std::size_t n, unsigned int* sink) {
+  unsigned int s = 0;
+  for (std::size_t x = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; x < n; x += std::size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = p[x];
+    s ^= v.x ^ v.w;
+  }
+  if (s == 0x12345678u) sink[0] = s;
+}
+
+// [SECTION] The record and its analysis (host)
+
+struct Record {
+  std::string label;
+  int heads = 0, rows = 0, kv_descending = 0, work = 0, longest_first = 1, heads_interleaved = 0;
+  double aside_mib = 0;
+  std::vector<int> smid;
+  std::vector<std::vector<unsigned long long>> stamps;    // per CTA
+  std::vector<std::vector<std::pair<int, int>>> items;    // per CTA: (item, first step)
+  int head_of(int item) const { return heads_interleaved ? item % heads : item / rows; }
+  int row_of(int item) const {
+    const int r = heads_interleaved ? item / heads : item % rows;
+    return longest_first ? rows - 1 - r : r;
+  }
+};
+
+struct Event {
+  unsigned long long t;
+  int key;      // K/V tile h·Tr + j; Q tile H·Tr + item tile; O tile 2·H·Tr + item tile
+  int bytes;
+  int kind;     // 0 K/V read, 1 Q read, 2 O write
+};
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, std::size_t(q * (v.size() - 1) + 0.5))];
+}
+
+// Reuse distances in 0.5 MiB bins up to 128 MiB, then one bin beyond.
+constexpr int kBins = 257;
+constexpr double kBinMiB = 0.5;
+
+std::string analyse(const Record& r, bool print) {
+  const int tiles = r.heads * r.rows;
+  std::vector<Event> ev;
+  std::vector<double> step_us, cta_us_per_tile;
+  // Each item's stamps in its tile order, for the pair drift.
+  std::vector<std::vector<unsigned long long>> item_stamps(tiles);
+  unsigned long long t_min = ~0ull, t_max = 0;
+  for (std::size_t c = 0; c < r.stamps.size(); ++c) {
+    const auto& st = r.stamps[c];
+    const auto& it = r.items[c];
+    for (std::size_t k = 0; k < it.size(); ++k) {
+      const int item = it[k].first, s0 = it[k].second;
+      const int h = r.head_of(item), i = r.row_of(item);
+      const int n = i + 1;
+      if (s0 + n > int(st.size())) break;
+      for (int jidx = 0; jidx < n; ++jidx) {
+        const int j = r.kv_descending ? i - jidx : jidx;
+        const unsigned long long t = st[s0 + jidx];
+        ev.push_back({t, h * r.rows + j, 2 * kTileVec * 16, 0});
+        if (jidx + 1 < n) step_us.push_back((st[s0 + jidx + 1] - t) * 1e-3);
+      }
+      const int tile = h * r.rows + i;
+      ev.push_back({st[s0], tiles + tile, kTileVec * 16, 1});
+      ev.push_back({st[s0 + n - 1] + 1, 2 * tiles + tile, kTileVec * 16, 2});
+      item_stamps[tile].assign(st.begin() + s0, st.begin() + s0 + n);
+    }
+    if (!st.empty()) {
+      t_min = std::min(t_min, st.front());
+      t_max = std::max(t_max, st.back());
+      if (st.size() > 1) cta_us_per_tile.push_back((st.back() - st.front()) * 1e-3 / double(st.size() - 1));
+    }
+  }
+  std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) { return a.t < b.t; });
+  // LRU stack distance in bytes: a Fenwick tree over event positions holds each key's bytes at its
+  // latest access; the bytes between two accesses of a key are the distinct bytes touched between.
+  const std::size_t n = ev.size();
+  std::vector<long long> fen(n + 1, 0);
+  auto add = [&](std::size_t pos, long long v) { for (++pos; pos <= n; pos += pos & (~pos + 1)) fen[pos] += v; };
+  auto sum = [&](std::size_t pos) { long long s = 0; for (; pos > 0; pos -= pos & (~pos + 1)) s += fen[pos]; return s; };  // [0, pos)
+  std::vector<long long> last(3 * std::size_t(tiles), -1);
+  std::vector<double> hist(kBins, 0);   // K/V re-read bytes by reuse distance
+  double kv_first = 0, kv_reread = 0, q_bytes = 0;
+  for (std::size_t x = 0; x < n; ++x) {
+    const Event& e = ev[x];
+    const long long prev = last[e.key];
+    if (e.kind == 0) {
+      if (prev < 0) {
+        kv_first += e.bytes;
+      } else {
+        const double d = double(sum(x) - sum(std::size_t(prev) + 1)) / kMiB;
+        hist[std::min(kBins - 1, int(d / kBinMiB))] += e.bytes;
+        kv_reread += e.bytes;
+      }
+    } else if (e.kind == 1) {
+      q_bytes += e.bytes;
+    }
+    if (prev >= 0) add(std::size_t(prev), -e.bytes);
+    add(x, e.bytes);
+    last[e.key] = long(x);
+  }
+  // Neighbouring rows of one head (i and i − 1): both read K_j, V_j for the tiles they share; how
+  // much later the second reads them at the last shared tile than at the first, in µs and tiles.
+  std::vector<double> drift_us, lead_us;
+  const double med_step = quantile(step_us, 0.5);
+  for (int h = 0; h < r.heads; ++h)
+    for (int i = 64; i < r.rows; ++i) {
+      const auto& a = item_stamps[h * r.rows + i];
+      const auto& b = item_stamps[h * r.rows + i - 1];
+      if (a.empty() || b.empty()) continue;
+      // Shared tiles j = 0..i−1: in a (n = i+1) at jidx j (ascending) or i − j; in b at j or i−1−j.
+      auto at = [&](const std::vector<unsigned long long>& v, int row, int j) {
+        return double(v[r.kv_descending ? row - j : j]);
+      };
+      const double first = at(b, i - 1, 0) - at(a, i, 0), lastd = at(b, i - 1, i - 1) - at(a, i, i - 1);
+      lead_us.push_back(std::fabs(first) * 1e-3);
+      drift_us.push_back((lastd - first) * 1e-3);
+    }
+  std::vector<double> abs_drift;
+  for (double d : drift_us) abs_drift.push_back(std::fabs(d));
+  auto beyond = [&](double mib) {  // K/V re-read bytes at reuse distances ≥ mib
+    double s = 0;
+    for (int b = 0; b < kBins; ++b)
+      if ((b + 0.5) * kBinMiB >= mib) s += hist[b];
+    return s;
+  };
+  char buf[2048];
+  std::string out = "{\"label\":\"" + r.label + "\"";
+  std::snprintf(buf, sizeof buf,
+                ",\"aside_mib\":%.3f,\"work\":%d,\"span_us\":%.1f,\"step_us_p10_p50_p90\":[%.3f,%.3f,%.3f],"
+                "\"cta_us_per_tile_p10_p50_p90\":[%.3f,%.3f,%.3f],\"cta_us_per_tile_min_max\":[%.3f,%.3f],"
+                "\"pair_drift_us_mean\":%.2f,\"pair_abs_drift_us_p50_p90_max\":[%.2f,%.2f,%.2f],"
+                "\"pair_abs_drift_tiles_p50_p90\":[%.2f,%.2f],\"pair_lead_us_p50\":%.2f,\"pairs\":%zu,"
+                "\"kv_first_mb\":%.1f,\"kv_reread_mb\":%.1f,\"q_mb\":%.1f,\"reuse_bin_mib\":%.2f,\"kv_reread_mb_by_reuse\":[",
+                r.aside_mib, r.work, (t_max - t_min) * 1e-3, quantile(step_us, 0.1), med_step, quantile(step_us, 0.9),
+                quantile(cta_us_per_tile, 0.1), quantile(cta_us_per_tile, 0.5), quantile(cta_us_per_tile, 0.9),
+                quantile(cta_us_per_tile, 0), quantile(cta_us_per_tile, 1),
+                drift_us.empty() ? 0.0 : [&] { double s = 0; for (double d : drift_us) s += d; return s / drift_us.size(); }(),
+                quantile(abs_drift, 0.5), quantile(abs_drift, 0.9), quantile(abs_drift, 1),
+                quantile(abs_drift, 0.5) / med_step, quantile(abs_drift, 0.9) / med_step, quantile(lead_us, 0.5),
+                drift_us.size(), kv_first / 1e6, kv_reread / 1e6, q_bytes / 1e6, kBinMiB);
+  out += buf;
+  for (int b = 0; b < kBins; ++b) {
+    std::snprintf(buf, sizeof buf, "%s%.3f", b ? "," : "", hist[b] / 1e6);
+    out += buf;
+  }
+  out += "]}";
+  if (print) {
+    std::printf("%-34s aside %6.2f MiB  span %7.1f us  step p50 %.3f us (p10 %.3f p90 %.3f)  CTA us/tile %.3f..%.3f\n",
+                r.label.c_str(), r.aside_mib, (t_max - t_min) * 1e-3, med_step, quantile(step_us, 0.1),
+                quantile(step_us, 0.9), quantile(cta_us_per_tile, 0), quantile(cta_us_per_tile, 1));
+    std::printf("%-34s   neighbour rows: |drift| p50 %.2f us (%.2f tiles) p90 %.2f us (%.2f tiles) max %.2f us; "
+                "start gap p50 %.2f us\n", "", quantile(abs_drift, 0.5), quantile(abs_drift, 0.5) / med_step,
+                quantile(abs_drift, 0.9), quantile(abs_drift, 0.9) / med_step, quantile(abs_drift, 1),
+                quantile(lead_us, 0.5));
+    std::printf("%-34s   K/V re-reads %.1f MB; at reuse >= 12.5/18.75/25/31.25/37.5/50 MiB: %.1f/%.1f/%.1f/%.1f/%.1f/%.1f MB\n",
+                "", kv_reread / 1e6, beyond(12.5) / 1e6, beyond(18.75) / 1e6, beyond(25) / 1e6, beyond(31.25) / 1e6,
+                beyond(37.5) / 1e6, beyond(50) / 1e6);
+  }
+  return out;
+}
+
+void write_raw(const Record& r, const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) {
+    std::fprintf(stderr, "kv_drift: cannot write %s\n", path.c_str());
+    std::exit(1);
+  }
+  const int ctas = int(r.stamps.size());
+  const int head[8] = {0x6b766466, ctas, r.heads, r.rows, r.kv_descending, r.work,
+                      r.longest_first | (r.heads_interleaved << 1), int(r.aside_mib * 1000)};
+  std::fwrite(head, sizeof head, 1, f);
+  const int len = int(r.label.size());
+  std::fwrite(&len, 4, 1, f);
+  std::fwrite(r.label.data(), 1, len, f);
+  for (int c = 0; c < ctas; ++c) {
+    const int sizes[3] = {r.smid[c], int(r.stamps[c].size()), int(r.items[c].size())};
+    std::fwrite(sizes, sizeof sizes, 1, f);
+    for (const auto& it : r.items[c]) std::fwrite(&it, sizeof it, 1, f);
+    std::fwrite(r.stamps[c].data(), 8, r.stamps[c].size(), f);
+  }
+  std::fclose(f);
+}
+
+int analyse_file(const char* path) {
+  FILE* f = std::fopen(path, "rb");
+  if (!f) {
+    std::fprintf(stderr, "kv_drift: cannot read %s\n", path);
+    return 2;
+  }
+  int head[8], len = 0;
+  if (std::fread(head, sizeof head, 1, f) != 1 || head[0] != 0x6b766466 || std::fread(&len, 4, 1, f) != 1) {
+    std::fprintf(stderr, "kv_drift: %s: not a kv_drift record\n", path);
+    return 2;
+  }
+  Record r;
+  r.label.resize(len);
+  if (std::fread(r.label.data(), 1, len, f) != std::size_t(len)) return 2;
+  r.heads = head[2];
+  r.rows = head[3];
+  r.kv_descending = head[4];
+  r.work = head[5];
+  r.aside_mib = head[7] / 1000.0;
+  r.longest_first = head[6] & 1;
+  r.heads_interleaved = (head[6] >> 1) & 1;
+  r.smid.resize(head[1]);
+  r.stamps.resize(head[1]);
+  r.items.resize(head[1]);
+  for (int c = 0; c < head[1]; ++c) {
+    int sizes[3];
+    if (std::fread(sizes, sizeof sizes, 1, f) != 1) {
+      std::fprintf(stderr, "kv_drift: %s: truncated at CTA %d\n", path, c);
+      return 2;
+    }
+    r.smid[c] = sizes[0];
+    r.items[c].resize(sizes[2]);
+    r.stamps[c].resize(sizes[1]);
+    if (std::fread(r.items[c].data(), 8, sizes[2], f) != std::size_t(sizes[2]) ||
+        std::fread(r.stamps[c].data(), 8, sizes[1], f) != std::size_t(sizes[1])) {
+      std::fprintf(stderr, "kv_drift: %s: truncated at CTA %d\n", path, c);
+      return 2;
+    }
+  }
+  std::fclose(f);
+  std::printf("%s\n", analyse(r, true).c_str());
+  return 0;
+}
+
+// [SECTION] The runs
+
+struct Order {
+  const char* name;
+  int longest_first, kv_descending, dynamic_items, heads_interleaved;
+};
+
+// Every order the binary knows; --orders picks some (the first four: the default).
+constexpr Order kOrders[] = {{"longest-asc-dynamic", 1, 0, 1, 0},   {"longest-desc-dynamic", 1, 1, 1, 0},
+                             {"longest-asc-static", 1, 0, 0, 0},    {"shortest-asc-dynamic", 0, 0, 1, 0},
+                             {"shortest-asc-static", 0, 0, 0, 0},   {"shortest-desc-dynamic", 0, 1, 1, 0},
+                             {"shortest-asc-dynamic-heads", 0, 0, 1, 1}, {"longest-asc-dynamic-heads", 1, 0, 1, 1}};
+constexpr const char* kWorkNames[4] = {"memory", "balanced", "compute", "light"};
+
+struct Options {
+  bool raw = false;                       // aside-0 records of the balanced sweeps and longest-asc-dynamic
+  std::vector<std::string> raw_every;     // labels whose records are kept at every set-aside
+  std::vector<const Order*> orders;
+  std::vector<int> works;                 // indices into kWorkNames
+};
+
+bool listed(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= s.size()) {
+    const std::size_t comma = s.find(',', at);
+    out.push_back(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+int run_all(const std::string& outdir, const Options& opt) {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "properties");
+  const int sms = prop.multiProcessorCount;
+  int max_persist = 0;
+  check(cudaDeviceGetAttribute(&max_persist, cudaDevAttrMaxPersistingL2CacheSize, 0), "attribute");
+  std::printf("%s: %d SMs, L2 %d bytes, largest set-aside %d bytes\n", prop.name, sms, prop.l2CacheSize, max_persist);
+  const int heads = 4, rows = 512;  // d = 128, N = 64K, H = 4, B = 1
+  const std::size_t tensor_vec = std::size_t(heads) * rows * kTileVec;
+  uint4 *q, *k, *v, *o, *flush, *aside;
+  const std::size_t flush_vec = (256u << 20) / 16, aside_vec = std::size_t(max_persist) / 16 + 1;
+  check(cudaMalloc(&q, tensor_vec * 16), "malloc");
+  check(cudaMalloc(&k, tensor_vec * 16), "malloc");
+  check(cudaMalloc(&v, tensor_vec * 16), "malloc");
+  check(cudaMalloc(&o, tensor_vec * 16), "malloc");
+  check(cudaMalloc(&flush, flush_vec * 16), "malloc");
+  check(cudaMalloc(&aside, aside_vec * 16), "malloc");
+  fill<<<4 * sms, 256>>>(q, tensor_vec, 1);
+  fill<<<4 * sms, 256>>>(k, tensor_vec, 2);
+  fill<<<4 * sms, 256>>>(v, tensor_vec, 3);
+  fill<<<4 * sms, 256>>>(aside, aside_vec, 4);
+  const long long total_steps = (long long)heads * rows * (rows + 1) / 2;
+  const int cap_steps = int(2 * total_steps / sms + 2 * rows), cap_items = heads * rows;
+  unsigned long long* step_ns;
+  int *item_log, *per_cta;
+  unsigned int *counter, *sink;
+  float* fsink;
+  check(cudaMalloc(&step_ns, std::size_t(sms) * cap_steps * 8), "malloc");
+  check(cudaMalloc(&item_log, std::size_t(sms) * cap_items * 8), "malloc");
+  check(cudaMalloc(&per_cta, std::size_t(sms) * 16), "malloc");
+  check(cudaMalloc(&counter, 4), "malloc");
+  check(cudaMalloc(&sink, 4), "malloc");
+  check(cudaMalloc(&fsink, 4), "malloc");
+  check(cudaFuncSetAttribute(kv_sweep, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes), "smem attribute");
+  cudaStream_t side;
+  check(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "stream");
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), "event");
+  check(cudaEventCreate(&e1), "event");
+
+  // The work per tile: MMAs per warp for 1.72 µs (cuDNN's time per tile) and 3.44 µs.
+  const int probe_work = 1024, probe_tiles = 64;
+  double ns_per_mma = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    check(cudaEventRecord(e0), "record");
+    work_only<<<sms, kThreads>>>(probe_work, probe_tiles, fsink);
+    check(cudaEventRecord(e1), "record");
+    check(cudaEventSynchronize(e1), "work_only");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+    ns_per_mma = ms * 1e6 / (double(probe_work) * probe_tiles);
+  }
+  const int cudnn_work = int(std::lround(1720 / ns_per_mma / 4)) * 4;
+  std::printf("work: %.4f ns per mma.sync per warp (12 warps an SM); 1.72 us a tile = %d, 3.44 us = %d, 0.86 us = %d\n",
+              ns_per_mma, cudnn_work, 2 * cudnn_work, cudnn_work / 8 * 4);
+  const int works[4] = {0, cudnn_work, 2 * cudnn_work, cudnn_work / 8 * 4};
+  const char* const* work_names = kWorkNames;
+  const int asides_mib[6] = {0, 8, 16, 24, 30, 0};
+  FILE* jl = std::fopen((outdir + "/kv-drift.jsonl").c_str(), "w");
+  if (!jl) {
+    std::fprintf(stderr, "kv_drift: cannot write %s/kv-drift.jsonl\n", outdir.c_str());
+    return 1;
+  }
+  for (int a = 0; a < 6; ++a) {
+    const std::size_t want = std::min<std::size_t>(std::size_t(asides_mib[a]) << 20, std::size_t(max_persist));
+    check(cudaCtxResetPersistingL2Cache(), "reset persisting L2");
+    check(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, want), "persisting L2 limit");
+    std::size_t granted = 0;
+    check(cudaDeviceGetLimit(&granted, cudaLimitPersistingL2CacheSize), "persisting L2 limit");
+    cudaStreamAttrValue attr{};
+    attr.accessPolicyWindow.base_ptr = aside;
+    attr.accessPolicyWindow.num_bytes = want;
+    attr.accessPolicyWindow.hitRatio = want ? 1.0f : 0.0f;
+    attr.accessPolicyWindow.hitProp = want ? cudaAccessPropertyPersisting : cudaAccessPropertyNormal;
+    attr.accessPolicyWindow.missProp = cudaAccessPropertyNormal;
+    check(cudaStreamSetAttribute(side, cudaStreamAttributeAccessPolicyWindow, &attr), "access policy window");
+    for (const Order* op : opt.orders)
+      for (int w : opt.works) {
+        const Order& ord = *op;
+        char label[96];
+        std::snprintf(label, sizeof label, "%s-%s", ord.name, work_names[w]);
+        Sweep p{q, k, v, o, heads, rows, ord.longest_first, ord.kv_descending, ord.dynamic_items, ord.heads_interleaved, works[w],
+                counter, step_ns, cap_steps, item_log, cap_items, per_cta};
+        check(cudaMemset(counter, 0, 4), "memset");
+        fill<<<4 * sms, 256>>>(flush, flush_vec, 7 + a);  // the L2 emptied of K, V, Q and O
+        check(cudaDeviceSynchronize(), "flush");
+        if (want) {
+          touch<<<2 * sms, 256, 0, side>>>(aside, want / 16, sink);  // the set-aside lines in
+          check(cudaStreamSynchronize(side), "set-aside read");
+        }
+        check(cudaEventRecord(e0), "record");
+        kv_sweep<<<sms, kThreads, kSmemBytes>>>(p);
+        check(cudaGetLastError(), "kv_sweep launch");
+        check(cudaEventRecord(e1), "record");
+        check(cudaEventSynchronize(e1), "kv_sweep");
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+        if (want) {
+          touch<<<2 * sms, 256, 0, side>>>(aside, want / 16, sink);
+          check(cudaStreamSynchronize(side), "probe");
+        }
+        Record r;
+        r.label = label;
+        r.heads = heads;
+        r.rows = rows;
+        r.kv_descending = ord.kv_descending;
+        r.work = works[w];
+        r.longest_first = ord.longest_first;
+        r.heads_interleaved = ord.heads_interleaved;
+        r.aside_mib = granted / kMiB;
+        std::vector<int> pc(4 * sms);
+        check(cudaMemcpy(pc.data(), per_cta, pc.size() * 4, cudaMemcpyDeviceToHost), "copy");
+        std::vector<unsigned long long> all(std::size_t(sms) * cap_steps);
+        std::vector<int> il(std::size_t(sms) * 2 * cap_items);
+        check(cudaMemcpy(all.data(), step_ns, all.size() * 8, cudaMemcpyDeviceToHost), "copy");
+        check(cudaMemcpy(il.data(), item_log, il.size() * 4, cudaMemcpyDeviceToHost), "copy");
+        long long steps = 0;
+        for (int c = 0; c < sms; ++c) {
+          if (pc[4 * c + 3]) {
+            std::fprintf(stderr, "kv_drift: %s: CTA %d overflowed its record\n", label, c);
+            return 1;
+          }
+          steps += pc[4 * c];
+          r.smid.push_back(pc[4 * c + 2]);
+          r.stamps.emplace_back(all.begin() + std::size_t(c) * cap_steps, all.begin() + std::size_t(c) * cap_steps + pc[4 * c]);
+          std::vector<std::pair<int, int>> its;
+          for (int x = 0; x < pc[4 * c + 1]; ++x)
+            its.emplace_back(il[std::size_t(c) * 2 * cap_items + 2 * x], il[std::size_t(c) * 2 * cap_items + 2 * x + 1]);
+          r.items.push_back(std::move(its));
+        }
+        if (steps != total_steps) {
+          std::fprintf(stderr, "kv_drift: %s: %lld tiles swept, %lld expected\n", label, steps, total_steps);
+          return 1;
+        }
+        std::printf("run %s aside_bytes %zu work %d event_us %.1f\n", label, granted, works[w], ms * 1e3);
+        const std::string js = analyse(r, true);
+        std::fprintf(jl, "{\"run\":%d,\"event_us\":%.1f,\"aside_bytes\":%zu,\"order\":\"%s\",\"work_level\":\"%s\",\"record\":%s}\n",
+                     a, ms * 1e3, granted, ord.name, work_names[w], js.c_str());
+        std::fflush(jl);
+        if (opt.raw && a == 0 && (w == 1 || std::strcmp(ord.name, "longest-asc-dynamic") == 0))
+          write_raw(r, outdir + "/raw/" + label + ".bin");
+        if (listed(opt.raw_every, label)) write_raw(r, outdir + "/raw/" + label + "-" + std::to_string(a) + ".bin");
+      }
+  }
+  check(cudaCtxResetPersistingL2Cache(), "reset persisting L2");
+  check(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0), "persisting L2 limit");
+  std::fclose(jl);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && std::strcmp(argv[1], "analyse") == 0) return analyse_file(argv[2]);
+  if (argc >= 3 && std::strcmp(argv[1], "run") == 0) {
+    Options opt;
+    std::vector<std::string> orders = {"longest-asc-dynamic", "longest-desc-dynamic", "longest-asc-static",
+                                       "shortest-asc-dynamic"};
+    std::vector<std::string> works = {"memory", "balanced", "compute"};
+    for (int a = 3; a < argc; ++a) {
+      const std::string arg = argv[a];
+      if (arg == "--raw") {
+        opt.raw = true;
+      } else if ((arg == "--orders" || arg == "--works" || arg == "--raw-every") && a + 1 < argc) {
+        (arg == "--orders" ? orders : arg == "--works" ? works : opt.raw_every) = split(argv[++a]);
+      } else {
+        std::fprintf(stderr, "kv_drift: unknown option '%s'\n", arg.c_str());
+        return 2;
+      }
+    }
+    for (const std::string& n : orders) {
+      const Order* found = nullptr;
+      for (const Order& o : kOrders)
+        if (n == o.name) found = &o;
+      if (!found) {
+        std::fprintf(stderr, "kv_drift: --orders: unknown order '%s'\n", n.c_str());
+        return 2;
+      }
+      opt.orders.push_back(found);
+    }
+    for (const std::string& n : works) {
+      int found = -1;
+      for (int w = 0; w < 4; ++w)
+        if (n == kWorkNames[w]) found = w;
+      if (found < 0) {
+        std::fprintf(stderr, "kv_drift: --works: unknown work level '%s' (memory, balanced, compute, light)\n", n.c_str());
+        return 2;
+      }
+      opt.works.push_back(found);
+    }
+    return run_all(argv[2], opt);
+  }
+  std::fprintf(stderr, "usage: kv_drift run OUTDIR [--raw] [--orders A,B] [--works memory,balanced,compute] "
+                       "[--raw-every LABEL,...] | kv_drift analyse FILE.bin\n");
+  return 2;
+}
