@@ -354,6 +354,12 @@ struct Grid {
 
 // [SECTION] Replay: placement, serving a phase, step time and its limiter, retirement
 
+// The CTAs per SM up to which refill_last_wave spreads the last wave (the most gpu/bench/cta_placement.cu ran).
+constexpr std::int64_t kLastWaveMeasuredCtasPerSm = 3;
+// How close in time the SMs free their first slots, over the CTAs' span: 3 CTAs of shared-memory
+// loads an SM (gpu/bench/cta_placement.cu) ended their first at 55.9–59.9 µs, 4.0 µs of 117.2.
+constexpr double kSlotsFreeTogether = 4.0 / 117.2;
+
 class Replay {
 public:
   Replay(const GpuSpec& gpu, const EngineOptions& options, EngineResult& result)
@@ -399,8 +405,21 @@ private:
   // One SM's step: its `ctas_here` CTAs take their parts of HBM and the L2 out of `ctas_in_flight`.
   StepTime step_time(const StepDemand& d, std::int64_t ctas_in_flight, std::int64_t ctas_here) const;
   // CTAs whose last phase ended at t1 leave (their span recorded); the next CTA of the grid takes
-  // each freed slot on this SM, which is how the hardware hands out CTAs.
-  void retire(const KernelPlan& k, std::int32_t kernel_index, std::vector<Resident>& here, Grid& grid, double t1);
+  // each freed slot on this SM at once, which is how the hardware hands out CTAs. But where the
+  // CTAs share the SM's own pipes or shared memory (`shared_sm`: the kernel's steps so far were
+  // mostly bound by compute or SRAM) and the grid holds less than a wave (a CTA for every slot of
+  // the GPU), the freed slots are kept in `freed` (their CTAs' longest span in `freed_span_s`) for
+  // refill_last_wave.
+  void retire(const KernelPlan& k, std::int32_t kernel_index, std::vector<Resident>& here, Grid& grid, double t1,
+              bool shared_sm, std::vector<std::int32_t>& freed, double& freed_span_s);
+  // The last wave: the CTAs left go to the slots freed at `t` on SM `s` and on the SMs whose slots
+  // free within kSlotsFreeTogether of their CTAs' span after it, one a slot in turn: the earliest
+  // SM's first slot, the next SM's first slot, …, then second slots. `ready` holds every SM's next
+  // step (an SM whose slots freed is there at that time); what stays empty leaves at its SM's time.
+  template <class Queue>
+  void refill_last_wave(std::int64_t s, double t, const KernelPlan& k, Grid& grid,
+                        Queue& ready, Queue& leaving, std::vector<std::vector<Resident>>& resident,
+                        std::vector<std::vector<std::int32_t>>& freed, std::vector<double>& freed_span_s) const;
   void end_kernel(KernelTiming& kt, const BusyTime& busy, double start_s, double end_s);
 
   const GpuSpec& gpu_;
@@ -417,6 +436,9 @@ private:
   double sample_bin_s_ = 1e-9;
   double hbm_latency_s_ = 0;  // HBM's latency under the load of the moment (Rates::loaded_latency)
   double hbm_peak_ = 0;       // what HBM delivers at most with the threads of the moment (Rates::threads_peak)
+  // The running kernel's CTA slots over the GPU (SMs × CTAs per SM); 0 where its last wave is not
+  // spread (more CTAs an SM than measured).
+  std::int64_t wave_slots_ = 0;
 };
 
 KernelTiming Replay::begin_kernel(const KernelPlan& k, const Occupancy& occ) const {
@@ -618,7 +640,8 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t ctas_in_flight, std
   return {step_s, Limiter::sram};
 }
 
-void Replay::retire(const KernelPlan& k, std::int32_t kernel_index, std::vector<Resident>& here, Grid& grid, double t1) {
+void Replay::retire(const KernelPlan& k, std::int32_t kernel_index, std::vector<Resident>& here, Grid& grid, double t1,
+                    bool shared_sm, std::vector<std::int32_t>& freed, double& freed_span_s) {
   std::size_t kept = 0;
   for (std::size_t n = 0; n < here.size(); ++n) {
     Resident r = here[n];
@@ -629,12 +652,63 @@ void Replay::retire(const KernelPlan& k, std::int32_t kernel_index, std::vector<
         else
           ++result_.timeline.dropped_spans;
       }
+      if (shared_sm && grid.next < grid.ctas && grid.ctas - grid.next < wave_slots_) {  // refill_last_wave
+        freed.push_back(r.slot);
+        freed_span_s = std::max(freed_span_s, t1 - r.start_s);
+        continue;
+      }
       if (!grid.place(r, t1)) continue;
       r.prefetched = k.persistent && k.double_buffered;
     }
     here[kept++] = r;
   }
   here.resize(kept);
+}
+
+template <class Queue>
+void Replay::refill_last_wave(std::int64_t s, double t, const KernelPlan& k, Grid& grid,
+                              Queue& ready, Queue& leaving, std::vector<std::vector<Resident>>& resident,
+                              std::vector<std::vector<std::int32_t>>& freed,
+                              std::vector<double>& freed_span_s) const {
+  // gpu/bench/cta_placement.cu (assets/measurements/h100-cta-placement.txt): CTAs that share an SM's
+  // shared memory or pipes do not keep pace (the oldest ends first: 3 CTAs of shared-memory loads an
+  // SM ended at 0.51, 0.78 and 1.0 of the wave), and a freed slot takes the next CTA 0.1–0.4 µs
+  // later, so the SMs' first slots free before their second ones and the last 116 of 512 CTAs went
+  // one an SM. The engine's SM steps its CTAs together, so it hands out the slots they free at once
+  // in that order. (CTAs that end together, as HBM's streams do (gpu/bench/hbm_share.cu), left the
+  // last wave in clumps of 1–3 an SM where their slots happened to free first: retire keeps
+  // refilling those at once.)
+  const double window = freed_span_s[s] * kSlotsFreeTogether;
+  std::vector<std::pair<double, std::int64_t>> near;  // SMs stepping next within the window
+  while (!ready.empty() && ready.top().first <= t + window) {
+    near.push_back(ready.top());
+    ready.pop();
+  }
+  std::vector<std::pair<double, std::int64_t>> takers{{t, s}};
+  for (const auto& e : near)
+    if (!freed[e.second].empty()) takers.push_back(e);
+  for (std::size_t round = 0;; ++round) {
+    bool any = false;
+    for (const auto& [at, sm] : takers) {
+      if (round >= freed[sm].size()) continue;
+      any = true;
+      Resident r;
+      r.sm = static_cast<std::int32_t>(sm);
+      r.slot = freed[sm][round];
+      if (!grid.place(r, at)) continue;
+      r.prefetched = k.persistent && k.double_buffered;
+      resident[sm].push_back(r);
+      freed[sm][round] = -1;  // taken
+    }
+    if (!any) break;
+  }
+  for (const auto& [at, sm] : takers) {
+    const auto taken = std::count(freed[sm].begin(), freed[sm].end(), -1);
+    if (const auto left = static_cast<std::int64_t>(freed[sm].size()) - taken; left > 0) leaving.push({at, left});
+    freed[sm].clear();
+    freed_span_s[sm] = 0;
+  }
+  for (const auto& e : near) ready.push(e);
 }
 
 // Per-SM busy time by limiter, scaled to the kernel's duration.
@@ -662,6 +736,13 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   const PipeCosts pipes = pipe_costs(k, rates_, occ.ctas_per_sm);
   Grid grid{static_cast<std::int64_t>(k.programs.size()), kt.ctas, 0};
   std::vector<std::vector<Resident>> resident = place_first_wave(grid, occ.ctas_per_sm, start_s);
+  // The last wave spread over the SMs as measured: for up to 3 CTAs an SM (gpu/bench/cta_placement.cu
+  // ran 1–3); with more, every freed slot takes the next CTA at once, to the grid's end.
+  wave_slots_ = occ.ctas_per_sm <= kLastWaveMeasuredCtasPerSm ? S * occ.ctas_per_sm : 0;
+  // The last wave's freed slots, per SM, until refill_last_wave hands them out, and the span of the
+  // CTAs that left them.
+  std::vector<std::vector<std::int32_t>> freed(static_cast<std::size_t>(S));
+  std::vector<double> freed_span_s(static_cast<std::size_t>(S), 0.0);
 
   // SMs by their own clock, earliest first (lower SM first on ties, as the grid order fills them).
   using Entry = std::pair<double, std::int64_t>;
@@ -688,6 +769,16 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   while (!ready.empty()) {
     const auto [t0, s] = ready.top();
     ready.pop();
+    if (!freed[s].empty()) {
+      refill_last_wave(s, t0, k, grid, ready, leaving, resident, freed, freed_span_s);
+      if (resident[s].empty()) {  // nothing left for this SM
+        emptied.push({t0, s});
+        continue;
+      }
+    } else if (resident[s].empty()) {  // its slots went unfilled by another SM's refill_last_wave
+      emptied.push({t0, s});
+      continue;
+    }
     for (; !leaving.empty() && leaving.top().first <= t0; leaving.pop()) ctas_in_flight -= leaving.top().second;
     for (; !emptied.empty() && emptied.top().first <= t0; emptied.pop()) {
       gpu_window -= sm_window[emptied.top().second];
@@ -714,10 +805,13 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     const double w = std::min(demand.dram_window, rates_.in_flight_per_sm);
     gpu_window += w - sm_window[s];
     sm_window[s] = w;
-    retire(k, kernel_index, here, grid, t1);
-    if (const auto left = ctas_here - static_cast<std::int64_t>(here.size()); left > 0) leaving.push({t1, left});
+    // The kernel so far spent most of its SMs' time on their pipes or shared memory, which its CTAs share.
+    const bool shared_sm = 2 * (busy.compute + busy.sram) > busy.total();
+    retire(k, kernel_index, here, grid, t1, shared_sm, freed[s], freed_span_s[s]);
+    const auto held = static_cast<std::int64_t>(here.size() + freed[s].size());  // freed slots wait for a CTA
+    if (const auto left = ctas_here - held; left > 0) leaving.push({t1, left});
     end_s = std::max(end_s, t1);
-    if (!here.empty()) ready.push({t1, s});
+    if (held > 0) ready.push({t1, s});
     else emptied.push({t1, s});
   }
   end_kernel(kt, busy, start_s, end_s);

@@ -26,7 +26,9 @@
 // one CTA's part, or its window's round trips if those take longer — and then works. The SM with the earliest clock steps next, so L2 sees accesses in
 // time order.
 // A finished CTA frees its slot and the next CTA of the grid (blockIdx.x fastest) takes it on that
-// SM. Kernels run one after another; L2 contents carry over.
+// SM; in the last wave of a kernel whose CTAs (at most 3 an SM) share the SM's pipes or shared
+// memory, slots freed together take the CTAs left one an SM in turn, as measured (timing.cpp,
+// Replay::refill_last_wave). Kernels run one after another; L2 contents carry over.
 //
 // Approximated: bandwidth is split evenly among the CTAs in flight (a CTA that needs less leaves its
 // part unused; a CTA holds its part until its last step ends, so the CTAs still working never share

@@ -167,6 +167,41 @@ TEST_CASE("HBM serves the CTAs in flight alike: 136 streaming CTAs on 132 SMs en
   CHECK(t136 < 1.05 * t132);  // shared per SM, the four SMs' two CTAs took each SM's part: near 2×
 }
 
+TEST_CASE("the last partial wave goes one CTA an SM: 396 + 116 equal CTAs at 3 an SM take about 4 CTAs' time",
+          "[engine]") {
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  EngineOptions options;
+  options.record_timeline = true;
+  // gpu/bench/cta_placement.cu (assets/measurements/h100-cta-placement.txt): CTAs of shared-memory
+  // loads, 3 an SM, took 117.2 µs for 396 and 156.6 µs for 512 (one alone: 39.5 µs); the last 116
+  // went one an SM. Here compute-only CTAs, 3 an SM by their shared memory: the SM's pipes are
+  // shared as its shared memory was.
+  auto grid = [&](std::int64_t ctas) {
+    KernelPlan k = synthetic(ctas, 8, 0, 4'000'000, true, h100.sram_bytes_per_sm / 3);
+    k.threads_per_cta = 256;
+    return run_plans({k}, h100, options);
+  };
+  const EngineResult one = grid(132), wave = grid(396), more = grid(512);
+  REQUIRE(wave.kernels.front().ctas_per_sm == 3);
+  // The kernels' times past the launch, which each pays once.
+  const double launch = double(h100.kernel_overhead_ns) * 1e-9;
+  const double t1 = one.kernels.front().time_s - launch, t3 = wave.kernels.front().time_s - launch,
+               t = more.kernels.front().time_s - launch;
+  INFO("past the launch: 132 CTAs " << t1 * 1e6 << " us, 396 " << t3 * 1e6 << " us, 512 " << t * 1e6 << " us");
+  CHECK(t1 < 0.4 * t3);  // a CTA alone on its SM runs faster than one of three
+  CHECK(t == Approx(t3 + t1).epsilon(0.02));  // 3 CTAs' time, then one alone; not 3 + 3
+  std::vector<int> last_on(static_cast<std::size_t>(h100.sm_count), 0);
+  int last = 0;
+  for (const CtaSpan& c : more.timeline.ctas)
+    if (c.cta >= 396) {
+      ++last;
+      ++last_on[static_cast<std::size_t>(c.sm)];
+      CHECK(c.start_s == Approx(launch + t3).epsilon(0.01));  // as the first wave ends
+    }
+  CHECK(last == 116);
+  CHECK(*std::max_element(last_on.begin(), last_on.end()) == 1);
+}
+
 TEST_CASE("HBM delivers less to 128 threads an SM than to 256 at the same bytes in flight", "[engine]") {
   const GpuSpec h100 = load_gpu("h100-sxm");
   EngineOptions off;
@@ -790,7 +825,8 @@ TEST_CASE("the window's Measured tab reads the attention records of a folder and
   // three memory layouts, which the engine cannot tell apart) and FlexAttention's, SDPA's decode and
   // SDPA's backward times and flash3's speed table beside hbmlab's kernels (no records of a kernel
   // hbmlab models, or records already in another file), the SM pipe microbenchmark's table, the
-  // HBM sharing microbenchmark's CTA records and the K/V drift microbenchmark's sweeps are left out.
+  // HBM sharing and CTA placement microbenchmarks' CTA records and the K/V drift microbenchmark's
+  // sweeps are left out.
   const std::string recorded = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements";
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(recorded))
@@ -804,7 +840,7 @@ TEST_CASE("the window's Measured tab reads the attention records of a folder and
            why.find("-block-sparse-flex.json") != std::string::npos || why.find("-decode-sdpa.json") != std::string::npos ||
            why.find("-backward-speed.json") != std::string::npos || why.find("-pipes.json") != std::string::npos ||
            why.find("-flash3-speed.json") != std::string::npos || why.find("-hbm-share.json") != std::string::npos ||
-           why.find("-kv-drift") != std::string::npos));
+           why.find("-kv-drift") != std::string::npos || why.find("-cta-placement.json") != std::string::npos));
     if (why.find("-sdpa-layout.json") != std::string::npos) CHECK(why.find("without its registers") != std::string::npos);
   }
 }
