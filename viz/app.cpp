@@ -9,7 +9,8 @@
 //   tab=softmax|io|explorer|timeline|measured|onchip,
 //   open=PATH (load a scenario file from the window), resize (resize and minimise the window),
 //   extremes (push every control to its limits), mouse=X:Y (pointer at fractions of the window),
-//   help (show the help overlay), measured=all (a screenshot of the Measured tab waits for every
+//   help (show the help overlay), panel=NAME (point at a pane as a stage's `panel` key does: a
+//   small window's column scrolls to it), measured=all (a screenshot of the Measured tab waits for every
 //   record's prediction, not only the lesson's own).
 //
 // [SECTION] Fonts and style
@@ -103,12 +104,14 @@ constexpr Points kSideBySide{1280, 720}, kLeast{640, 360};
 
 // Every pane scrolls what does not fit it. A drawing fills its pane and takes at least its minimum
 // (MinimumSize, viz/panels.hpp), so that a pane too small for it scrolls, across too, rather than
-// drawing labels over each other; widgets span their pane and scroll down only.
-void BeginPane(const char* id, ImVec2 pos, ImVec2 size, bool highlighted, bool drawing = true) {
+// drawing labels over each other; widgets span their pane and scroll down only. False when the pane
+// is out of sight (scrolled away): its panel need not be drawn. EndChild() either way.
+bool BeginPane(const char* id, ImVec2 pos, ImVec2 size, bool highlighted, bool drawing = true) {
   ImGui::SetCursorScreenPos(pos);
   if (highlighted) ImGui::PushStyleColor(ImGuiCol_Border, IM_COL32(255, 215, 60, 255));
-  ImGui::BeginChild(id, size, true, drawing ? ImGuiWindowFlags_HorizontalScrollbar : 0);
+  const bool shown = ImGui::BeginChild(id, size, true, drawing ? ImGuiWindowFlags_HorizontalScrollbar : 0);
   if (highlighted) ImGui::PopStyleColor();
+  return shown;
 }
 
 void ShowTabs(AppState& app) {
@@ -143,8 +146,8 @@ void ShowTabs(AppState& app) {
     if (short_names && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", it.name);
     if (open) {
       if (!app.select_tab) app.tab = it.tab;
-      // Under the bar, the tab scrolls what does not fit (a tall table, or a drawing at its minimum).
-      ImGui::BeginChild("content", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+      // Under the bar, the tab scrolls down what does not fit (a tall table, or a drawing at its minimum).
+      ImGui::BeginChild("content", ImVec2(0, 0), false);
       it.show(app);
       ImGui::EndChild();
       ImGui::EndTabItem();
@@ -188,14 +191,11 @@ void ShowSideBySide(AppState& app, ImVec2 o, float W, float H) {
   ShowLeftColumn(app, o, left_w, std::min(H * 0.66f, fs * 40.0f), H, gap);
 
   const float mx = o.x + left_w + gap, memory_h = H * 0.6f;
-  BeginPane("memory", ImVec2(mx, o.y), ImVec2(mid_w, memory_h), app.highlight == "memory");
-  ShowMemoryPanel(app);
+  if (BeginPane("memory", ImVec2(mx, o.y), ImVec2(mid_w, memory_h), app.highlight == "memory")) ShowMemoryPanel(app);
   ImGui::EndChild();
-  BeginPane("matrix", ImVec2(mx, o.y + memory_h + gap), ImVec2(mid_w, H - memory_h - gap), app.highlight == "matrix");
-  ShowMatrixPanel(app);
+  if (BeginPane("matrix", ImVec2(mx, o.y + memory_h + gap), ImVec2(mid_w, H - memory_h - gap), app.highlight == "matrix")) ShowMatrixPanel(app);
   ImGui::EndChild();
-  BeginPane("tabs", ImVec2(mx + mid_w + gap, o.y), ImVec2(W - left_w - mid_w - 2 * gap, H), tab_highlighted(app));
-  ShowTabs(app);
+  if (BeginPane("tabs", ImVec2(mx + mid_w + gap, o.y), ImVec2(W - left_w - mid_w - 2 * gap, H), tab_highlighted(app))) ShowTabs(app);
   ImGui::EndChild();
 }
 
@@ -222,26 +222,30 @@ void ShowStacked(AppState& app, ImVec2 o, float W, float H) {
   ImGui::PopStyleVar();
   const ImVec2 c = ImGui::GetCursorScreenPos();
   const float w = ImGui::GetContentRegionAvail().x, view_h = ImGui::GetWindowHeight();
-  const float memory_h = std::max(view_h * 0.6f, MinimumSize(Drawing::memory).y + frame_h);
-  const float matrix_h = std::max(view_h - memory_h - gap, MinimumSize(Drawing::matrix).y + frame_h);
+  // Side by side, two memory drawings one above the other: each keeps its SM strip and notes.
+  const float memory_min = app.replay[1] ? fs * 36 : MinimumSize(Drawing::memory).y;
+  const float memory_h = std::max(view_h * 0.6f, memory_min + frame_h);
+  // The matrix shares the first screen with the memory drawing where both fit, else has most of its own.
+  const float matrix_min = MinimumSize(Drawing::matrix).y + frame_h;
+  const float matrix_h = memory_h + gap + matrix_min <= view_h ? view_h - memory_h - gap : std::max(matrix_min, view_h * 0.6f);
   const float tabs_y = memory_h + matrix_h + gap * 2;
   const float tabs_h = std::max(view_h, MinimumSize(Drawing::tab).y + frame_h + tab_extra);
-  // The pane a new stage points at (or a tab's key asks for) comes into view.
+  // The pane a new stage points at comes into view, and the tabs when another tab is brought forward.
   const std::string stage = fmt::format("{} {} {}", app.scenario.origin, app.stage, app.highlight);
-  if (stage != app.scrolled_for || app.select_tab) {
+  if (stage != app.scrolled_for) {
     if (app.highlight == "memory") ImGui::SetScrollY(0);
     if (app.highlight == "matrix") ImGui::SetScrollY(memory_h + matrix_h + gap <= view_h ? 0 : memory_h + gap);
-    if (tab_highlighted(app) || (stage == app.scrolled_for && app.select_tab)) ImGui::SetScrollY(tabs_y);
-    app.scrolled_for = stage;
+    if (tab_highlighted(app)) ImGui::SetScrollY(tabs_y);
+  } else if (app.tab != app.scrolled_tab) {
+    ImGui::SetScrollY(tabs_y);
   }
-  BeginPane("memory", c, ImVec2(w, memory_h), app.highlight == "memory");
-  ShowMemoryPanel(app);
+  app.scrolled_for = stage;
+  app.scrolled_tab = app.tab;
+  if (BeginPane("memory", c, ImVec2(w, memory_h), app.highlight == "memory")) ShowMemoryPanel(app);
   ImGui::EndChild();
-  BeginPane("matrix", ImVec2(c.x, c.y + memory_h + gap), ImVec2(w, matrix_h), app.highlight == "matrix");
-  ShowMatrixPanel(app);
+  if (BeginPane("matrix", ImVec2(c.x, c.y + memory_h + gap), ImVec2(w, matrix_h), app.highlight == "matrix")) ShowMatrixPanel(app);
   ImGui::EndChild();
-  BeginPane("tabs", ImVec2(c.x, c.y + tabs_y), ImVec2(w, tabs_h), tab_highlighted(app));
-  ShowTabs(app);
+  if (BeginPane("tabs", ImVec2(c.x, c.y + tabs_y), ImVec2(w, tabs_h), tab_highlighted(app))) ShowTabs(app);
   ImGui::EndChild();
   layout_shown.column = ImVec2(w, tabs_y + tabs_h);
   ImGui::EndChild();
@@ -275,7 +279,7 @@ struct Script {
   int stage = -1;
   bool walk = false, play = false, side = false, resize = false, extremes = false, help = false, measured_all = false;
   double at = -1;
-  std::string algo, pass, tab, open;
+  std::string algo, pass, tab, open, panel;
   double mouse_x = -1, mouse_y = -1;
   bool scripted = false;
 };
@@ -302,6 +306,7 @@ Script parse_script(const char* text) {
     if (key == "pass") s.pass = value;
     if (key == "tab") s.tab = value;
     if (key == "open") s.open = value;
+    if (key == "panel") s.panel = value;
     if (key == "mouse" && value.find(':') != std::string::npos) {
       s.mouse_x = std::atof(value.substr(0, value.find(':')).c_str());
       s.mouse_y = std::atof(value.substr(value.find(':') + 1).c_str());
@@ -352,6 +357,7 @@ void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, i
       app.tab = *tab;
       app.select_tab = true;
     }
+    if (!s.panel.empty()) app.highlight = s.panel;
     app.show_help = s.help;
     app.wait_for_all_measured = s.measured_all;
   }

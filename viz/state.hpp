@@ -133,7 +133,9 @@ struct AppState {
   bool select_tab = true;   // bring `tab` forward on the next frame
   std::string highlight;    // panel a lesson stage points at: memory, matrix, softmax, ...
   bool show_help = false;
-  std::string scrolled_for;  // stacked panes (a small window): the scenario, stage and panel last scrolled to
+  // Stacked panes (a small window): the scenario, stage and panel, and the tab, last brought into view.
+  std::string scrolled_for;
+  Tab scrolled_tab = Tab::io;
   bool decode_controls_open = false;  // the controls' decoding section (a decoding scenario opens it)
   float ui_scale = 1;
   ImFont* font_large = nullptr;  // lesson titles and the narration
