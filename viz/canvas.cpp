@@ -150,14 +150,20 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
                hbm_b.x - hbm_a.x - pad * 2));
   const std::vector<view::HbmTensor> tensors = r.hbm_tensors();
   // Widths: N×d tensors a column each, S and P squares, statistics a thin strip.
+  auto units_of = [](const view::HbmTensor& t) { return is_stat(t.tensor) ? 0.45f : (t.cols == t.rows ? 2.2f : 1.0f); };
   float units = 0;
-  for (const view::HbmTensor& t : tensors) units += is_stat(t.tensor) ? 0.45f : (t.cols == t.rows ? 2.2f : 1.0f);
+  for (const view::HbmTensor& t : tensors) units += units_of(t);
   const float inner_w = hbm_b.x - hbm_a.x - pad * 2, gap = pad;
   const float unit = (inner_w - gap * float(tensors.size() - 1)) / units;
   // Running counters sit in a grid under the tensors, two to a row.
   const int counter_cols = hbm_b.x - hbm_a.x >= fs * 26 ? 2 : 1;
   int counter_rows = static_cast<int>((tensors.size() + counter_cols - 1) / counter_cols);
-  const float col_top = hbm_a.y + fs * 2.7f;
+  // The tensors' names sit over their columns; where one is wider than its column (a backward's ten
+  // tensors in a narrow pane), every other name goes a line higher.
+  bool staggered = false;
+  for (const view::HbmTensor& t : tensors)
+    staggered |= ImGui::CalcTextSize(tensor_symbol(t.tensor).data()).x > unit * units_of(t) + gap * 0.8f;
+  const float col_top = hbm_a.y + fs * (staggered ? 3.8f : 2.7f);
   // A backward moves up to a dozen tensors: in a short pane its counters would cover the tensors, so
   // they are left to the IO panel.
   if (hbm_b.y - fs * 1.25f * float(counter_rows) - pad * 2 - col_top < fs * 4) counter_rows = 0;
@@ -173,7 +179,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const auto& scores = r.algo()->window().hbm_scores;  // S and P, or the backward's dP and dS
   if (scores_in_hbm) mv = r.matrix(pos, 48);
   for (const view::HbmTensor& t : tensors) {
-    const float w = unit * (is_stat(t.tensor) ? 0.45f : (t.cols == t.rows ? 2.2f : 1.0f));
+    const float w = unit * units_of(t);
     HbmLayout h{t, ImVec2(x, col_top), ImVec2(x + w, col_bottom)};
     if (t.rows < most_rows)
       h.b.y = col_top + std::max((col_bottom - col_top) * float(t.rows) / float(most_rows), std::min(fs * 1.6f, col_bottom - col_top));
@@ -202,7 +208,8 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
       for (std::int64_t k = 1; k < t.col_tiles; ++k)
         dl->AddLine(ImVec2(h.a.x + tw * float(k), h.a.y), ImVec2(h.a.x + tw * float(k), h.b.y), IM_COL32(20, 20, 25, 200));
     dl->AddRect(h.a, h.b, col, 3.0f, 0, 2.0f);
-    TextCentred(dl, ImVec2((h.a.x + h.b.x) / 2, col_top - fs * 0.7f), col, std::string(tensor_symbol(t.tensor)));
+    const bool higher = staggered && layout.size() % 2 == 0;
+    TextCentred(dl, ImVec2((h.a.x + h.b.x) / 2, col_top - fs * (higher ? 1.8f : 0.7f)), col, std::string(tensor_symbol(t.tensor)));
     if (c.hovered && ImGui::IsMouseHoveringRect(h.a, h.b)) {
       ImGui::BeginTooltip();
       ImGui::TextColored(tensor_colour_v(t.tensor), "%s: %lld × %lld, %s per head", tensor_symbol(t.tensor).data(),
@@ -354,20 +361,27 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
       const ImVec2 at(from.x + (to.x - from.x) * t, from.y + (to.y - from.y) * t);
       const float bw = fs * 1.6f, bh = fs * 0.9f;
       if (animate) dl->AddRectFilled(ImVec2(at.x - bw / 2, at.y - bh / 2), ImVec2(at.x + bw / 2, at.y + bh / 2), tensor_colour(last->tensor), 3);
-      // Above the arrow's middle, but never over the SRAM tiles' names: when the gap between HBM and
-      // SRAM is narrow the label takes two lines and ends where the tiles begin.
+      // By the arrow's middle, over the tensors' columns, where no text is: never over the SRAM tiles'
+      // names (when the gap between HBM and SRAM is narrow the label takes two lines and ends where
+      // the tiles begin), nor over the tensors' names above the columns or the counters under them.
       const char* what = load ? "load" : "store";
       const char* way = load ? "HBM → SRAM" : "SRAM → HBM";
-      const float mid_x = (from.x + to.x) / 2, right = sl->second.first.x - 6;
+      const float mid_x = (from.x + to.x) / 2, right = slot_x0 - 6;
       std::string label = fmt::format("{} {}  {}", what, format_bytes(double(last->bytes)), way);
       ImVec2 sz = ImGui::CalcTextSize(label.c_str());
       if (mid_x + sz.x / 2 > right) {
         label = fmt::format("{} {}\n{}", what, format_bytes(double(last->bytes)), way);
         sz = ImGui::CalcTextSize(label.c_str());
       }
-      const ImVec2 top(std::min(mid_x - sz.x / 2, right - sz.x - 4), (from.y + to.y) / 2 - sz.y - fs * 0.3f);
-      dl->AddRectFilled(ImVec2(top.x - 4, top.y - 2), ImVec2(top.x + sz.x + 4, top.y + sz.y + 2), IM_COL32(20, 20, 24, 230), 4);
-      Text(dl, top, kCurrent, label);
+      const float mid_y = (from.y + to.y) / 2;
+      float y = mid_y - sz.y - fs * 0.3f;  // above the arrow, else under it
+      if (y < col_top + 2) y = mid_y + fs * 0.3f;
+      y = std::min(y, col_bottom - sz.y - 2);
+      const ImVec2 top(std::min(mid_x - sz.x / 2, right - sz.x - 4), y);
+      if (y >= col_top + 2) {  // else the columns are shorter than the label: the arrow alone
+        dl->AddRectFilled(ImVec2(top.x - 4, top.y - 2), ImVec2(top.x + sz.x + 4, top.y + sz.y + 2), IM_COL32(20, 20, 24, 230), 4);
+        Text(dl, top, kCurrent, label);
+      }
     }
   }
 }
@@ -778,12 +792,18 @@ void ShowExplorerPanel(AppState& app) {
   auto py = [&](double v) { return py1 - (py1 - py0) * static_cast<float>((std::log10(std::max(v, 1.0)) - ylo) / (yhi - ylo)); };
   Text(dl, ImVec2(c.p0.x, py0), kDim, compact(std::pow(10.0, yhi)));
   Text(dl, ImVec2(c.p0.x, py1 - fs), kDim, compact(std::pow(10.0, ylo)));
+  // SRAM sizes under the curve: every one where they fit, else every second (or third…) counting from
+  // the current one.
+  float size_w = 0;
+  for (const view::SramPoint& s : x.curve) size_w = std::max(size_w, ImGui::CalcTextSize(format_bytes(double(s.sram_bytes)).c_str()).x);
+  const auto every = static_cast<std::int64_t>(std::ceil((size_w + fs * 0.5f) / std::max((px1 - px0) / float(P), 1.0f)));
   ImVec2 prev_a, prev_b;
   bool have_prev = false;
   for (std::size_t k = 0; k < P; ++k) {
     const view::SramPoint& s = x.curve[k];
-    TextCentred(dl, ImVec2(px(k), py1 + fs * 0.7f), static_cast<std::int64_t>(k) == x.curve_current ? kCurrent : kDim,
-                format_bytes(double(s.sram_bytes)));
+    if ((static_cast<std::int64_t>(k) - std::max<std::int64_t>(x.curve_current, 0)) % every == 0)
+      TextCentred(dl, ImVec2(px(k), py1 + fs * 0.7f), static_cast<std::int64_t>(k) == x.curve_current ? kCurrent : kDim,
+                  format_bytes(double(s.sram_bytes)));
     if (static_cast<std::int64_t>(k) == x.curve_current)
       dl->AddLine(ImVec2(px(k), py0), ImVec2(px(k), py1), IM_COL32(255, 215, 60, 120), 2.0f);
     if (!s.any_fits) {
@@ -1052,15 +1072,19 @@ void ShowMeasuredPanel(AppState& app) {
   const float labels_w = ImGui::CalcTextSize(lo_label.c_str()).x + ImGui::CalcTextSize(hi_label.c_str()).x +
                          ImGui::CalcTextSize(axis_title.c_str()).x + fs * 2;
   const float width = c.p1.x - c.p0.x - fs * 4, height = c.p1.y - c.p0.y - fs * 3;
-  const bool title_below = std::min(width, height) < labels_w;
-  const float axis_h = title_below ? fs * 1.1f : 0.0f;
-  const bool beside = width - (height - axis_h) - fs * 1.5f >= summary_w;
   const std::size_t keep = std::min(groups.size(), static_cast<std::size_t>(first_other - groups.begin()) + 1);
   // Below, the summary's first rows keep their room, but the plot stays wide enough for its axis's end labels.
   const float ends_w = ImGui::CalcTextSize(lo_label.c_str()).x + ImGui::CalcTextSize(hi_label.c_str()).x + fs;
-  const float side = beside ? height - axis_h
-                            : std::max({std::min(width, height - axis_h - fs * (2.0f + 2.5f * float(keep))),
-                                        0.5f * std::min(width, height - axis_h), std::min({ends_w, width, height - axis_h})});
+  auto side_for = [&](float axis_h, bool beside) {
+    return beside ? height - axis_h
+                  : std::max({std::min(width, height - axis_h - fs * (2.0f + 2.5f * float(keep))),
+                              0.5f * std::min(width, height - axis_h), std::min({ends_w, width, height - axis_h})});
+  };
+  auto beside_for = [&](float axis_h) { return width - (height - axis_h) - fs * 1.5f >= summary_w; };
+  const bool title_below = side_for(0, beside_for(0)) < labels_w;
+  const float axis_h = title_below ? fs * 1.1f : 0.0f;
+  const bool beside = beside_for(axis_h);
+  const float side = side_for(axis_h, beside);
   const ImVec2 a(c.p0.x + fs * 3.5f, c.p0.y + fs * 0.5f), b(a.x + side, a.y + side);
   auto px = [&](double s) { return a.x + side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };
   auto py = [&](double s) { return b.y - side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };

@@ -636,9 +636,8 @@ void StackedBar(const Counts& c, double scale, float width, float height) {
     const float w = static_cast<float>(elems * scale) * width;
     if (w <= 0) continue;
     dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + w, p.y + height), tensor_colour(t));
-    if (w > ImGui::CalcTextSize("ℓ").x + 4)
-      DrawText(dl, ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(10, 10, 10, 255),
-                  tensor_symbol(t).data());
+    if (w > ImGui::CalcTextSize(tensor_symbol(t).data()).x + 6)  // the name where it fits in its segment
+      DrawText(dl, ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(10, 10, 10, 255), tensor_symbol(t));
     x += w;
   }
   ImGui::Dummy(ImVec2(width, height));
