@@ -302,14 +302,20 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
     const bool moved = last && (last->kind == StepKind::load || last->kind == StepKind::store) && last->tensor == t.tensor;
     dl->AddRectFilled(s0, s1, tensor_colour(t.tensor, moved ? 0.95f : 0.6f), 4.0f);
     if (moved) dl->AddRect(s0, s1, kCurrent, 4.0f, 0, 2.5f);
-    // The whole name where it fits, else shorter forms; the slot's tooltip always has all of it.
-    const std::string name = tile_name(t);
-    const std::string label = Fitting({fmt::format("{}  {}×{}  {}", name, t.rows, t.cols, format_bytes(double(t.bytes))),
-                                       fmt::format("{}  {}×{}", name, t.rows, t.cols), name},
+    // The whole name where it fits, on two lines where the slot is tall enough, else shorter forms;
+    // the slot's tooltip always has all of it.
+    const std::string name = tile_name(t), shape = fmt::format("{}×{}", t.rows, t.cols), bytes = format_bytes(double(t.bytes));
+    const std::string whole = fmt::format("{}  {}  {}", name, shape, bytes);
+    const bool two_lines = s1.y - s0.y >= fs * 2.1f;
+    const std::string label = Fitting({whole, two_lines ? fmt::format("{}\n{}  {}", name, shape, bytes) : whole,
+                                       fmt::format("{}  {}", name, shape), two_lines ? fmt::format("{}\n{}", name, shape) : name,
+                                       name},
                                       s1.x - s0.x - pad);
     {
       const ClipScope in_slot(dl, s0, s1);
-      Text(dl, ImVec2(s0.x + pad * 0.5f, s0.y + (std::min(s1.y - s0.y, min_slot) - fs) / 2), IM_COL32(12, 12, 16, 255), label);
+      const float text_h = ImGui::CalcTextSize(label.c_str()).y;
+      const float y = text_h > fs * 1.5f ? s0.y + (s1.y - s0.y - text_h) / 2 : s0.y + (std::min(s1.y - s0.y, min_slot) - fs) / 2;
+      Text(dl, ImVec2(s0.x + pad * 0.5f, y), IM_COL32(12, 12, 16, 255), label);
     }
     if (c.hovered && ImGui::IsMouseHoveringRect(s0, s1)) hovered_tile = &t;
     sy = s1.y + slot_gap;

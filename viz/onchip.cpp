@@ -97,7 +97,8 @@ void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
     return;
   }
   bool any = false;
-  for (const ValidationRow* found : MeasuredOnChipRows(app, res)) {
+  const std::vector<const ValidationRow*> rows = MeasuredOnChipRows(app, res);
+  for (const ValidationRow* found : rows) {
     const ValidationRow& row = *found;
     const MeasuredOnChip& m = row.measured_on_chip;
     if (!any) ImGui::TextWrapped("Measured on the %s (Nsight Compute, or CUPTI in hbmlab measure --on-chip), this problem:", row.gpu.c_str());
@@ -106,15 +107,18 @@ void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
     const std::string file = row.file.substr(row.file.find_last_of('/') + 1);
     ImGui::TextColored(ImVec4(0.6f, 0.85f, 1.0f, 1.0f), "%s, %lld × %lld blocks (%s)", row.source.c_str(),
                        static_cast<long long>(row.blocks.Br), static_cast<long long>(row.blocks.Bc), file.c_str());
-    if (!ImGui::BeginTable(row.file.c_str(), 4, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit))
-      continue;
     // Widths set, not fitted: the table often first shows on the frame a screenshot keeps.
     const float pad = 2 * ImGui::GetStyle().CellPadding.x;
     const float name_w = ImGui::CalcTextSize("shared → registers").x + pad, figure_w = ImGui::CalcTextSize("000,000,000").x + pad;
+    const float error_w = ImGui::CalcTextSize("+0.00%").x + pad;
+    if (found == rows.front())  // the first table: the others are as wide
+      NoteRoom("on-chip table", ImVec2(ImGui::GetContentRegionAvail().x, 0), ImVec2(name_w + 2 * figure_w + error_w, 0));
+    if (!ImGui::BeginTable(row.file.c_str(), 4, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit))
+      continue;
     ImGui::TableSetupColumn("warp level", ImGuiTableColumnFlags_WidthFixed, name_w);
     ImGui::TableSetupColumn("measured", ImGuiTableColumnFlags_WidthFixed, figure_w);
     ImGui::TableSetupColumn("predicted", ImGuiTableColumnFlags_WidthFixed, figure_w);
-    ImGui::TableSetupColumn("error", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("+0.00%").x + pad);
+    ImGui::TableSetupColumn("error", ImGuiTableColumnFlags_WidthFixed, error_w);
     ImGui::TableHeadersRow();
     auto line = [](const char* what, double measured, double predicted, bool bytes) {
       if (std::isnan(measured)) return;

@@ -62,7 +62,8 @@ ImU32 algo_colour(Algo a) {
 }
 
 // Dear ImGui's TextWrapped may break a line after '.' or ',', inside "8.66 GB" or "1,024"; this breaks
-// lines at spaces only (and at the text's own '\n'), so a figure is never split.
+// lines at spaces only (and at the text's own '\n'), so a figure is never split. Only a word wider than
+// the whole line (a file's path in a narrow pane) is broken, where Dear ImGui would break it.
 void TextWrappedAtSpaces(std::string_view text) {
   const float width = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize());
   std::string out, line;
@@ -77,6 +78,14 @@ void TextWrappedAtSpaces(std::string_view text) {
       line = word;
     } else {
       line = joined;
+    }
+    ImFont* font = ImGui::GetFont();
+    while (!fits(line)) {  // a word longer than a line: its head fills this one
+      const char* begin = line.c_str();
+      const char* cut = font->CalcWordWrapPositionA(ImGui::GetFontSize() / font->FontSize, begin, begin + line.size(), width);
+      if (cut <= begin) break;
+      out += std::string(begin, cut) + "\n";
+      line.erase(0, static_cast<std::size_t>(cut - begin));
     }
     if (end < text.size() && text[end] == '\n') {
       out += line + "\n";
