@@ -193,9 +193,11 @@ void ShowSideBySide(AppState& app, ImVec2 o, float W, float H) {
   const float mx = o.x + left_w + gap, memory_h = H * 0.6f;
   if (BeginPane("memory", ImVec2(mx, o.y), ImVec2(mid_w, memory_h), app.highlight == "memory")) ShowMemoryPanel(app);
   ImGui::EndChild();
-  if (BeginPane("matrix", ImVec2(mx, o.y + memory_h + gap), ImVec2(mid_w, H - memory_h - gap), app.highlight == "matrix")) ShowMatrixPanel(app);
+  if (BeginPane("matrix", ImVec2(mx, o.y + memory_h + gap), ImVec2(mid_w, H - memory_h - gap), app.highlight == "matrix"))
+    ShowMatrixPanel(app);
   ImGui::EndChild();
-  if (BeginPane("tabs", ImVec2(mx + mid_w + gap, o.y), ImVec2(W - left_w - mid_w - 2 * gap, H), tab_highlighted(app))) ShowTabs(app);
+  if (BeginPane("tabs", ImVec2(mx + mid_w + gap, o.y), ImVec2(W - left_w - mid_w - 2 * gap, H), tab_highlighted(app)))
+    ShowTabs(app);
   ImGui::EndChild();
 }
 
@@ -255,7 +257,8 @@ void ShowStacked(AppState& app, ImVec2 o, float W, float H) {
 void ShowLayout(AppState& app) {
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   const ImVec2 view = vp->WorkSize;
-  const bool side_by_side = vp->WorkSize.x + 0.5f >= kSideBySide.x * app.ui_scale && vp->WorkSize.y + 0.5f >= kSideBySide.y * app.ui_scale;
+  const bool side_by_side =
+      vp->WorkSize.x + 0.5f >= kSideBySide.x * app.ui_scale && vp->WorkSize.y + 0.5f >= kSideBySide.y * app.ui_scale;
   ImGui::SetNextWindowPos(vp->WorkPos);
   ImGui::SetNextWindowSize(vp->WorkSize);
   ImGui::Begin("hbmlab", nullptr,
@@ -430,7 +433,8 @@ void print_layout(const LayoutCheck& check, float scale) {
   for (const std::string& d : check.drawings) rooms += (rooms.empty() ? "" : ", ") + d;
   std::cout << "; drawings (points): " << (rooms.empty() ? "none" : rooms) << "\n";
   for (const std::string& n : check.narrow) std::cout << "layout: drawing narrower than its minimum, " << n << "\n";
-  for (const std::string& n : check.short_ones) std::cout << "layout: drawing shorter than its minimum (it scrolls), " << n << "\n";
+  for (const std::string& n : check.short_ones)
+    std::cout << "layout: drawing shorter than its minimum (it scrolls), " << n << "\n";
   for (const std::string& o : check.overlaps) std::cout << "layout: text drawn over text: " << o << "\n";
   if (check.narrow.empty() && check.overlaps.empty())
     std::cout << "layout: every drawing at least its minimum width, no text drawn over other text\n";
@@ -484,10 +488,12 @@ int run_gui(const hbmlab::GuiOptions& options) {
   auto session = std::make_shared<Session>();
   AppState& app = session->app;
   float scale = static_cast<float>(options.ui_scale);
-  if (scale <= 0) {  // from the monitor: content scale, or 2 on a 4K-sized window, as far as panes stay side by side
+  if (scale <= 0) {  // from the monitor: content scale, or 2 on a 4K-sized window
     scale = std::max(1.0f, platform::content_scale(window));
     if (options.height >= 1800) scale = std::max(scale, 2.0f);
-    scale = std::max(1.0f, std::min({scale, float(options.width) / kSideBySide.x, float(options.height) / kSideBySide.y}));
+    // On the desktop, no more than leaves the panes side by side (the page's scale is its devicePixelRatio).
+    if (!platform::kBrowser)
+      scale = std::max(1.0f, std::min({scale, float(options.width) / kSideBySide.x, float(options.height) / kSideBySide.y}));
   }
   // The scale asked for is kept: panes that do not fit scroll (ShowStacked). Below 640×360 points
   // even one pane would not fit beside the lesson, so the window takes the largest scale that leaves

@@ -801,7 +801,8 @@ void ShowExplorerPanel(AppState& app) {
   // SRAM sizes under the curve: every one where they fit, else every second (or third…) counting from
   // the current one.
   float size_w = 0;
-  for (const view::SramPoint& s : x.curve) size_w = std::max(size_w, ImGui::CalcTextSize(format_bytes(double(s.sram_bytes)).c_str()).x);
+  for (const view::SramPoint& s : x.curve)
+    size_w = std::max(size_w, ImGui::CalcTextSize(format_bytes(double(s.sram_bytes)).c_str()).x);
   const auto every = static_cast<std::int64_t>(std::ceil((size_w + fs * 0.5f) / std::max((px1 - px0) / float(P), 1.0f)));
   ImVec2 prev_a, prev_b;
   bool have_prev = false;
@@ -1065,7 +1066,8 @@ void ShowMeasuredPanel(AppState& app) {
   std::vector<RoomSummary> groups = summarise_by_room(rep);
   const auto first_other = std::stable_partition(groups.begin(), groups.end(), [&](const RoomSummary& g) { return g.algo == algo; });
   auto mean = [](const ValidationSummary& s) {
-    return std::isfinite(s.mean_abs) ? fmt::format("{:.1f} % ({} of {})", 100 * s.mean_abs, s.within, s.count) : std::string("—");
+    return std::isfinite(s.mean_abs) ? fmt::format("{:.1f} % ({} of {})", 100 * s.mean_abs, s.within, s.count)
+                                     : std::string("—");
   };
   const std::string summary_title = "mean |error| (records within 10 % DRAM, 15 % time)";
   float summary_w = ImGui::CalcTextSize(summary_title.c_str()).x;

@@ -44,7 +44,7 @@ void BytesBar(const char* label, float label_w, double most, double bytes, ImU32
   } else {
     segment(bytes, colour, nullptr);
   }
-  DrawText(dl, ImVec2(x + 6, p.y + (height - ImGui::GetFontSize()) / 2), ImGui::GetColorU32(ImGuiCol_Text), figure.c_str());
+  DrawText(dl, ImVec2(x + 6, p.y + (height - ImGui::GetFontSize()) / 2), ImGui::GetColorU32(ImGuiCol_Text), figure);
   ImGui::Dummy(ImVec2(width, height));
 }
 
@@ -64,7 +64,7 @@ void ShareBar(const char* label, float label_w, const std::optional<double>& sha
   dl->AddRectFilled(p, ImVec2(p.x + w, p.y + height), colour);
   if (limiter) dl->AddRect(p, ImVec2(p.x + width, p.y + height), kLimiter, 0, 0, 2.0f);
   const std::string text = fmt::format("{:.0f}% busy{}", *share * 100, limiter ? " (the busiest)" : "");
-  DrawText(dl, ImVec2(p.x + 6, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(255, 255, 255, 255), text.c_str());
+  DrawText(dl, ImVec2(p.x + 6, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(255, 255, 255, 255), text);
   ImGui::Dummy(ImVec2(width, height));
 }
 
@@ -162,7 +162,7 @@ void ShowPipeline(const view::ReplayView& r, std::int64_t pos) {
   auto box = [&](ImVec2 p, float w, ImU32 fill, const std::string& text) {
     dl->AddRectFilled(p, ImVec2(p.x + w, p.y + height), fill, 4.0f);
     dl->PushClipRect(p, ImVec2(p.x + w, p.y + height), true);
-    DrawText(dl, ImVec2(p.x + 5, p.y + (height - fs) / 2), kTextOnBar, text.c_str());
+    DrawText(dl, ImVec2(p.x + 5, p.y + (height - fs) / 2), kTextOnBar, text);
     dl->PopClipRect();
   };
   ImGui::Text("K/V ring in shared memory: %lld stages (at K_%lld of %lld)", static_cast<long long>(pipe->stages),
@@ -252,7 +252,8 @@ void ShowRoofline(const AppState& app) {
   slope(ceil.smem_bytes_per_s, smem, "shared memory");
   const double ridge = std::min(ceil.smem_ridge(), ceil.hbm_ridge());
   dl->AddLine(ImVec2(X(ridge), Y(ceil.tensor_flop_per_s)), ImVec2(right, Y(ceil.tensor_flop_per_s)), peak, 2.0f);
-  DrawText(dl, ImVec2(right - ImGui::CalcTextSize("tensor peak").x - 4, Y(ceil.tensor_flop_per_s) - fs * 1.2f), peak, "tensor peak");
+  DrawText(dl, ImVec2(right - ImGui::CalcTextSize("tensor peak").x - 4, Y(ceil.tensor_flop_per_s) - fs * 1.2f), peak,
+           "tensor peak");
   if (ceil.mma_sync_flop_per_s > 0) {
     const float y = Y(ceil.mma_sync_flop_per_s);
     for (float x = X(ceil.mma_sync_flop_per_s / ceil.smem_bytes_per_s); x < right; x += 10) dl->AddLine(ImVec2(x, y), ImVec2(std::min(x + 5, right), y), peak, 1.5f);
@@ -267,14 +268,14 @@ void ShowRoofline(const AppState& app) {
       dl->AddCircleFilled(b, fs * 0.35f, smem);
       dl->AddCircle(a, fs * 0.45f, algo_colour(r->algo()), 0, 1.5f);
       dl->AddCircle(b, fs * 0.45f, algo_colour(r->algo()), 0, 1.5f);
-      DrawText(dl, ImVec2(b.x + fs * 0.5f, b.y + 2), ImGui::GetColorU32(ImGuiCol_Text), p.kernel.c_str());
+      DrawText(dl, ImVec2(b.x + fs * 0.5f, b.y + 2), ImGui::GetColorU32(ImGuiCol_Text), p.kernel);
     }
   dl->PopClipRect();
   dl->AddRect(ImVec2(left, top), ImVec2(right, bottom), frame);
   for (double e = std::ceil(lx0); e <= lx1; e += 1)
-    DrawText(dl, ImVec2(X(std::pow(10, e)) - fs * 0.5f, bottom + 2), dim, fmt::format("1e{:.0f}", e).c_str());
+    DrawText(dl, ImVec2(X(std::pow(10, e)) - fs * 0.5f, bottom + 2), dim, fmt::format("1e{:.0f}", e));
   for (double e = std::ceil(ly0); e <= ly1; e += 1)
-    DrawText(dl, ImVec2(p0.x, Y(std::pow(10, e)) - fs * 0.5f), dim, format_si(std::pow(10, e), "FLOP/s").c_str());
+    DrawText(dl, ImVec2(p0.x, Y(std::pow(10, e)) - fs * 0.5f), dim, format_si(std::pow(10, e), "FLOP/s"));
   if (ImGui::IsItemHovered()) {
     std::string tip;
     for (const auto& [r, v] : rooms) {
