@@ -1035,8 +1035,10 @@ void ShowMeasuredPanel(AppState& app) {
                      rep.time.tolerance * 100, rep.dram_read.mean_abs * 100, rep.dram_read.worst * 100,
                      rep.dram_read.within, rep.dram_read.tolerance * 100);
   if (!rep.skipped_files.empty()) {
-    ImGui::TextDisabled("%zu files left out: they hold no attention records hbmlab models (hover for why).",
-                        rep.skipped_files.size());
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("%zu files left out: they hold no attention records hbmlab models (hover for why).",
+                       rep.skipped_files.size());
+    ImGui::PopStyleColor();
     if (ImGui::IsItemHovered()) {
       std::string why;
       const std::string dir = app.measurements_dir + "/";
