@@ -239,11 +239,16 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const std::int64_t sram_cap = res.sram_bytes_per_block;
   const view::Sram sram = r.sram_after(pos);
   const std::int64_t cta = last ? r.cta_of(pos - 1) : 0;
-  // Shorter in a narrow pane or at a large --ui-scale.
-  Text(dl, ImVec2(sm_a.x, sm_a.y + pad * 0.5f), kText,
-       Fitting({fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, cta, r.cta_count()),
-                fmt::format("SM {}/{} · CTA {}/{}", sm, sm_count, cta, r.cta_count()), fmt::format("SM {}", sm)},
-               sm_b.x - sm_a.x));
+  // Shorter in a narrow pane, the whole in its tooltip.
+  const std::string sm_head = fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, cta, r.cta_count());
+  const std::string sm_shown =
+      Fitting({sm_head, fmt::format("SM {}/{} · CTA {}/{}", sm, sm_count, cta, r.cta_count()), fmt::format("SM {}", sm)},
+              sm_b.x - sm_a.x);
+  const ImVec2 sm_head_at(sm_a.x, sm_a.y + pad * 0.5f);
+  Text(dl, sm_head_at, kText, sm_shown);
+  if (sm_shown != sm_head && c.hovered &&
+      ImGui::IsMouseHoveringRect(sm_head_at, ImVec2(sm_head_at.x + ImGui::CalcTextSize(sm_shown.c_str()).x, sm_head_at.y + fs)))
+    ImGui::SetTooltip("%s", sm_head.c_str());
   // Compact (side by side, or a short window): no SM strip and one line of text under the box.
   const bool compact = sm_b.y - sm_a.y < fs * 18;
   // Decoding: a line over the SM strip says how many SMs the CTAs reach.
@@ -310,12 +315,12 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
     const std::string label = Fitting({whole, two_lines ? fmt::format("{}\n{}  {}", name, shape, bytes) : whole,
                                        fmt::format("{}  {}", name, shape), two_lines ? fmt::format("{}\n{}", name, shape) : name,
                                        name},
-                                      s1.x - s0.x - pad);
+                                      s1.x - s0.x - pad * 0.6f);
     {
       const ClipScope in_slot(dl, s0, s1);
       const float text_h = ImGui::CalcTextSize(label.c_str()).y;
       const float y = text_h > fs * 1.5f ? s0.y + (s1.y - s0.y - text_h) / 2 : s0.y + (std::min(s1.y - s0.y, min_slot) - fs) / 2;
-      Text(dl, ImVec2(s0.x + pad * 0.5f, y), IM_COL32(12, 12, 16, 255), label);
+      Text(dl, ImVec2(s0.x + pad * 0.3f, y), IM_COL32(12, 12, 16, 255), label);
     }
     if (c.hovered && ImGui::IsMouseHoveringRect(s0, s1)) hovered_tile = &t;
     sy = s1.y + slot_gap;
