@@ -9,7 +9,8 @@
 //   tab=softmax|io|explorer|timeline|measured|onchip,
 //   open=PATH (load a scenario file from the window), resize (resize and minimise the window),
 //   extremes (push every control to its limits), mouse=X:Y (pointer at fractions of the window),
-//   help (show the help overlay), measured=all (a screenshot of the Measured tab waits for every
+//   help (show the help overlay), panel=NAME (point at a pane as a stage's `panel` key does: a
+//   small window's column scrolls to it), measured=all (a screenshot of the Measured tab waits for every
 //   record's prediction, not only the lesson's own).
 //
 // [SECTION] Fonts and style
@@ -29,6 +30,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -93,12 +95,23 @@ void setup_style(float scale) {
 
 // [SECTION] Layout
 
-// Panes of drawings fill their space exactly; panes of widgets scroll when the window is short.
-void BeginPane(const char* id, ImVec2 pos, ImVec2 size, bool highlighted, bool scrolls = false) {
+// Points (pixels over --ui-scale) for the panes side by side (ShowLayout), and the least the window
+// lays out at all.
+struct Points {
+  float x, y;
+};
+constexpr Points kSideBySide{1280, 720}, kLeast{640, 360};
+
+// Every pane scrolls what does not fit it. A drawing fills its pane and takes at least its minimum
+// (MinimumSize, viz/panels.hpp), so that a pane too small for it scrolls, across too, rather than
+// drawing labels over each other; widgets span their pane and scroll down only. False when the pane
+// is out of sight (scrolled away): its panel need not be drawn. EndChild() either way.
+bool BeginPane(const char* id, ImVec2 pos, ImVec2 size, bool highlighted, bool drawing = true) {
   ImGui::SetCursorScreenPos(pos);
   if (highlighted) ImGui::PushStyleColor(ImGuiCol_Border, IM_COL32(255, 215, 60, 255));
-  ImGui::BeginChild(id, size, true, scrolls ? 0 : ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  const bool shown = ImGui::BeginChild(id, size, true, drawing ? ImGuiWindowFlags_HorizontalScrollbar : 0);
   if (highlighted) ImGui::PopStyleColor();
+  return shown;
 }
 
 void ShowTabs(AppState& app) {
@@ -133,7 +146,10 @@ void ShowTabs(AppState& app) {
     if (short_names && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", it.name);
     if (open) {
       if (!app.select_tab) app.tab = it.tab;
+      // Under the bar, the tab scrolls down what does not fit (a tall table, or a drawing at its minimum).
+      ImGui::BeginChild("content", ImVec2(0, 0), false);
       it.show(app);
+      ImGui::EndChild();
       ImGui::EndTabItem();
     }
   }
@@ -144,47 +160,118 @@ void ShowTabs(AppState& app) {
 // Where the lesson's title is drawn (the page's test looks there).
 ImVec2 lesson_title_pos, lesson_title_size;
 
-// Controls and lesson on the left; memory hierarchy over the matrix in the middle; tabs on the
-// right. Sizes follow the window, so nothing needs arranging at 1280×720 or at 4K.
-void ShowLayout(AppState& app) {
-  const ImGuiViewport* vp = ImGui::GetMainViewport();
-  ImGui::SetNextWindowPos(vp->WorkPos);
-  ImGui::SetNextWindowSize(vp->WorkSize);
-  ImGui::Begin("hbmlab", nullptr,
-               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
-                   ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoBackground);
-  const float fs = ImGui::GetFontSize(), gap = ImGui::GetStyle().ItemSpacing.x;
-  const ImVec2 o = ImGui::GetCursorScreenPos(), all = ImGui::GetContentRegionAvail();
-  const float W = std::max(all.x, 300.0f), H = std::max(all.y, 200.0f);
-  const float left_w = std::clamp(fs * 21.0f, W * 0.2f, W * 0.3f);
-  const float right_w = std::clamp(W * 0.36f, fs * 20.0f, W * 0.45f);
-  const float mid_w = std::max(W - left_w - right_w - 2 * gap, 100.0f);
-  const float controls_h = std::min(H * 0.66f, fs * 40.0f);
+// How the last frame was laid out, for the screenshot runs' report.
+struct LayoutShown {
+  bool stacked = false;
+  ImVec2 view, column;  // the window's room and, stacked, the scrolling column's content, in pixels
+} layout_shown;
 
-  BeginPane("controls", o, ImVec2(left_w, controls_h), false, true);
+void ShowLeftColumn(AppState& app, ImVec2 o, float left_w, float controls_h, float H, float gap) {
+  BeginPane("controls", o, ImVec2(left_w, controls_h), false, false);
   ShowControlsPanel(app);
   ImGui::EndChild();
-  BeginPane("lesson", ImVec2(o.x, o.y + controls_h + gap), ImVec2(left_w, H - controls_h - gap), false, true);
+  BeginPane("lesson", ImVec2(o.x, o.y + controls_h + gap), ImVec2(left_w, H - controls_h - gap), false, false);
   lesson_title_pos = ImGui::GetCursorScreenPos();
   lesson_title_size = ImVec2(ImGui::GetContentRegionAvail().x, (app.font_large ? app.font_large->FontSize : ImGui::GetFontSize()) * 2);
   if (app.font_large) ImGui::PushFont(app.font_large);
   ShowLessonPanel(app);
   if (app.font_large) ImGui::PopFont();
   ImGui::EndChild();
+}
+
+bool tab_highlighted(const AppState& app) { return tab_named(app.highlight).has_value(); }
+
+// Controls and lesson on the left; memory hierarchy over the matrix in the middle; tabs on the
+// right. Sizes follow the window from 1280×720 points (the window's size over --ui-scale) to 4K.
+void ShowSideBySide(AppState& app, ImVec2 o, float W, float H) {
+  const float fs = ImGui::GetFontSize(), gap = ImGui::GetStyle().ItemSpacing.x;
+  const float left_w = std::clamp(fs * 21.0f, W * 0.2f, W * 0.3f);
+  const float right_w = std::clamp(W * 0.36f, fs * 20.0f, W * 0.45f);
+  const float mid_w = std::max(W - left_w - right_w - 2 * gap, 100.0f);
+  ShowLeftColumn(app, o, left_w, std::min(H * 0.66f, fs * 40.0f), H, gap);
 
   const float mx = o.x + left_w + gap, memory_h = H * 0.6f;
-  BeginPane("memory", ImVec2(mx, o.y), ImVec2(mid_w, memory_h), app.highlight == "memory");
-  ShowMemoryPanel(app);
+  if (BeginPane("memory", ImVec2(mx, o.y), ImVec2(mid_w, memory_h), app.highlight == "memory")) ShowMemoryPanel(app);
   ImGui::EndChild();
-  BeginPane("matrix", ImVec2(mx, o.y + memory_h + gap), ImVec2(mid_w, H - memory_h - gap), app.highlight == "matrix");
-  ShowMatrixPanel(app);
+  if (BeginPane("matrix", ImVec2(mx, o.y + memory_h + gap), ImVec2(mid_w, H - memory_h - gap), app.highlight == "matrix"))
+    ShowMatrixPanel(app);
   ImGui::EndChild();
+  if (BeginPane("tabs", ImVec2(mx + mid_w + gap, o.y), ImVec2(W - left_w - mid_w - 2 * gap, H), tab_highlighted(app)))
+    ShowTabs(app);
+  ImGui::EndChild();
+}
 
-  const bool tab_highlight = app.highlight == "softmax" || app.highlight == "io" || app.highlight == "explorer" ||
-                             app.highlight == "timeline" || app.highlight == "measured";
-  BeginPane("tabs", ImVec2(mx + mid_w + gap, o.y), ImVec2(W - left_w - mid_w - 2 * gap, H), tab_highlight);
-  ShowTabs(app);
+// Fewer points than that (a large --ui-scale on a projector, a small browser window): controls and
+// lesson stay on the left, and the drawings stack in a column that scrolls beside them, each pane at
+// least its drawing's minimum: memory over matrix, then the tabs a screen further down. A lesson
+// stage scrolls the column to the pane it points at, as a tab's key does to the tabs.
+void ShowStacked(AppState& app, ImVec2 o, float W, float H) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float fs = ImGui::GetFontSize(), gap = style.ItemSpacing.x;
+  // A pane's frame and title around its drawing; the tab bar and a few lines of text over a tab's.
+  const float frame_w = style.WindowPadding.x * 2 + 2, frame_h = style.WindowPadding.y * 2 + fs + style.ItemSpacing.y * 2 + 3;
+  const float tab_extra = fs + style.FramePadding.y * 2 + style.ItemSpacing.y + fs * 8;
+  const float drawing_w = std::max({MinimumSize(Drawing::memory).x, MinimumSize(Drawing::matrix).x, MinimumSize(Drawing::tab).x});
+  const float column_min = drawing_w + frame_w + style.ScrollbarSize;
+  const float left_w = std::clamp(W * 0.3f, fs * 16.0f, fs * 22.0f);
+  const float column_w = std::max(W - left_w - gap, column_min);
+  H = std::max(H, fs * 20.0f);  // below that, the window scrolls
+  ShowLeftColumn(app, o, left_w, H * 0.45f, H, gap);
+
+  ImGui::SetCursorScreenPos(ImVec2(o.x + left_w + gap, o.y));
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
+  ImGui::BeginChild("column", ImVec2(column_w, H), false, ImGuiWindowFlags_AlwaysVerticalScrollbar);
+  ImGui::PopStyleVar();
+  const ImVec2 c = ImGui::GetCursorScreenPos();
+  const float w = ImGui::GetContentRegionAvail().x, view_h = ImGui::GetWindowHeight();
+  // Side by side, two memory drawings one above the other: each keeps its SM strip and notes.
+  const float memory_min = app.replay[1] ? fs * 36 : MinimumSize(Drawing::memory).y;
+  const float memory_h = std::max(view_h * 0.6f, memory_min + frame_h);
+  // The matrix shares the first screen with the memory drawing where both fit, else has most of its own.
+  const float matrix_min = MinimumSize(Drawing::matrix).y + frame_h;
+  const float matrix_h = memory_h + gap + matrix_min <= view_h ? view_h - memory_h - gap : std::max(matrix_min, view_h * 0.6f);
+  const float tabs_y = memory_h + matrix_h + gap * 2;
+  const float tabs_h = std::max(view_h, MinimumSize(Drawing::tab).y + frame_h + tab_extra);
+  // The pane a new stage points at comes into view, and the tabs when another tab is brought forward.
+  const std::string stage = fmt::format("{} {} {}", app.scenario.origin, app.stage, app.highlight);
+  if (stage != app.scrolled_for) {
+    if (app.highlight == "memory") ImGui::SetScrollY(0);
+    if (app.highlight == "matrix") ImGui::SetScrollY(memory_h + matrix_h + gap <= view_h ? 0 : memory_h + gap);
+    if (tab_highlighted(app)) ImGui::SetScrollY(tabs_y);
+  } else if (app.tab != app.scrolled_tab) {
+    ImGui::SetScrollY(tabs_y);
+  }
+  app.scrolled_for = stage;
+  app.scrolled_tab = app.tab;
+  if (BeginPane("memory", c, ImVec2(w, memory_h), app.highlight == "memory")) ShowMemoryPanel(app);
   ImGui::EndChild();
+  if (BeginPane("matrix", ImVec2(c.x, c.y + memory_h + gap), ImVec2(w, matrix_h), app.highlight == "matrix")) ShowMatrixPanel(app);
+  ImGui::EndChild();
+  if (BeginPane("tabs", ImVec2(c.x, c.y + tabs_y), ImVec2(w, tabs_h), tab_highlighted(app))) ShowTabs(app);
+  ImGui::EndChild();
+  layout_shown.column = ImVec2(w, tabs_y + tabs_h);
+  ImGui::EndChild();
+}
+
+// One window over the whole viewport: side by side from 1280×720 points, else stacked.
+void ShowLayout(AppState& app) {
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  const ImVec2 view = vp->WorkSize;
+  const bool side_by_side =
+      vp->WorkSize.x + 0.5f >= kSideBySide.x * app.ui_scale && vp->WorkSize.y + 0.5f >= kSideBySide.y * app.ui_scale;
+  ImGui::SetNextWindowPos(vp->WorkPos);
+  ImGui::SetNextWindowSize(vp->WorkSize);
+  ImGui::Begin("hbmlab", nullptr,
+               ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoCollapse |
+                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoBackground |
+                   (side_by_side ? ImGuiWindowFlags_NoScrollbar : ImGuiWindowFlags_HorizontalScrollbar));
+  const ImVec2 o = ImGui::GetCursorScreenPos(), all = ImGui::GetContentRegionAvail();
+  layout_shown = LayoutShown{!side_by_side, view, ImVec2(0, 0)};
+  if (side_by_side) {
+    ShowSideBySide(app, o, all.x, all.y);
+  } else {
+    ShowStacked(app, o, std::max(all.x, 1.0f), std::max(all.y, 1.0f));
+  }
   ImGui::End();
   ShowHelpOverlay(app);
 }
@@ -195,7 +282,7 @@ struct Script {
   int stage = -1;
   bool walk = false, play = false, side = false, resize = false, extremes = false, help = false, measured_all = false;
   double at = -1;
-  std::string algo, pass, tab, open;
+  std::string algo, pass, tab, open, panel;
   double mouse_x = -1, mouse_y = -1;
   bool scripted = false;
 };
@@ -222,6 +309,7 @@ Script parse_script(const char* text) {
     if (key == "pass") s.pass = value;
     if (key == "tab") s.tab = value;
     if (key == "open") s.open = value;
+    if (key == "panel") s.panel = value;
     if (key == "mouse" && value.find(':') != std::string::npos) {
       s.mouse_x = std::atof(value.substr(0, value.find(':')).c_str());
       s.mouse_y = std::atof(value.substr(value.find(':') + 1).c_str());
@@ -272,6 +360,7 @@ void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, i
       app.tab = *tab;
       app.select_tab = true;
     }
+    if (!s.panel.empty()) app.highlight = s.panel;
     app.show_help = s.help;
     app.wait_for_all_measured = s.measured_all;
   }
@@ -328,6 +417,29 @@ int lesson_count(const AppState& app) {
                                         [](const std::string& n) { return n.starts_with("lessons/"); }));
 }
 
+// What the screenshot's frame showed: the scale, the layout, each drawing's room in points; then
+// any drawing narrower or shorter than its minimum and any text drawn over other text (the tests
+// look for these lines).
+void print_layout(const LayoutCheck& check, float scale) {
+  const LayoutShown& shown = layout_shown;
+  std::cout << fmt::format("layout at ui scale {:g}: {}×{} points, ", scale, std::lround(shown.view.x / scale),
+                           std::lround(shown.view.y / scale));
+  if (shown.stacked)
+    std::cout << fmt::format("stacked: the drawings scroll in a column of {}×{} points beside the lesson",
+                             std::lround(shown.column.x / scale), std::lround(shown.column.y / scale));
+  else
+    std::cout << "side by side";
+  std::string rooms;
+  for (const std::string& d : check.drawings) rooms += (rooms.empty() ? "" : ", ") + d;
+  std::cout << "; drawings (points): " << (rooms.empty() ? "none" : rooms) << "\n";
+  for (const std::string& n : check.narrow) std::cout << "layout: drawing narrower than its minimum, " << n << "\n";
+  for (const std::string& n : check.short_ones)
+    std::cout << "layout: drawing shorter than its minimum (it scrolls), " << n << "\n";
+  for (const std::string& o : check.overlaps) std::cout << "layout: text drawn over text: " << o << "\n";
+  if (check.narrow.empty() && check.overlaps.empty())
+    std::cout << "layout: every drawing at least its minimum width, no text drawn over other text\n";
+}
+
 std::string glfw_error;
 void on_glfw_error(int, const char* text) { glfw_error = text; }
 
@@ -371,6 +483,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
     int frame = 0;
     bool saved = false;
+    std::optional<LayoutCheck> layout;  // of the frame a screenshot keeps
   };
   auto session = std::make_shared<Session>();
   AppState& app = session->app;
@@ -378,16 +491,20 @@ int run_gui(const hbmlab::GuiOptions& options) {
   if (scale <= 0) {  // from the monitor: content scale, or 2 on a 4K-sized window
     scale = std::max(1.0f, platform::content_scale(window));
     if (options.height >= 1800) scale = std::max(scale, 2.0f);
+    // On the desktop, no more than leaves the panes side by side (the page's scale is its devicePixelRatio).
+    if (!platform::kBrowser)
+      scale = std::max(1.0f, std::min({scale, float(options.width) / kSideBySide.x, float(options.height) / kSideBySide.y}));
   }
-  // The layout needs 1280×720 points (the window's size over the scale): a larger scale would leave
-  // panes too narrow for their drawings and overlap them, so the window takes the largest that fits.
+  // The scale asked for is kept: panes that do not fit scroll (ShowStacked). Below 640×360 points
+  // even one pane would not fit beside the lesson, so the window takes the largest scale that leaves
+  // that much. The page's canvas follows the browser window and is laid out anew each frame.
   if (!platform::kBrowser) {
-    const float fits = std::max(1.0f, std::min(float(options.width) / 1280.0f, float(options.height) / 720.0f));
+    const float fits = std::max(1.0f, std::min(float(options.width) / kLeast.x, float(options.height) / kLeast.y));
     if (scale > fits) {
-      if (options.ui_scale > 0)
-        std::cout << fmt::format("hbmlab gui: --ui-scale {:g} would leave {}×{} points, less than the 1280×720 the layout "
-                                 "needs; using {:.2f}\n",
-                                 options.ui_scale, int(float(options.width) / scale), int(float(options.height) / scale), fits);
+      std::cout << fmt::format("hbmlab gui: --ui-scale {:g} would leave {}×{} points, less than the {}×{} the window needs "
+                               "for a drawing beside the lesson; using {:.2f}\n",
+                               scale, int(float(options.width) / scale), int(float(options.height) / scale), int(kLeast.x),
+                               int(kLeast.y), fits);
       scale = fits;
     }
   }
@@ -424,7 +541,10 @@ int run_gui(const hbmlab::GuiOptions& options) {
     ImGui::NewFrame();
     HandleShortcuts(app);
     advance(app, ImGui::GetIO().DeltaTime);
+    const bool check = last && !options.screenshot.empty();
+    if (check) BeginLayoutCheck();
     ShowLayout(app);
+    if (check) session->layout = EndLayoutCheck();
     ImGui::Render();
 
     int w = 0, h = 0;
@@ -479,6 +599,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
                              to_string(app.settings.algo));
   }
   if (!options.screenshot.empty() && saved) std::cout << "saved " << options.screenshot << "\n";
+  if (!options.screenshot.empty() && saved && session->layout) print_layout(*session->layout, app.ui_scale);
   if (!options.screenshot.empty() && saved && !app.scenario.stages.empty())  // what the picture shows
     std::cout << "lesson " << app.scenario.number << ", stage " << app.stage + 1 << " of " << app.scenario.stages.size()
               << ": " << app.scenario.stages[static_cast<std::size_t>(app.stage)].title << "\n";

@@ -36,7 +36,7 @@ ImU32 mix(ImU32 a, ImU32 b, float t) {
   return ImGui::ColorConvertFloat4ToU32(ImVec4(x.x + (y.x - x.x) * t, x.y + (y.y - x.y) * t, x.z + (y.z - x.z) * t, 1.0f));
 }
 
-void Text(ImDrawList* dl, ImVec2 p, ImU32 col, const std::string& s) { dl->AddText(p, col, s.c_str()); }
+void Text(ImDrawList* dl, ImVec2 p, ImU32 col, const std::string& s) { DrawText(dl, p, col, s); }
 
 // The first of `choices`, longest first, that fits in `width`; else the last.
 std::string Fitting(std::initializer_list<std::string> choices, float width) {
@@ -47,7 +47,7 @@ std::string Fitting(std::initializer_list<std::string> choices, float width) {
 
 void TextCentred(ImDrawList* dl, ImVec2 centre, ImU32 col, const std::string& s) {
   const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
-  dl->AddText(ImVec2(centre.x - sz.x / 2, centre.y - sz.y / 2), col, s.c_str());
+  DrawText(dl, ImVec2(centre.x - sz.x / 2, centre.y - sz.y / 2), col, s);
 }
 
 // Stripes mark what is shaded (does not fit, masked). Horizontal ones: a diagonal line costs
@@ -66,15 +66,17 @@ std::string tile_name(const view::Tile& t) {
 }
 
 // The canvas: an InvisibleButton that claims the rectangle so hovering works, as imgui_demo does.
+// It fills the room left in its pane, and never less than `minimum`: a pane with less room scrolls.
 struct Canvas {
   ImVec2 p0, p1;
   ImDrawList* dl;
   bool hovered;
 };
 
-Canvas BeginCanvas(const char* id, ImVec2 size) {
-  size.x = std::max(size.x, 50.0f);
-  size.y = std::max(size.y, 50.0f);
+Canvas BeginCanvas(const char* id, ImVec2 minimum) {
+  const ImVec2 room = ImGui::GetContentRegionAvail();
+  NoteRoom(id, room, minimum);
+  const ImVec2 size(std::floor(std::max(room.x, minimum.x)), std::floor(std::max(room.y, minimum.y)));
   Canvas c;
   c.p0 = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton(id, size);
@@ -134,8 +136,8 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const float big_size = app.font_large ? app.font_large->FontSize : fs;
   // Two lines of the large face fit above the boxes; a longer narration (a narrow pane) takes the regular one.
   const bool long_said = big->CalcTextSizeA(big_size, FLT_MAX, b.x - a.x, said.c_str()).y > big_size * 2.5f;
-  dl->AddText(long_said ? ImGui::GetFont() : big, long_said ? fs : big_size, ImVec2(a.x, a.y + fs * 1.3f), kCurrent,
-              said.c_str(), nullptr, b.x - a.x);
+  DrawText(dl, ImVec2(a.x, a.y + fs * 1.3f), kCurrent, said, b.x - a.x, long_said ? ImGui::GetFont() : big,
+           long_said ? fs : big_size);
   const float top = a.y + fs * 1.4f + big_size * 2.6f;
 
   // HBM on the left, the SMs on the right.
@@ -148,14 +150,20 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
                hbm_b.x - hbm_a.x - pad * 2));
   const std::vector<view::HbmTensor> tensors = r.hbm_tensors();
   // Widths: N×d tensors a column each, S and P squares, statistics a thin strip.
+  auto units_of = [](const view::HbmTensor& t) { return is_stat(t.tensor) ? 0.45f : (t.cols == t.rows ? 2.2f : 1.0f); };
   float units = 0;
-  for (const view::HbmTensor& t : tensors) units += is_stat(t.tensor) ? 0.45f : (t.cols == t.rows ? 2.2f : 1.0f);
+  for (const view::HbmTensor& t : tensors) units += units_of(t);
   const float inner_w = hbm_b.x - hbm_a.x - pad * 2, gap = pad;
   const float unit = (inner_w - gap * float(tensors.size() - 1)) / units;
   // Running counters sit in a grid under the tensors, two to a row.
   const int counter_cols = hbm_b.x - hbm_a.x >= fs * 26 ? 2 : 1;
   int counter_rows = static_cast<int>((tensors.size() + counter_cols - 1) / counter_cols);
-  const float col_top = hbm_a.y + fs * 2.7f;
+  // The tensors' names sit over their columns; where one is wider than its column (a backward's ten
+  // tensors in a narrow pane), every other name goes a line higher.
+  bool staggered = false;
+  for (const view::HbmTensor& t : tensors)
+    staggered |= ImGui::CalcTextSize(tensor_symbol(t.tensor).data()).x > unit * units_of(t) + gap * 0.8f;
+  const float col_top = hbm_a.y + fs * (staggered ? 3.8f : 2.7f);
   // A backward moves up to a dozen tensors: in a short pane its counters would cover the tensors, so
   // they are left to the IO panel.
   if (hbm_b.y - fs * 1.25f * float(counter_rows) - pad * 2 - col_top < fs * 4) counter_rows = 0;
@@ -171,7 +179,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const auto& scores = r.algo()->window().hbm_scores;  // S and P, or the backward's dP and dS
   if (scores_in_hbm) mv = r.matrix(pos, 48);
   for (const view::HbmTensor& t : tensors) {
-    const float w = unit * (is_stat(t.tensor) ? 0.45f : (t.cols == t.rows ? 2.2f : 1.0f));
+    const float w = unit * units_of(t);
     HbmLayout h{t, ImVec2(x, col_top), ImVec2(x + w, col_bottom)};
     if (t.rows < most_rows)
       h.b.y = col_top + std::max((col_bottom - col_top) * float(t.rows) / float(most_rows), std::min(fs * 1.6f, col_bottom - col_top));
@@ -200,7 +208,8 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
       for (std::int64_t k = 1; k < t.col_tiles; ++k)
         dl->AddLine(ImVec2(h.a.x + tw * float(k), h.a.y), ImVec2(h.a.x + tw * float(k), h.b.y), IM_COL32(20, 20, 25, 200));
     dl->AddRect(h.a, h.b, col, 3.0f, 0, 2.0f);
-    TextCentred(dl, ImVec2((h.a.x + h.b.x) / 2, col_top - fs * 0.7f), col, std::string(tensor_symbol(t.tensor)));
+    const bool higher = staggered && layout.size() % 2 == 0;
+    TextCentred(dl, ImVec2((h.a.x + h.b.x) / 2, col_top - fs * (higher ? 1.8f : 0.7f)), col, std::string(tensor_symbol(t.tensor)));
     if (c.hovered && ImGui::IsMouseHoveringRect(h.a, h.b)) {
       ImGui::BeginTooltip();
       ImGui::TextColored(tensor_colour_v(t.tensor), "%s: %lld × %lld, %s per head", tensor_symbol(t.tensor).data(),
@@ -230,11 +239,16 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const std::int64_t sram_cap = res.sram_bytes_per_block;
   const view::Sram sram = r.sram_after(pos);
   const std::int64_t cta = last ? r.cta_of(pos - 1) : 0;
-  // Shorter in a narrow pane or at a large --ui-scale.
-  Text(dl, ImVec2(sm_a.x, sm_a.y + pad * 0.5f), kText,
-       Fitting({fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, cta, r.cta_count()),
-                fmt::format("SM {}/{} · CTA {}/{}", sm, sm_count, cta, r.cta_count()), fmt::format("SM {}", sm)},
-               sm_b.x - sm_a.x));
+  // Shorter in a narrow pane, the whole in its tooltip.
+  const std::string sm_head = fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, cta, r.cta_count());
+  const std::string sm_shown =
+      Fitting({sm_head, fmt::format("SM {}/{} · CTA {}/{}", sm, sm_count, cta, r.cta_count()), fmt::format("SM {}", sm)},
+              sm_b.x - sm_a.x);
+  const ImVec2 sm_head_at(sm_a.x, sm_a.y + pad * 0.5f);
+  Text(dl, sm_head_at, kText, sm_shown);
+  if (sm_shown != sm_head && c.hovered &&
+      ImGui::IsMouseHoveringRect(sm_head_at, ImVec2(sm_head_at.x + ImGui::CalcTextSize(sm_shown.c_str()).x, sm_head_at.y + fs)))
+    ImGui::SetTooltip("%s", sm_head.c_str());
   // Compact (side by side, or a short window): no SM strip and one line of text under the box.
   const bool compact = sm_b.y - sm_a.y < fs * 18;
   // Decoding: a line over the SM strip says how many SMs the CTAs reach.
@@ -258,32 +272,67 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   dl->AddRectFilled(bar_a, bar_b, kPending, 3.0f);
   float fy = bar_b.y;
   std::vector<std::pair<view::Tile, std::pair<ImVec2, ImVec2>>> slots;
-  const float slot_x0 = box_a.x + pad, slot_x1 = bar_a.x - pad;
+  const float slot_x0 = box_a.x + pad, slot_x1 = bar_a.x - pad, slot_gap = pad * 0.4f;
   float sy = box_a.y + pad;
-  const float min_slot = std::min(fs * 1.35f, box_h / float(std::max<std::size_t>(sram.tiles.size(), 1)) - pad * 0.4f);
-  // A slot grows with its tile's share of SRAM beyond min_slot; when the growth would run past the
-  // box (a backward holds a dozen tiles), every slot's growth shrinks alike.
+  // A slot is at least a line of text tall. When a column of such slots would run past the box (a
+  // backward holds a dozen tiles), the slots take two columns or more, all one line tall.
+  const std::size_t tile_count = std::max<std::size_t>(sram.tiles.size(), 1);
+  const float line = fs * 1.15f;
+  std::size_t columns = 1;
+  while (columns < tile_count && float((tile_count + columns - 1) / columns) * (line + slot_gap) > box_h) ++columns;
+  const std::size_t per_column = (tile_count + columns - 1) / columns;
+  const float column_w = (slot_x1 - slot_x0 - slot_gap * float(columns - 1)) / float(columns);
+  const float min_slot =
+      columns > 1 ? box_h / float(per_column) - slot_gap : std::min(fs * 1.35f, box_h / float(tile_count) - slot_gap);
+  // In one column a slot grows with its tile's share of SRAM beyond min_slot; when the growth would
+  // run past the box, every slot's growth shrinks alike.
   float growth = 0;
   for (const view::Tile& t : sram.tiles)
     growth += std::max(0.0f, box_h * (sram_cap > 0 ? float(t.bytes) / float(sram_cap) : 0) * 0.9f - min_slot);
-  const float room = box_h - float(sram.tiles.size()) * (min_slot + pad * 0.4f);
-  const float grow = growth > room && growth > 0 ? std::max(0.0f, room) / growth : 1.0f;
-  for (const view::Tile& t : sram.tiles) {
+  const float room = box_h - float(sram.tiles.size()) * (min_slot + slot_gap);
+  const float grow = columns > 1 ? 0.0f : growth > room && growth > 0 ? std::max(0.0f, room) / growth : 1.0f;
+  const view::Tile* hovered_tile = nullptr;
+  for (std::size_t k = 0; k < sram.tiles.size(); ++k) {
+    const view::Tile& t = sram.tiles[k];
     const float share = sram_cap > 0 ? float(t.bytes) / float(sram_cap) : 0;
     const float fh = box_h * share;
     dl->AddRectFilled(ImVec2(bar_a.x, fy - fh), ImVec2(bar_b.x, fy), tensor_colour(t.tensor));
     fy -= fh;
+    const std::size_t column = k / per_column;
+    if (k % per_column == 0) sy = box_a.y + pad;
     const float h = min_slot + std::max(0.0f, box_h * share * 0.9f - min_slot) * grow;
-    const ImVec2 s0(slot_x0, sy), s1(slot_x1, std::min(sy + h, box_b.y - pad));
+    const float sx = slot_x0 + float(column) * (column_w + slot_gap);
+    const ImVec2 s0(sx, sy), s1(sx + column_w, std::min(sy + h, box_b.y - pad));
     slots.push_back({t, {s0, s1}});
     const bool moved = last && (last->kind == StepKind::load || last->kind == StepKind::store) && last->tensor == t.tensor;
     dl->AddRectFilled(s0, s1, tensor_colour(t.tensor, moved ? 0.95f : 0.6f), 4.0f);
     if (moved) dl->AddRect(s0, s1, kCurrent, 4.0f, 0, 2.5f);
-    Text(dl, ImVec2(s0.x + pad * 0.5f, s0.y + (std::min(s1.y - s0.y, min_slot) - fs) / 2), IM_COL32(12, 12, 16, 255),
-         fmt::format("{}  {}×{}  {}", tile_name(t), t.rows, t.cols, format_bytes(double(t.bytes))));
-    sy = s1.y + pad * 0.4f;
+    // The whole name where it fits, on two lines where the slot is tall enough, else shorter forms;
+    // the slot's tooltip always has all of it.
+    const std::string name = tile_name(t), shape = fmt::format("{}×{}", t.rows, t.cols), bytes = format_bytes(double(t.bytes));
+    const std::string whole = fmt::format("{}  {}  {}", name, shape, bytes);
+    const bool two_lines = s1.y - s0.y >= fs * 2.1f;
+    const std::string label = Fitting({whole, two_lines ? fmt::format("{}\n{}  {}", name, shape, bytes) : whole,
+                                       fmt::format("{}  {}", name, shape), two_lines ? fmt::format("{}\n{}", name, shape) : name,
+                                       name},
+                                      s1.x - s0.x - pad * 0.6f);
+    {
+      const ClipScope in_slot(dl, s0, s1);
+      const float text_h = ImGui::CalcTextSize(label.c_str()).y;
+      const float y = text_h > fs * 1.5f ? s0.y + (s1.y - s0.y - text_h) / 2 : s0.y + (std::min(s1.y - s0.y, min_slot) - fs) / 2;
+      Text(dl, ImVec2(s0.x + pad * 0.3f, y), IM_COL32(12, 12, 16, 255), label);
+    }
+    if (c.hovered && ImGui::IsMouseHoveringRect(s0, s1)) hovered_tile = &t;
+    sy = s1.y + slot_gap;
   }
-  dl->AddText(nullptr, 0, ImVec2(box_a.x, box_b.y + pad * 0.4f), kDim, under_box.c_str(), nullptr, box_b.x - box_a.x);
+  if (hovered_tile) {
+    const view::Tile& t = *hovered_tile;
+    ImGui::BeginTooltip();
+    ImGui::TextColored(tensor_colour_v(t.tensor), "%s in SRAM: %lld × %lld, %s", tile_name(t).c_str(),
+                       static_cast<long long>(t.rows), static_cast<long long>(t.cols), format_bytes(double(t.bytes)).c_str());
+    ImGui::EndTooltip();
+  }
+  DrawText(dl, ImVec2(box_a.x, box_b.y + pad * 0.4f), kDim, under_box, box_b.x - box_a.x);
   // All SMs as small squares: the one shown is outlined; the rest run other heads alike.
   const float sq = std::clamp((sm_b.x - sm_a.x - pad) / 34.0f, 4.0f, fs * 0.9f);
   const int per_row = std::max(1, static_cast<int>((sm_b.x - sm_a.x - pad) / (sq + 2)));
@@ -323,20 +372,27 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
       const ImVec2 at(from.x + (to.x - from.x) * t, from.y + (to.y - from.y) * t);
       const float bw = fs * 1.6f, bh = fs * 0.9f;
       if (animate) dl->AddRectFilled(ImVec2(at.x - bw / 2, at.y - bh / 2), ImVec2(at.x + bw / 2, at.y + bh / 2), tensor_colour(last->tensor), 3);
-      // Above the arrow's middle, but never over the SRAM tiles' names: when the gap between HBM and
-      // SRAM is narrow the label takes two lines and ends where the tiles begin.
+      // By the arrow's middle, over the tensors' columns, where no text is: never over the SRAM tiles'
+      // names (when the gap between HBM and SRAM is narrow the label takes two lines and ends where
+      // the tiles begin), nor over the tensors' names above the columns or the counters under them.
       const char* what = load ? "load" : "store";
       const char* way = load ? "HBM → SRAM" : "SRAM → HBM";
-      const float mid_x = (from.x + to.x) / 2, right = sl->second.first.x - 6;
+      const float mid_x = (from.x + to.x) / 2, right = slot_x0 - 6;
       std::string label = fmt::format("{} {}  {}", what, format_bytes(double(last->bytes)), way);
       ImVec2 sz = ImGui::CalcTextSize(label.c_str());
       if (mid_x + sz.x / 2 > right) {
         label = fmt::format("{} {}\n{}", what, format_bytes(double(last->bytes)), way);
         sz = ImGui::CalcTextSize(label.c_str());
       }
-      const ImVec2 top(std::min(mid_x - sz.x / 2, right - sz.x - 4), (from.y + to.y) / 2 - sz.y - fs * 0.3f);
-      dl->AddRectFilled(ImVec2(top.x - 4, top.y - 2), ImVec2(top.x + sz.x + 4, top.y + sz.y + 2), IM_COL32(20, 20, 24, 230), 4);
-      Text(dl, top, kCurrent, label);
+      const float mid_y = (from.y + to.y) / 2;
+      float y = mid_y - sz.y - fs * 0.3f;  // above the arrow, else under it
+      if (y < col_top + 2) y = mid_y + fs * 0.3f;
+      y = std::min(y, col_bottom - sz.y - 2);
+      const ImVec2 top(std::min(mid_x - sz.x / 2, right - sz.x - 4), y);
+      if (y >= col_top + 2) {  // else the columns are shorter than the label: the arrow alone
+        dl->AddRectFilled(ImVec2(top.x - 4, top.y - 2), ImVec2(top.x + sz.x + 4, top.y + sz.y + 2), IM_COL32(20, 20, 24, 230), 4);
+        Text(dl, top, kCurrent, label);
+      }
     }
   }
 }
@@ -350,7 +406,7 @@ void ShowMemoryPanel(AppState& app) {
     ImGui::TextWrapped("Change the settings on the left; nothing else has changed.");
     return;
   }
-  Canvas c = BeginCanvas("memory", ImGui::GetContentRegionAvail());
+  Canvas c = BeginCanvas("memory", MinimumSize(Drawing::memory));
   const float gap = ImGui::GetFontSize();
   if (app.replay[1]) {  // one above the other: each keeps the pane's full width for its labels
     const float mid = (c.p0.y + c.p1.y) / 2;
@@ -426,15 +482,15 @@ void DrawMatrixGrid(const view::MatrixView& m, Algo algo, Tensor fill_tensor, in
     }
     const std::string text = fmt::format("S = {} splits of the K/V blocks (yellow lines): one CTA each, in parallel, then a combine", S);
     const float y = below + fs * (labels ? 1.1f : 0.1f);
-    dl->AddText(nullptr, 0, ImVec2(g0.x, y), IM_COL32(250, 200, 70, 255), text.c_str(), nullptr, b.x - g0.x);
+    DrawText(dl, ImVec2(g0.x, y), IM_COL32(250, 200, 70, 255), text, b.x - g0.x);
     below = y + ImGui::CalcTextSize(text.c_str(), nullptr, false, b.x - g0.x).y + fs * 0.3f;
   }
   const std::string_view order = algo->window().visit_order;
   if (!order.empty() && which == 0) {
     if (g1.x + fs * 12 < b.x) {
-      dl->AddText(nullptr, 0, ImVec2(g1.x + fs, g0.y), kDim, order.data(), order.data() + order.size(), b.x - g1.x - fs);
+      DrawText(dl, ImVec2(g1.x + fs, g0.y), kDim, order, b.x - g1.x - fs);
     } else if (band && below + fs * 2 < b.y) {
-      dl->AddText(nullptr, 0, ImVec2(g0.x, below), kDim, order.data(), order.data() + order.size(), b.x - g0.x);
+      DrawText(dl, ImVec2(g0.x, below), kDim, order, b.x - g0.x);
     }
   }
   if (c.hovered && ImGui::IsMouseHoveringRect(g0, g1)) {
@@ -476,7 +532,7 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
                                  m.Tc, r.blocks().Br, r.blocks().Bc);
   if (m.rows < m.Tr || m.cols < m.Tc) head += fmt::format(" (shown as {} × {} cells)", m.rows, m.cols);
   // The heading wraps (a decode room's name is long, a side-by-side pane narrow); what follows moves down.
-  dl->AddText(nullptr, 0, a, algo_colour(r.algo()), head.c_str(), nullptr, b.x - a.x);
+  DrawText(dl, a, algo_colour(r.algo()), head, b.x - a.x);
   a.y += ImGui::CalcTextSize(head.c_str(), nullptr, false, b.x - a.x).y - ImGui::GetTextLineHeight();
   if (m.query_rows < m.keys) {  // decoding: S of one instance is NQ × N (g·NQ × N with the group packed)
     const std::int64_t Nq = res.problem.Nq();
@@ -485,7 +541,7 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
                                          : fmt::format("NQ × N = {} × {}: NQ = {} query row{}", Nq, m.keys, Nq,
                                                        Nq == 1 ? "" : "s");
     const std::string text = fmt::format("S of one instance is {} against the whole cache", rows);
-    dl->AddText(nullptr, 0, ImVec2(a.x, a.y + fs * 1.3f), kDim, text.c_str(), nullptr, b.x - a.x);
+    DrawText(dl, ImVec2(a.x, a.y + fs * 1.3f), kDim, text, b.x - a.x);
     a.y += ImGui::CalcTextSize(text.c_str(), nullptr, false, b.x - a.x).y + fs * 0.1f;
   }
   // Legend, and with a block mask what it keeps.
@@ -549,7 +605,7 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
 void ShowMatrixPanel(AppState& app) {
   PanelTitle("Attention matrix: which blocks of S are done", app.highlight == "matrix");
   if (!app.replay[0]) return;
-  Canvas c = BeginCanvas("matrix", ImGui::GetContentRegionAvail());
+  Canvas c = BeginCanvas("matrix", MinimumSize(Drawing::matrix));
   if (app.replay[1]) {
     const float mid = (c.p0.x + c.p1.x) / 2, gap = ImGui::GetFontSize();
     DrawMatrixView(*app.replay[0], app.play.pos, c, c.p0, ImVec2(mid - gap / 2, c.p1.y));
@@ -646,8 +702,7 @@ void ShowExplorerPanel(AppState& app) {
       ImGui::TextDisabled("timing engine running over the grid… %zu of %zu cells", done, total);
     }
   }
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
-  Canvas c = BeginCanvas("explorer", avail);
+  Canvas c = BeginCanvas("explorer", MinimumSize(Drawing::tab));
   ImDrawList* dl = c.dl;
   const float fs = ImGui::GetFontSize();
   const std::size_t R = x.block_rows.size(), C = x.block_cols.size();
@@ -748,12 +803,19 @@ void ShowExplorerPanel(AppState& app) {
   auto py = [&](double v) { return py1 - (py1 - py0) * static_cast<float>((std::log10(std::max(v, 1.0)) - ylo) / (yhi - ylo)); };
   Text(dl, ImVec2(c.p0.x, py0), kDim, compact(std::pow(10.0, yhi)));
   Text(dl, ImVec2(c.p0.x, py1 - fs), kDim, compact(std::pow(10.0, ylo)));
+  // SRAM sizes under the curve: every one where they fit, else every second (or third…) counting from
+  // the current one.
+  float size_w = 0;
+  for (const view::SramPoint& s : x.curve)
+    size_w = std::max(size_w, ImGui::CalcTextSize(format_bytes(double(s.sram_bytes)).c_str()).x);
+  const auto every = static_cast<std::int64_t>(std::ceil((size_w + fs * 0.5f) / std::max((px1 - px0) / float(P), 1.0f)));
   ImVec2 prev_a, prev_b;
   bool have_prev = false;
   for (std::size_t k = 0; k < P; ++k) {
     const view::SramPoint& s = x.curve[k];
-    TextCentred(dl, ImVec2(px(k), py1 + fs * 0.7f), static_cast<std::int64_t>(k) == x.curve_current ? kCurrent : kDim,
-                format_bytes(double(s.sram_bytes)));
+    if ((static_cast<std::int64_t>(k) - std::max<std::int64_t>(x.curve_current, 0)) % every == 0)
+      TextCentred(dl, ImVec2(px(k), py1 + fs * 0.7f), static_cast<std::int64_t>(k) == x.curve_current ? kCurrent : kDim,
+                  format_bytes(double(s.sram_bytes)));
     if (static_cast<std::int64_t>(k) == x.curve_current)
       dl->AddLine(ImVec2(px(k), py0), ImVec2(px(k), py1), IM_COL32(255, 215, 60, 120), 2.0f);
     if (!s.any_fits) {
@@ -824,7 +886,7 @@ void ShowWarpgroupRoles(const SimulationResult& res, const Pipeline& pipe) {
     const ImVec2 a(x0 + gap, p0.y + row_h * float(row)), b(x1 - gap, p0.y + row_h * float(row + 1) - gap);
     dl->AddRectFilled(a, b, fill, 3.0f);
     dl->PushClipRect(a, b, true);
-    dl->AddText(ImVec2(a.x + 3, a.y + (row_h - gap - fs) / 2), kTextOnBox, text.c_str());
+    DrawText(dl, ImVec2(a.x + 3, a.y + (row_h - gap - fs) / 2), kTextOnBox, text);
     dl->PopClipRect();
   };
   Text(dl, ImVec2(p0.x, p0.y + (row_h - fs) / 2), kDim, "producer");
@@ -887,7 +949,7 @@ void ShowTimelinePanel(AppState& app) {
                        format_seconds(res.time.predicted_s).c_str());
     ImGui::PopStyleColor();
   }
-  Canvas c = BeginCanvas("timeline", ImGui::GetContentRegionAvail());
+  Canvas c = BeginCanvas("timeline", MinimumSize(Drawing::tab));
   ImDrawList* dl = c.dl;
   const float fs = ImGui::GetFontSize();
   const float left = c.p0.x + fs * 3.2f, right = c.p1.x - fs * 0.5f;
@@ -978,8 +1040,10 @@ void ShowMeasuredPanel(AppState& app) {
                      rep.time.tolerance * 100, rep.dram_read.mean_abs * 100, rep.dram_read.worst * 100,
                      rep.dram_read.within, rep.dram_read.tolerance * 100);
   if (!rep.skipped_files.empty()) {
-    ImGui::TextDisabled("%zu files left out: they hold no attention records hbmlab models (hover for why).",
-                        rep.skipped_files.size());
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("%zu files left out: they hold no attention records hbmlab models (hover for why).",
+                       rep.skipped_files.size());
+    ImGui::PopStyleColor();
     if (ImGui::IsItemHovered()) {
       std::string why;
       const std::string dir = app.measurements_dir + "/";
@@ -989,7 +1053,7 @@ void ShowMeasuredPanel(AppState& app) {
   }
   const AttentionProblem& p = app.replay[0] ? app.replay[0]->result().problem : AttentionProblem{};
   const Algo algo = app.settings.algo;
-  Canvas c = BeginCanvas("measured", ImGui::GetContentRegionAvail());
+  Canvas c = BeginCanvas("measured", MinimumSize(Drawing::tab));
   ImDrawList* dl = c.dl;
   const float fs = ImGui::GetFontSize();
   // Log-log scatter of time: measured across, predicted up.
@@ -1008,11 +1072,34 @@ void ShowMeasuredPanel(AppState& app) {
   // with room kept for this problem's room (listed first) and one more.
   std::vector<RoomSummary> groups = summarise_by_room(rep);
   const auto first_other = std::stable_partition(groups.begin(), groups.end(), [&](const RoomSummary& g) { return g.algo == algo; });
+  auto mean = [](const ValidationSummary& s) {
+    return std::isfinite(s.mean_abs) ? fmt::format("{:.1f} % ({} of {})", 100 * s.mean_abs, s.within, s.count)
+                                     : std::string("—");
+  };
+  const std::string summary_title = "mean |error| (records within 10 % DRAM, 15 % time)";
+  float summary_w = ImGui::CalcTextSize(summary_title.c_str()).x;
+  for (const RoomSummary& g : groups)
+    summary_w = std::max({summary_w, fs + ImGui::CalcTextSize(g.label().c_str()).x,
+                          fs + ImGui::CalcTextSize(("DRAM reads " + mean(g.dram_read) + ", time " + mean(g.time)).c_str()).x});
+  // The axis's end labels and its title share a line where they fit, else the title goes under them.
+  const std::string lo_label = format_seconds(std::pow(10.0, l0)), hi_label = format_seconds(std::pow(10.0, l1));
+  const std::string axis_title = "measured kernel time →";
+  const float labels_w = ImGui::CalcTextSize(lo_label.c_str()).x + ImGui::CalcTextSize(hi_label.c_str()).x +
+                         ImGui::CalcTextSize(axis_title.c_str()).x + fs * 2;
   const float width = c.p1.x - c.p0.x - fs * 4, height = c.p1.y - c.p0.y - fs * 3;
-  const bool beside = width - height > fs * 18;
   const std::size_t keep = std::min(groups.size(), static_cast<std::size_t>(first_other - groups.begin()) + 1);
-  const float side = beside ? height
-                            : std::max(std::min(width, height - fs * (2.0f + 2.5f * float(keep))), 0.5f * std::min(width, height));
+  // Below, the summary's first rows keep their room, but the plot stays wide enough for its axis's end labels.
+  const float ends_w = ImGui::CalcTextSize(lo_label.c_str()).x + ImGui::CalcTextSize(hi_label.c_str()).x + fs;
+  auto side_for = [&](float axis_h, bool beside) {
+    return beside ? height - axis_h
+                  : std::max({std::min(width, height - axis_h - fs * (2.0f + 2.5f * float(keep))),
+                              0.5f * std::min(width, height - axis_h), std::min({ends_w, width, height - axis_h})});
+  };
+  auto beside_for = [&](float axis_h) { return width - (height - axis_h) - fs * 1.5f >= summary_w; };
+  const bool title_below = side_for(0, beside_for(0)) < labels_w;
+  const float axis_h = title_below ? fs * 1.1f : 0.0f;
+  const bool beside = beside_for(axis_h);
+  const float side = side_for(axis_h, beside);
   const ImVec2 a(c.p0.x + fs * 3.5f, c.p0.y + fs * 0.5f), b(a.x + side, a.y + side);
   auto px = [&](double s) { return a.x + side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };
   auto py = [&](double s) { return b.y - side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };
@@ -1030,10 +1117,9 @@ void ShowMeasuredPanel(AppState& app) {
       if (c.hovered && std::abs(ImGui::GetIO().MousePos.x - q.x) < fs * 0.3f && std::abs(ImGui::GetIO().MousePos.y - q.y) < fs * 0.3f)
         hovered = &r;
     }
-  Text(dl, ImVec2(a.x, b.y + fs * 0.3f), kDim, format_seconds(std::pow(10.0, l0)));
-  const std::string top = format_seconds(std::pow(10.0, l1));
-  Text(dl, ImVec2(b.x - ImGui::CalcTextSize(top.c_str()).x, b.y + fs * 0.3f), kDim, top);
-  TextCentred(dl, ImVec2((a.x + b.x) / 2, b.y + fs * 0.9f), kText, "measured kernel time →");
+  Text(dl, ImVec2(a.x, b.y + fs * 0.3f), kDim, lo_label);
+  Text(dl, ImVec2(b.x - ImGui::CalcTextSize(hi_label.c_str()).x, b.y + fs * 0.3f), kDim, hi_label);
+  TextCentred(dl, ImVec2((a.x + b.x) / 2, b.y + fs * 0.9f + axis_h), kText, axis_title);
   Text(dl, ImVec2(c.p0.x, a.y), kDim, "pred.");
   Text(dl, ImVec2(c.p0.x, a.y + fs * 1.1f), kDim, "↑");
   float ly = a.y + fs * 0.3f;  // legend inside the plot's upper left, where points are rare
@@ -1056,12 +1142,9 @@ void ShowMeasuredPanel(AppState& app) {
   // this problem's room first and in the highlight colour.
   {
     const float tx = beside ? b.x + fs * 1.5f : c.p0.x;
-    float ty = beside ? a.y : b.y + fs * 2.2f;
-    Text(dl, ImVec2(tx, ty), kText, "mean |error| (records within 10 % DRAM, 15 % time)");
+    float ty = beside ? a.y : b.y + fs * 2.2f + axis_h;
+    Text(dl, ImVec2(tx, ty), kText, summary_title);
     ty += fs * 1.5f;
-    auto mean = [](const ValidationSummary& s) {
-      return std::isfinite(s.mean_abs) ? fmt::format("{:.1f} % ({} of {})", 100 * s.mean_abs, s.within, s.count) : std::string("—");
-    };
     for (std::size_t k = 0; k < groups.size(); ++k) {
       const RoomSummary& g = groups[k];
       if (ty + fs * (k + 1 < groups.size() ? 3.7f : 2.5f) > c.p1.y) {

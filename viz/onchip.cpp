@@ -36,7 +36,7 @@ void BytesBar(const char* label, float label_w, double most, double bytes, ImU32
     if (w <= 0) return;
     dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + std::max(w, 2.0f), p.y + height), c);
     if (name && w > ImGui::CalcTextSize(name).x + 6)
-      dl->AddText(ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), kTextOnBar, name);
+      DrawText(dl, ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), kTextOnBar, name);
     x += std::max(w, 2.0f);
   };
   if (by_tensor) {
@@ -44,7 +44,7 @@ void BytesBar(const char* label, float label_w, double most, double bytes, ImU32
   } else {
     segment(bytes, colour, nullptr);
   }
-  dl->AddText(ImVec2(x + 6, p.y + (height - ImGui::GetFontSize()) / 2), ImGui::GetColorU32(ImGuiCol_Text), figure.c_str());
+  DrawText(dl, ImVec2(x + 6, p.y + (height - ImGui::GetFontSize()) / 2), ImGui::GetColorU32(ImGuiCol_Text), figure);
   ImGui::Dummy(ImVec2(width, height));
 }
 
@@ -64,7 +64,7 @@ void ShareBar(const char* label, float label_w, const std::optional<double>& sha
   dl->AddRectFilled(p, ImVec2(p.x + w, p.y + height), colour);
   if (limiter) dl->AddRect(p, ImVec2(p.x + width, p.y + height), kLimiter, 0, 0, 2.0f);
   const std::string text = fmt::format("{:.0f}% busy{}", *share * 100, limiter ? " (the busiest)" : "");
-  dl->AddText(ImVec2(p.x + 6, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(255, 255, 255, 255), text.c_str());
+  DrawText(dl, ImVec2(p.x + 6, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(255, 255, 255, 255), text);
   ImGui::Dummy(ImVec2(width, height));
 }
 
@@ -97,7 +97,8 @@ void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
     return;
   }
   bool any = false;
-  for (const ValidationRow* found : MeasuredOnChipRows(app, res)) {
+  const std::vector<const ValidationRow*> rows = MeasuredOnChipRows(app, res);
+  for (const ValidationRow* found : rows) {
     const ValidationRow& row = *found;
     const MeasuredOnChip& m = row.measured_on_chip;
     if (!any) ImGui::TextWrapped("Measured on the %s (Nsight Compute, or CUPTI in hbmlab measure --on-chip), this problem:", row.gpu.c_str());
@@ -106,15 +107,18 @@ void ShowMeasuredOnChip(AppState& app, const SimulationResult& res) {
     const std::string file = row.file.substr(row.file.find_last_of('/') + 1);
     ImGui::TextColored(ImVec4(0.6f, 0.85f, 1.0f, 1.0f), "%s, %lld × %lld blocks (%s)", row.source.c_str(),
                        static_cast<long long>(row.blocks.Br), static_cast<long long>(row.blocks.Bc), file.c_str());
-    if (!ImGui::BeginTable(row.file.c_str(), 4, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit))
-      continue;
     // Widths set, not fitted: the table often first shows on the frame a screenshot keeps.
     const float pad = 2 * ImGui::GetStyle().CellPadding.x;
     const float name_w = ImGui::CalcTextSize("shared → registers").x + pad, figure_w = ImGui::CalcTextSize("000,000,000").x + pad;
+    const float error_w = ImGui::CalcTextSize("+0.00%").x + pad;
+    if (found == rows.front())  // the first table: the others are as wide
+      NoteRoom("on-chip table", ImVec2(ImGui::GetContentRegionAvail().x, 0), ImVec2(name_w + 2 * figure_w + error_w, 0));
+    if (!ImGui::BeginTable(row.file.c_str(), 4, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit))
+      continue;
     ImGui::TableSetupColumn("warp level", ImGuiTableColumnFlags_WidthFixed, name_w);
     ImGui::TableSetupColumn("measured", ImGuiTableColumnFlags_WidthFixed, figure_w);
     ImGui::TableSetupColumn("predicted", ImGuiTableColumnFlags_WidthFixed, figure_w);
-    ImGui::TableSetupColumn("error", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("+0.00%").x + pad);
+    ImGui::TableSetupColumn("error", ImGuiTableColumnFlags_WidthFixed, error_w);
     ImGui::TableHeadersRow();
     auto line = [](const char* what, double measured, double predicted, bool bytes) {
       if (std::isnan(measured)) return;
@@ -158,7 +162,7 @@ void ShowPipeline(const view::ReplayView& r, std::int64_t pos) {
   auto box = [&](ImVec2 p, float w, ImU32 fill, const std::string& text) {
     dl->AddRectFilled(p, ImVec2(p.x + w, p.y + height), fill, 4.0f);
     dl->PushClipRect(p, ImVec2(p.x + w, p.y + height), true);
-    dl->AddText(ImVec2(p.x + 5, p.y + (height - fs) / 2), kTextOnBar, text.c_str());
+    DrawText(dl, ImVec2(p.x + 5, p.y + (height - fs) / 2), kTextOnBar, text);
     dl->PopClipRect();
   };
   ImGui::Text("K/V ring in shared memory: %lld stages (at K_%lld of %lld)", static_cast<long long>(pipe->stages),
@@ -242,17 +246,18 @@ void ShowRoofline(const AppState& app) {
     const double x0 = std::pow(10, lx0), ridge = ceil.tensor_flop_per_s / bytes_per_s;
     dl->AddLine(ImVec2(X(x0), Y(bytes_per_s * x0)), ImVec2(X(ridge), Y(ceil.tensor_flop_per_s)), colour, 2.0f);
     const double xl = std::max(x0 * 1.2, std::pow(10, ly0 + 0.25) / bytes_per_s);  // near the plot's foot
-    dl->AddText(ImVec2(X(xl) + fs * 0.6f, Y(bytes_per_s * xl) + fs * 0.1f), colour, name);  // below the line
+    DrawText(dl, ImVec2(X(xl) + fs * 0.6f, Y(bytes_per_s * xl) + fs * 0.1f), colour, name);  // below the line
   };
   slope(ceil.hbm_bytes_per_s, hbm, "HBM");
   slope(ceil.smem_bytes_per_s, smem, "shared memory");
   const double ridge = std::min(ceil.smem_ridge(), ceil.hbm_ridge());
   dl->AddLine(ImVec2(X(ridge), Y(ceil.tensor_flop_per_s)), ImVec2(right, Y(ceil.tensor_flop_per_s)), peak, 2.0f);
-  dl->AddText(ImVec2(right - ImGui::CalcTextSize("tensor peak").x - 4, Y(ceil.tensor_flop_per_s) - fs * 1.2f), peak, "tensor peak");
+  DrawText(dl, ImVec2(right - ImGui::CalcTextSize("tensor peak").x - 4, Y(ceil.tensor_flop_per_s) - fs * 1.2f), peak,
+           "tensor peak");
   if (ceil.mma_sync_flop_per_s > 0) {
     const float y = Y(ceil.mma_sync_flop_per_s);
     for (float x = X(ceil.mma_sync_flop_per_s / ceil.smem_bytes_per_s); x < right; x += 10) dl->AddLine(ImVec2(x, y), ImVec2(std::min(x + 5, right), y), peak, 1.5f);
-    dl->AddText(ImVec2(right - ImGui::CalcTextSize("mma.sync").x - 4, y + 2), peak, "mma.sync");
+    DrawText(dl, ImVec2(right - ImGui::CalcTextSize("mma.sync").x - 4, y + 2), peak, "mma.sync");
   }
   // The kernels: two discs joined, ringed in the room's colour, named at the shared-memory point.
   for (const auto& [r, v] : rooms)
@@ -263,14 +268,14 @@ void ShowRoofline(const AppState& app) {
       dl->AddCircleFilled(b, fs * 0.35f, smem);
       dl->AddCircle(a, fs * 0.45f, algo_colour(r->algo()), 0, 1.5f);
       dl->AddCircle(b, fs * 0.45f, algo_colour(r->algo()), 0, 1.5f);
-      dl->AddText(ImVec2(b.x + fs * 0.5f, b.y + 2), ImGui::GetColorU32(ImGuiCol_Text), p.kernel.c_str());
+      DrawText(dl, ImVec2(b.x + fs * 0.5f, b.y + 2), ImGui::GetColorU32(ImGuiCol_Text), p.kernel);
     }
   dl->PopClipRect();
   dl->AddRect(ImVec2(left, top), ImVec2(right, bottom), frame);
   for (double e = std::ceil(lx0); e <= lx1; e += 1)
-    dl->AddText(ImVec2(X(std::pow(10, e)) - fs * 0.5f, bottom + 2), dim, fmt::format("1e{:.0f}", e).c_str());
+    DrawText(dl, ImVec2(X(std::pow(10, e)) - fs * 0.5f, bottom + 2), dim, fmt::format("1e{:.0f}", e));
   for (double e = std::ceil(ly0); e <= ly1; e += 1)
-    dl->AddText(ImVec2(p0.x, Y(std::pow(10, e)) - fs * 0.5f), dim, format_si(std::pow(10, e), "FLOP/s").c_str());
+    DrawText(dl, ImVec2(p0.x, Y(std::pow(10, e)) - fs * 0.5f), dim, format_si(std::pow(10, e), "FLOP/s"));
   if (ImGui::IsItemHovered()) {
     std::string tip;
     for (const auto& [r, v] : rooms) {

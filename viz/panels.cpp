@@ -2,6 +2,7 @@
 // keyboard shortcuts. Custom drawings (memory, matrix, explorer, timeline, measured) are in canvas.cpp.
 //
 // [SECTION] Colours and helpers
+// [SECTION] Drawings' text and room
 // [SECTION] Controls
 // [SECTION] Lesson
 // [SECTION] Online softmax
@@ -61,7 +62,8 @@ ImU32 algo_colour(Algo a) {
 }
 
 // Dear ImGui's TextWrapped may break a line after '.' or ',', inside "8.66 GB" or "1,024"; this breaks
-// lines at spaces only (and at the text's own '\n'), so a figure is never split.
+// lines at spaces only (and at the text's own '\n'), so a figure is never split. Only a word wider than
+// the whole line (a file's path in a narrow pane) is broken, where Dear ImGui would break it.
 void TextWrappedAtSpaces(std::string_view text) {
   const float width = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize());
   std::string out, line;
@@ -76,6 +78,14 @@ void TextWrappedAtSpaces(std::string_view text) {
       line = word;
     } else {
       line = joined;
+    }
+    ImFont* font = ImGui::GetFont();
+    while (!fits(line)) {  // a word longer than a line: its head fills this one
+      const char* begin = line.c_str();
+      const char* cut = font->CalcWordWrapPositionA(ImGui::GetFontSize() / font->FontSize, begin, begin + line.size(), width);
+      if (cut <= begin) break;
+      out += std::string(begin, cut) + "\n";
+      line.erase(0, static_cast<std::size_t>(cut - begin));
     }
     if (end < text.size() && text[end] == '\n') {
       out += line + "\n";
@@ -100,6 +110,80 @@ void PanelTitle(const char* title, bool highlighted) {
     ImGui::TextUnformatted(title);
   }
   ImGui::Separator();
+}
+
+// [SECTION] Drawings' text and room
+
+namespace {
+
+// What a layout check has recorded so far (BeginLayoutCheck); nothing while none runs.
+struct DrawnText {
+  ImVec2 a, b;  // its box, within the clip rectangle it was drawn in
+  std::string text;
+};
+struct Recorder {
+  bool on = false;
+  std::vector<DrawnText> texts;
+  LayoutCheck check;
+};
+Recorder recorder;
+
+}  // namespace
+
+void DrawText(ImDrawList* dl, ImVec2 at, ImU32 colour, std::string_view text, float wrap_w, ImFont* font, float size) {
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  dl->AddText(font, size, at, colour, begin, end, wrap_w);
+  if (!recorder.on || text.empty()) return;
+  ImFont* f = font ? font : ImGui::GetFont();
+  const float sz = size > 0 ? size : ImGui::GetFontSize();
+  const ImVec2 extent = f->CalcTextSizeA(sz, FLT_MAX, wrap_w > 0 ? wrap_w : 0, begin, end);
+  const ImVec2 lo = dl->GetClipRectMin(), hi = dl->GetClipRectMax();
+  const ImVec2 a(std::max(at.x, lo.x), std::max(at.y, lo.y)), b(std::min(at.x + extent.x, hi.x), std::min(at.y + extent.y, hi.y));
+  if (a.x < b.x && a.y < b.y) recorder.texts.push_back({a, b, std::string(text)});
+}
+
+ImVec2 MinimumSize(Drawing drawing) {
+  const float fs = ImGui::GetFontSize();
+  switch (drawing) {
+    case Drawing::memory: return ImVec2(fs * 27, fs * 23);
+    case Drawing::matrix: return ImVec2(fs * 27, fs * 14);
+    case Drawing::tab: return ImVec2(fs * 26, fs * 16);
+  }
+  return ImVec2(0, 0);
+}
+
+void BeginLayoutCheck() {
+  recorder = Recorder{};
+  recorder.on = true;
+}
+
+void NoteRoom(const char* drawing, ImVec2 room, ImVec2 minimum) {
+  if (!recorder.on) return;
+  const float pt = ImGui::GetFontSize() / 16.0f;  // pixels per point: the font is 16 points
+  auto points = [pt](float px) { return static_cast<int>(std::lround(px / pt)); };
+  recorder.check.drawings.push_back(fmt::format("{} {}×{}", drawing, points(room.x), points(room.y)));
+  // Half a point of slack: the layout's sums of rounded sizes.
+  if (room.x + 0.5f < minimum.x)
+    recorder.check.narrow.push_back(fmt::format("{}: {} of {} points wide", drawing, points(room.x), points(minimum.x)));
+  if (room.y + 0.5f < minimum.y)
+    recorder.check.short_ones.push_back(fmt::format("{}: {} of {} points tall", drawing, points(room.y), points(minimum.y)));
+}
+
+LayoutCheck EndLayoutCheck() {
+  LayoutCheck check = std::move(recorder.check);
+  // Glyph boxes are a line tall whatever the glyphs: boxes that share less than a quarter of a line's
+  // height, or a pixel's width, are lines one under the other, not text over text.
+  const float fs = ImGui::GetFontSize();
+  const std::vector<DrawnText>& t = recorder.texts;
+  for (std::size_t i = 0; i < t.size(); ++i)
+    for (std::size_t j = i + 1; j < t.size(); ++j) {
+      const float w = std::min(t[i].b.x, t[j].b.x) - std::max(t[i].a.x, t[j].a.x);
+      const float h = std::min(t[i].b.y, t[j].b.y) - std::max(t[i].a.y, t[j].a.y);
+      if (w > 1.0f && h > fs * 0.25f) check.overlaps.push_back(fmt::format("'{}' over '{}'", t[j].text, t[i].text));
+    }
+  recorder = Recorder{};
+  return check;
 }
 
 namespace {
@@ -561,9 +645,8 @@ void StackedBar(const Counts& c, double scale, float width, float height) {
     const float w = static_cast<float>(elems * scale) * width;
     if (w <= 0) continue;
     dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + w, p.y + height), tensor_colour(t));
-    if (w > ImGui::CalcTextSize("ℓ").x + 4)
-      dl->AddText(ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(10, 10, 10, 255),
-                  tensor_symbol(t).data());
+    if (w > ImGui::CalcTextSize(tensor_symbol(t).data()).x + 6)  // the name where it fits in its segment
+      DrawText(dl, ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(10, 10, 10, 255), tensor_symbol(t));
     x += w;
   }
   ImGui::Dummy(ImVec2(width, height));

@@ -4,6 +4,10 @@
 
 #include <imgui.h>
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "viz/state.hpp"
 
 namespace hbmlab::viz {
@@ -37,5 +41,30 @@ std::vector<const ValidationRow*> MeasuredOnChipRows(const AppState& app, const 
 // Text helpers shared by the panels.
 void TextWrappedColoured(ImU32 colour, const char* text);
 void PanelTitle(const char* title, bool highlighted);
+// Text on a drawing (ImDrawList): at `at`, wrapped at wrap_w when above 0, in `font` at `size` when
+// given. Every drawing's text goes through here, so that a layout check sees it.
+void DrawText(ImDrawList* dl, ImVec2 at, ImU32 colour, std::string_view text, float wrap_w = 0, ImFont* font = nullptr,
+              float size = 0);
+
+// The least room each drawing needs, in pixels (font heights times the font size), for its labels
+// not to run into each other: what the window's smallest side-by-side layout, 1280×720 points, gives
+// it. A pane that gives a drawing less scrolls rather than squeezing it. The tab pane's drawings
+// (explorer, timeline, measured) share the last.
+enum class Drawing { memory, matrix, tab };
+ImVec2 MinimumSize(Drawing drawing);
+
+// A layout check, for the screenshot runs of the tests: on the frame between Begin and End, every text drawn
+// on a drawing and the room each drawing was given are recorded; End says which texts were drawn over
+// others and which drawings had less room than their minimum (they scrolled).
+struct LayoutCheck {
+  std::vector<std::string> overlaps;    // "'a' over 'b'"
+  std::vector<std::string> narrow;      // "memory: 300 of 432 points wide"
+  std::vector<std::string> short_ones;  // "measured: 180 of 256 points tall"
+  std::vector<std::string> drawings;    // every drawing shown, with its room: "memory 643×520"
+};
+void BeginLayoutCheck();
+LayoutCheck EndLayoutCheck();
+// Called by each drawing as it takes its room.
+void NoteRoom(const char* drawing, ImVec2 room, ImVec2 minimum);
 
 }  // namespace hbmlab::viz

@@ -232,21 +232,21 @@ bool IsMeasuredOfProblem(const ValidationRow& row, const AttentionProblem& probl
 
 namespace {
 
-// The room and problem on screen, for which the Measured tab ranks the records (rank_for).
-std::string measured_key(const AppState& app) {
-  const AttentionProblem p = app.replay[0] ? app.replay[0]->result().problem : AttentionProblem{};
-  return fmt::format("{} {} {} {} {}", app.settings.algo->name(), p.seq_len, p.head_dim, p.causal,
+// A room and problem, for which the Measured tab ranks the records (rank_for): what
+// IsMeasuredOfProblem compares.
+std::string measured_key(const AttentionProblem& p, Algo algo) {
+  return fmt::format("{} {} {} {} {}", algo->name(), p.seq_len, p.head_dim, p.causal,
                      p.block_mask ? p.block_mask->spec() : std::string());
 }
 
 void rank_measured(AppState& app) {
   const std::shared_ptr<AppState::MeasuredSoFar>& shared = app.measured_so_far;
   if (!shared) return;
-  const std::string key = measured_key(app);
+  const AttentionProblem problem = app.replay[0] ? app.replay[0]->result().problem : AttentionProblem{};
   const std::lock_guard<std::mutex> lock(shared->mutex);
-  if (key == shared->key) return;
-  shared->key = key;
-  shared->problem = app.replay[0] ? app.replay[0]->result().problem : AttentionProblem{};
+  // A new job ranks before its first step; after that, when the room or problem on screen changes.
+  if (!shared->rank_changed && measured_key(problem, app.settings.algo) == shared->key()) return;
+  shared->problem = problem;
   shared->algo = app.settings.algo;
   shared->rank_changed = true;
 }
@@ -265,6 +265,8 @@ view::MeasuredLoad::Rank rank_for(const std::vector<ValidationRow>& rows, const 
 }
 
 }  // namespace
+
+std::string AppState::MeasuredSoFar::key() const { return measured_key(problem, algo); }
 
 void request_measured(AppState& app) {
   if (app.measured || !app.measured_error.empty()) return;
@@ -296,7 +298,7 @@ void request_measured(AppState& app) {
           const std::lock_guard<std::mutex> lock(shared->mutex);
           if (shared->rank_changed) load->rank(rank_for(load->records(), shared->problem, shared->algo));
           shared->rank_changed = false;
-          key = shared->key;
+          key = shared->key();
         }
         const bool more = load->step(records, [progress](std::size_t done, std::size_t total) {
           progress->total = total;
@@ -377,7 +379,7 @@ void poll_jobs(AppState& app, bool wait) {
     auto own_done = [&] {
       if (app.wait_for_all_measured || !app.measured_so_far) return false;
       const std::lock_guard<std::mutex> lock(app.measured_so_far->mutex);
-      return app.measured_so_far->own_done && app.measured_so_far->report_key == app.measured_so_far->key;
+      return app.measured_so_far->own_done && app.measured_so_far->report_key == app.measured_so_far->key();
     };
     while (app.measured_job.running() && !own_done() && std::chrono::steady_clock::now() < until)
       app.measured_job.wait(0.05);

@@ -109,10 +109,10 @@ struct AppState {
   // the others as they come.
   struct MeasuredSoFar {
     std::mutex mutex;
-    std::string key;  // the room and problem ranked first (measured_key)
-    AttentionProblem problem;
+    AttentionProblem problem;  // the room and problem ranked first
     Algo algo = default_algo();
-    bool rank_changed = false;  // the job's thread ranks the records anew before its next step
+    bool rank_changed = true;  // the job's thread ranks the records anew before its next step
+    std::string key() const;   // problem and algo's measured_key
     std::shared_ptr<const ValidationReport> report;  // after each step
     std::string report_key;          // the key `report` was ranked for
     bool own_done = false;  // that key's records ranked 0 and 1 are in
@@ -133,6 +133,9 @@ struct AppState {
   bool select_tab = true;   // bring `tab` forward on the next frame
   std::string highlight;    // panel a lesson stage points at: memory, matrix, softmax, ...
   bool show_help = false;
+  // Stacked panes (a small window): the scenario, stage and panel, and the tab, last brought into view.
+  std::string scrolled_for;
+  Tab scrolled_tab = Tab::io;
   bool decode_controls_open = false;  // the controls' decoding section (a decoding scenario opens it)
   float ui_scale = 1;
   ImFont* font_large = nullptr;  // lesson titles and the narration
