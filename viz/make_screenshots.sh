@@ -5,10 +5,10 @@ set -e
 hbmlab=${1:-build/hbmlab}
 out=assets/screenshots
 mkdir -p "$out"
-shot() {  # name, HBMLAB_GUI_SCRIPT, then hbmlab gui options; FRAMES=N for more than 8 (a tooltip settles)
+shot() {  # name, HBMLAB_GUI_SCRIPT, then hbmlab gui options; FRAMES=N for more than 8 (a tooltip settles), SCREEN=WxH for another Xvfb screen
   name=$1 script=$2
   shift 2
-  HBMLAB_GUI_SCRIPT=$script xvfb-run -a -s "-screen 0 1600x1000x24" "$hbmlab" gui --screenshot "$out/$name.png" --frames "${FRAMES:-8}" "$@"
+  HBMLAB_GUI_SCRIPT=$script xvfb-run -a -s "-screen 0 ${SCREEN:-1600x1000}x24" "$hbmlab" gui --screenshot "$out/$name.png" --frames "${FRAMES:-8}" "$@"
 }
 L1=lessons/01-why-standard-attention-is-memory-bound
 L2=lessons/02-tiling-and-online-softmax
@@ -48,4 +48,5 @@ shot timeline "stage=5,at=0.5,tab=timeline" --scenario $L1
 FRAMES=14 shot explorer-measured-h100 "at=0.5,tab=explorer,mouse=0.79:0.294" --scenario workloads/h100-flash2-4k
 shot measured-vs-predicted "at=0.5,tab=measured,measured=all" --scenario $L3
 shot help-at-1280x720 "stage=3,at=0.7,help" --scenario $L2 --width 1280 --height 720
+SCREEN=1920x1080 shot projector-lesson7-ui-scale-2 "stage=3,at=0.5" --scenario $L7 --width 1920 --height 1080 --ui-scale 2
 ls -l "$out"
