@@ -66,7 +66,8 @@ struct KernelPlan {
   // t / programs (with `reverse_odd_instances`, program programs − 1 − t mod programs for odd
   // instances). CTA c takes positions run·c … run·c + run − 1, then the same a grid's worth
   // (run·ctas) on, and so on; it stays on its SM slot, and a slot whose CTA has no position left
-  // stays empty. ctas = 0: the hardware's queue, the next tile to the first free slot.
+  // takes a CTA not yet started (more CTAs than slots), or stays empty. ctas = 0: the hardware's
+  // queue, the next tile to the first free slot.
   struct StaticTiles {
     std::int64_t ctas = 0, run = 1;
     bool reverse_odd_instances = false;

@@ -340,23 +340,25 @@ struct BusyTime {
 
 // The grid of one kernel: CTAs handed out in order (blockIdx.x fastest), each running program
 // cta mod programs of instance cta / programs. A static-order grid (KernelPlan::static_tiles) hands
-// each of its CTAs its own next position instead: `next` counts its CTAs, and a slot's CTA, once
-// placed, walks on from the position it ran.
+// each of its CTAs its own next position instead: `next` counts its CTAs started, and a slot's CTA
+// walks on from the position it ran, the slot taking the next CTA not yet started once it is done.
 struct Grid {
   std::int64_t programs = 0, ctas = 0, next = 0;
   KernelPlan::StaticTiles order;
   bool queue() const { return order.ctas == 0; }
   bool place(Resident& r, double at) {
-    std::int64_t t = 0;
+    std::int64_t t = ctas;
     if (queue()) {
       if (next >= ctas) return false;
       t = next++;
-    } else if (r.walker < 0) {  // a slot's first tile: the next CTA of the grid starts its walk
-      if (next >= order.ctas) return false;
-      r.walker = next++;
-      t = order.run * r.walker;
-    } else {  // the rest of its run, then a grid's worth of runs on
-      t = r.cta % order.run == order.run - 1 ? r.cta + order.run * (order.ctas - 1) + 1 : r.cta + 1;
+    } else {
+      if (r.walker >= 0)  // the rest of its run, then a grid's worth of runs on
+        t = r.cta % order.run == order.run - 1 ? r.cta + order.run * (order.ctas - 1) + 1 : r.cta + 1;
+      if (t >= ctas) {  // a slot's first tile, or its CTA's walk is done: the grid's next CTA starts
+        if (next >= order.ctas) return false;
+        r.walker = next++;
+        t = order.run * r.walker;
+      }
     }
     if (t >= ctas) return false;
     r.cta = t;

@@ -1103,6 +1103,9 @@ TEST_CASE("a static-order persistent grid: CTA c runs its own positions on its s
   CHECK(strided == std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1});    // c, c + 2, c + 4, …
   CHECK(paired == std::vector<int>{0, 0, 1, 1, 0, 0, 1, 1});     // 2c, 2c + 1, then 2c + 4, 2c + 5
   CHECK(alone == std::vector<int>{0, 0, 0, 0, 0, 0, 0, 0});      // a grid of one: SM 1 stays empty
+  // Four CTAs on two slots: CTA c walks c, c + 4; CTAs 2 and 3 start where a walk ends first, on
+  // SM 1 while SM 0 is busy with tile 0.
+  CHECK(sm_of(kernel({.ctas = 4, .run = 1})) == std::vector<int>{0, 1, 1, 1, 0, 1, 1, 1});
   // Every tile runs once, and one CTA walks its tiles in order, each starting as the last ends.
   const EngineResult e = kernel({.ctas = 2, .run = 2});
   REQUIRE(e.timeline.ctas.size() == 8);
