@@ -61,6 +61,17 @@ struct KernelPlan {
   // Persistent CTAs (one per SM slot walks the grid's tiles in turn): the next tile's first loads are
   // in flight under the current tile's last phases, so only a slot's first tile waits for them.
   bool persistent = false;
+  // A persistent grid that walks the tiles in a fixed order rather than taking the next one as a slot
+  // frees (gpu/flash3.cu's v4): `ctas` CTAs, and tile position t is program t mod programs of instance
+  // t / programs (with `reverse_odd_instances`, program programs − 1 − t mod programs for odd
+  // instances). CTA c takes positions run·c … run·c + run − 1, then the same a grid's worth
+  // (run·ctas) on, and so on; it stays on its SM slot, and a slot whose CTA has no position left
+  // takes a CTA not yet started (more CTAs than slots), or stays empty. ctas = 0: the hardware's
+  // queue, the next tile to the first free slot.
+  struct StaticTiles {
+    std::int64_t ctas = 0, run = 1;
+    bool reverse_odd_instances = false;
+  } static_tiles;
   bool library_gemm = false;              // a library GEMM: the tensor rate × gemm_efficiency, not the pipes
   bool matmul_on_fp32_units = false;      // matmuls as scalar FMAs on the FP32 pipe, not on tensor cores
   std::int64_t bytes_in_flight_per_cta = 0;  // 0: the SM's cap; else what the CTA's load loop keeps outstanding

@@ -247,6 +247,7 @@ double matmul_rate_of(const KernelPlan& k, const Rates& r) {
 
 struct Resident {
   std::int64_t cta = 0, instance = 0;
+  std::int64_t walker = -1;  // a static-order grid's CTA that runs this tile (KernelPlan::static_tiles)
   std::int32_t program = 0, phase = 0, sm = 0, slot = 0;
   double start_s = 0;
   bool prefetched = false;  // a persistent CTA's tile after its slot's first: its first loads came early
@@ -338,14 +339,32 @@ struct BusyTime {
 };
 
 // The grid of one kernel: CTAs handed out in order (blockIdx.x fastest), each running program
-// cta mod programs of instance cta / programs.
+// cta mod programs of instance cta / programs. A static-order grid (KernelPlan::static_tiles) hands
+// each of its CTAs its own next position instead: `next` counts its CTAs started, and a slot's CTA
+// walks on from the position it ran, the slot taking the next CTA not yet started once it is done.
 struct Grid {
   std::int64_t programs = 0, ctas = 0, next = 0;
+  KernelPlan::StaticTiles order;
+  bool queue() const { return order.ctas == 0; }
   bool place(Resident& r, double at) {
-    if (next >= ctas) return false;
-    r.cta = next++;
-    r.program = static_cast<std::int32_t>(r.cta % programs);
-    r.instance = r.cta / programs;
+    std::int64_t t = ctas;
+    if (queue()) {
+      if (next >= ctas) return false;
+      t = next++;
+    } else {
+      if (r.walker >= 0)  // the rest of its run, then a grid's worth of runs on
+        t = r.cta % order.run == order.run - 1 ? r.cta + order.run * (order.ctas - 1) + 1 : r.cta + 1;
+      if (t >= ctas) {  // a slot's first tile, or its CTA's walk is done: the grid's next CTA starts
+        if (next >= order.ctas) return false;
+        r.walker = next++;
+        t = order.run * r.walker;
+      }
+    }
+    if (t >= ctas) return false;
+    r.cta = t;
+    r.instance = t / programs;
+    const std::int64_t q = t % programs;
+    r.program = static_cast<std::int32_t>(order.reverse_odd_instances && r.instance % 2 ? programs - 1 - q : q);
     r.phase = 0;
     r.start_s = at;
     return true;
@@ -652,7 +671,7 @@ void Replay::retire(const KernelPlan& k, std::int32_t kernel_index, std::vector<
         else
           ++result_.timeline.dropped_spans;
       }
-      if (shared_sm && grid.next < grid.ctas && grid.ctas - grid.next < wave_slots_) {  // refill_last_wave
+      if (shared_sm && grid.queue() && grid.next < grid.ctas && grid.ctas - grid.next < wave_slots_) {  // refill_last_wave
         freed.push_back(r.slot);
         freed_span_s = std::max(freed_span_s, t1 - r.start_s);
         continue;
@@ -734,7 +753,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   KernelTiming kt = begin_kernel(k, occ);
   const double start_s = now_s_ + gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
   const PipeCosts pipes = pipe_costs(k, rates_, occ.ctas_per_sm);
-  Grid grid{static_cast<std::int64_t>(k.programs.size()), kt.ctas, 0};
+  Grid grid{static_cast<std::int64_t>(k.programs.size()), kt.ctas, 0, k.static_tiles};
   std::vector<std::vector<Resident>> resident = place_first_wave(grid, occ.ctas_per_sm, start_s);
   // The last wave spread over the SMs as measured: for up to 3 CTAs an SM (gpu/bench/cta_placement.cu
   // ran 1–3); with more, every freed slot takes the next CTA at once, to the grid's end.

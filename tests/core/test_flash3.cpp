@@ -141,6 +141,55 @@ TEST_CASE("hbmlab's flash3 is planned persistent unless a block mask or a record
   CHECK(persistent(v4));
 }
 
+TEST_CASE("hbmlab's v4 is planned in its kernel's static tile order; other flash3 launches keep the queue",
+          "[flash3][timing]") {
+  const Algo f3 = algo_named("flash3");
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  AttentionProblem p{1, 16, 4096, 128, Dtype::fp16, true};  // Tr = 32: 512 tiles, 256 pairs
+  EngineOptions hbmlab;
+  hbmlab.launch.hbmlab_kernels = true;
+  auto plan = [&](const EngineOptions& o) { return f3->plan_kernels(p, {128, 128}, gpu, o).front(); };
+  CHECK(plan(EngineOptions{}).static_tiles.ctas == 0);  // FlashAttention-3's own kernel: the queue
+  EngineOptions v3 = hbmlab;
+  v3.launch.ctas = 512;
+  CHECK(plan(v3).static_tiles.ctas == 0);
+  // Causal: 132 CTAs take pairs, and a head's positions are rows 31, 0, 30, 1, …: each pair visits
+  // 33 K/V blocks (row i visits i + 1).
+  const KernelPlan causal = plan(hbmlab);
+  CHECK(causal.static_tiles.ctas == 132);
+  CHECK(causal.static_tiles.run == 2);
+  CHECK_FALSE(causal.static_tiles.reverse_odd_instances);
+  REQUIRE(causal.programs.size() == 32);
+  CHECK(causal.programs[0].phase_count == 32);
+  CHECK(causal.programs[1].phase_count == 1);
+  CHECK(causal.programs[2].phase_count == 31);
+  for (std::size_t q = 0; q < 32; q += 2) CHECK(causal.programs[q].phase_count + causal.programs[q + 1].phase_count == 33);
+  EngineOptions v4 = hbmlab;
+  v4.launch.ctas = 100;  // a record's grid wins over the SM count
+  CHECK(plan(v4).static_tiles.ctas == 100);
+  p.seq_len = 4096 - 128;  // Tr = 31: every second head runs its order backwards
+  CHECK(plan(hbmlab).static_tiles.reverse_odd_instances);
+  // No mask: one tile at a time, c, c + grid, …
+  p.seq_len = 4096;
+  p.causal = false;
+  const KernelPlan full = plan(hbmlab);
+  CHECK(full.static_tiles.ctas == 132);
+  CHECK(full.static_tiles.run == 1);
+  // A ragged last row block costs the kernel a whole one (its rows past N are zeros it computes):
+  // N = 2048 at Br = 192 leaves 128 rows in Q_10.
+  const AttentionProblem ragged{1, 16, 2048, 64, Dtype::fp16, false};
+  auto flops = [](const KernelPlan& k, const CtaProgram& c) {
+    std::int64_t f = 0;
+    for (std::int32_t n = c.first_phase; n < c.first_phase + c.phase_count; ++n) f += k.phases[n].matmul_flops;
+    return f;
+  };
+  const KernelPlan r4 = f3->plan_kernels(ragged, {192, 128}, gpu, hbmlab).front();
+  REQUIRE(r4.programs.size() == 11);
+  CHECK(flops(r4, r4.programs[0]) == flops(r4, r4.programs[1]));  // position 0 is Q_10, the ragged one
+  const KernelPlan r3 = f3->plan_kernels(ragged, {192, 128}, gpu, EngineOptions{}).front();
+  CHECK(3 * flops(r3, r3.programs[10]) == 2 * flops(r3, r3.programs[0]));  // the queue's plan: 128 of 192 rows
+}
+
 TEST_CASE("flash3's on-chip counts are its wgmma kernel's, not flash2's ldmatrix", "[flash3][on_chip]") {
   const AttentionProblem p{1, 16, 4096, 128, Dtype::fp16, false};
   const GpuSpec gpu = load_gpu("h100-sxm");

@@ -1078,6 +1078,65 @@ TEST_CASE("on the H100 a kernel with on-chip counts owes nothing to the library 
   }
 }
 
+TEST_CASE("a static-order persistent grid: CTA c runs its own positions on its slot, not the queue's next",
+          "[engine]") {
+  const GpuSpec toy = load_gpu("toy");  // 2 SMs
+  EngineOptions options;
+  options.record_timeline = true;
+  // One CTA per SM, compute only; tile 0 takes ten times the others, so the queue gives SM 1 the
+  // tiles while SM 0 is busy with it.
+  auto kernel = [&](KernelPlan::StaticTiles order) {
+    KernelPlan k = synthetic(8, 1, 0, 64'000'000, true, toy.sram_bytes_per_sm);
+    k.phases[0].matmul_flops *= 10;
+    k.persistent = true;
+    k.static_tiles = order;
+    return run_plans({k}, toy, options);
+  };
+  auto sm_of = [](const EngineResult& e) {
+    std::vector<int> sm(8, -1);
+    for (const CtaSpan& c : e.timeline.ctas) sm[static_cast<std::size_t>(c.cta)] = c.sm;
+    return sm;
+  };
+  const std::vector<int> queue = sm_of(kernel({})), strided = sm_of(kernel({.ctas = 2, .run = 1})),
+                         paired = sm_of(kernel({.ctas = 2, .run = 2})), alone = sm_of(kernel({.ctas = 1, .run = 2}));
+  CHECK(std::count(queue.begin(), queue.end(), 1) == 6);         // the free slot takes the next tiles
+  CHECK(strided == std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1});    // c, c + 2, c + 4, …
+  CHECK(paired == std::vector<int>{0, 0, 1, 1, 0, 0, 1, 1});     // 2c, 2c + 1, then 2c + 4, 2c + 5
+  CHECK(alone == std::vector<int>{0, 0, 0, 0, 0, 0, 0, 0});      // a grid of one: SM 1 stays empty
+  // Four CTAs on two slots: CTA c walks c, c + 4; CTAs 2 and 3 start where a walk ends first, on
+  // SM 1 while SM 0 is busy with tile 0.
+  CHECK(sm_of(kernel({.ctas = 4, .run = 1})) == std::vector<int>{0, 1, 1, 1, 0, 1, 1, 1});
+  // Every tile runs once, and one CTA walks its tiles in order, each starting as the last ends.
+  const EngineResult e = kernel({.ctas = 2, .run = 2});
+  REQUIRE(e.timeline.ctas.size() == 8);
+  std::vector<const CtaSpan*> on0;
+  for (const CtaSpan& c : e.timeline.ctas)
+    if (c.sm == 0) on0.push_back(&c);
+  REQUIRE(on0.size() == 4);
+  std::sort(on0.begin(), on0.end(), [](const CtaSpan* a, const CtaSpan* b) { return a->start_s < b->start_s; });
+  CHECK(on0[0]->cta == 0);
+  CHECK(on0[1]->cta == 1);
+  CHECK(on0[2]->cta == 4);
+  CHECK(on0[3]->cta == 5);
+  for (std::size_t n = 1; n < on0.size(); ++n) CHECK(on0[n]->start_s == Approx(on0[n - 1]->end_s));
+  // Odd instances backwards: 2 instances of programs of 1, 2 and 4 units of work, one CTA walking
+  // positions 0 … 5 runs programs 0, 1, 2, then 2, 1, 0.
+  KernelPlan k = synthetic(3, 1, 0, 64'000, true, toy.sram_bytes_per_sm);
+  k.phases[1].matmul_flops *= 2;
+  k.phases[2].matmul_flops *= 4;
+  k.instances = 2;
+  k.persistent = true;
+  k.static_tiles = {.ctas = 1, .run = 1, .reverse_odd_instances = true};
+  std::vector<double> took(6, 0.0);
+  for (const CtaSpan& c : run_plans({k}, toy, options).timeline.ctas) took[static_cast<std::size_t>(c.cta)] = c.end_s - c.start_s;
+  INFO("spans " << took[0] << " " << took[1] << " " << took[2] << " " << took[3] << " " << took[4] << " " << took[5]);
+  CHECK(took[0] < took[1]);
+  CHECK(took[1] < took[2]);
+  CHECK(took[3] > took[4]);
+  CHECK(took[4] > took[5]);
+  CHECK(took[5] == Approx(took[0]).epsilon(0.2));
+}
+
 TEST_CASE("persistent CTAs load a tile's first blocks under the previous tile; a slot's first tile waits",
           "[engine]") {
   const GpuSpec toy = load_gpu("toy");

@@ -83,9 +83,7 @@ public:
       plan.name = "flash3 forward";
       // The kernel hands out the row blocks of one (batch, head) from the last one down: under a causal
       // mask the longest rows go first (gpu/flash3.cu's tile order), so the CTAs resident together
-      // start their sweeps over K_j, V_j close together and the short rows fill the tail. (v4 walks them
-      // in pairs, a long row and its short complement per CTA: about as even a share as the engine's
-      // next program to the first free slot gives from this order.)
+      // start their sweeps over K_j, V_j close together and the short rows fill the tail.
       if (p.causal) std::reverse(plan.programs.begin(), plan.programs.end());
       plan.overlap = fmt::format(
           "producer warpgroup (TMA) keeps {} K/V stages in flight; {} consumer warpgroups alternate their "
@@ -96,6 +94,7 @@ public:
       // (LaunchOverride::ctas). FlashAttention-3's and cuDNN's kernels are persistent.
       if (options.launch.ctas) plan.persistent = *options.launch.ctas < plan.ctas();
       else plan.persistent = !(options.launch.hbmlab_kernels && p.block_mask);
+      if (options.launch.hbmlab_kernels && plan.persistent) walk_as_v4(p, b, plan, gpu, options.launch);
       if (!options.launch.threads_per_cta) plan.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
       if (!options.launch.smem_bytes_per_cta) plan.smem_bytes_per_cta = working_set_bytes(p, b);
       // The kernel's own on-chip traffic: wgmma's operands from shared memory, not flash2's ldmatrix.
@@ -152,6 +151,42 @@ protected:
 
 private:
   static const Algorithm& flash2() { return flash2_room(); }
+
+  // hbmlab's v4 (gpu/flash3.cu, tile_at and next_tile) walks its tiles in a static order, which the
+  // plan spells out (KernelPlan::static_tiles): min(walkers, SMs) CTAs, or the record's grid. A head's
+  // row blocks run from the last one down; under a causal mask (no block mask) CTA c takes them two
+  // by two, positions 2c and 2c + 1 then 2c + 2·grid and 2c + 2·grid + 1, …, and a head's positions
+  // are ordered longest, shortest, second longest, second shortest, … (every second head backwards
+  // when Tr is odd), so each pair holds rows i and Tr − 1 − i. A ragged last row block (N not a
+  // multiple of Br) costs the kernel a whole one: the copy engine fills its rows past N with zeros and
+  // the consumers compute them, so its CTA does not run ahead of the others (with a static order the
+  // same CTAs would take it every time, e.g. Tr = 11 and a grid of 132 = 12·11).
+  static void walk_as_v4(const AttentionProblem& p, Blocks b, KernelPlan& plan, const GpuSpec& gpu,
+                         const LaunchOverride& launch) {
+    const auto Tr = static_cast<std::int64_t>(plan.programs.size());
+    const bool paired = p.causal && !p.block_mask;
+    const std::vector<CtaProgram> by_row = [&] {  // back in row order: program i is Q_i
+      std::vector<CtaProgram> rows = plan.programs;
+      if (p.causal) std::reverse(rows.begin(), rows.end());
+      return rows;
+    }();
+    if (const std::int64_t last_rows = p.Nq() - (Tr - 1) * b.Br; Tr > 0 && last_rows > 0 && last_rows < b.Br) {
+      const CtaProgram& last = by_row[Tr - 1];
+      for (std::int32_t n = last.first_phase; n < last.first_phase + last.phase_count; ++n) {
+        CtaPhase& phase = plan.phases[n];
+        phase.matmul_flops = phase.matmul_flops * b.Br / last_rows;
+        phase.non_matmul_flops = phase.non_matmul_flops * b.Br / last_rows;
+      }
+    }
+    for (std::int64_t q = 0; q < Tr; ++q) {
+      const std::int64_t i = !paired ? Tr - 1 - q : q % 2 ? q / 2 : Tr - 1 - q / 2;
+      plan.programs[q] = by_row[i];
+    }
+    const std::int64_t walkers = paired ? (plan.ctas() + 1) / 2 : plan.ctas();
+    plan.static_tiles = {.ctas = launch.ctas.value_or(std::min(walkers, gpu.sm_count)),
+                         .run = paired ? 2 : 1,
+                         .reverse_odd_instances = paired && Tr % 2 == 1};
+  }
 };
 
 // [SECTION] The backward pass: flash2's HBM accesses, FlashAttention-3's SM
