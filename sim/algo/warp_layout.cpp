@@ -688,7 +688,9 @@ OnChipCounts standard_pv_kernel(const KernelPlan& plan, const StandardLayout& l)
   c.modelled = true;
   const BlockGrid g(l.N, {l.Br, l.Bc}, false);
   const std::int64_t d = l.d, e = l.elem_bytes;
-  const std::int64_t warp_rows = std::max<std::int64_t>(16, l.Br / 4), Wm = l.Br / warp_rows, Wn = 4 / Wm;
+  // Four warps over Br rows, 16 rows or more each; a block shorter than 16 rows is one warp row, padded.
+  const std::int64_t warp_rows = std::max<std::int64_t>(16, l.Br / 4);
+  const std::int64_t Wm = std::clamp<std::int64_t>(l.Br / warp_rows, 1, 4), Wn = 4 / Wm;
   OnChipCounts step =
       warp_gemm({.a = Tensor::P, .b = Tensor::V, .M = l.Br, .N = d, .K = l.Bc, .Wm = Wm, .Wn = Wn}, e);
   step[Tensor::P].fill += l.Br * l.Bc * e;  // cp.async, zero-filled past N
