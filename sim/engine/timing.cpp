@@ -788,13 +788,8 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   while (!ready.empty()) {
     const auto [t0, s] = ready.top();
     ready.pop();
-    if (!freed[s].empty()) {
-      refill_last_wave(s, t0, k, grid, ready, leaving, resident, freed, freed_span_s);
-      if (resident[s].empty()) {  // nothing left for this SM
-        emptied.push({t0, s});
-        continue;
-      }
-    } else if (resident[s].empty()) {  // its slots went unfilled by another SM's refill_last_wave
+    if (!freed[s].empty()) refill_last_wave(s, t0, k, grid, ready, leaving, resident, freed, freed_span_s);
+    if (resident[s].empty()) {  // nothing left for this SM (its slots went unfilled, here or by another SM's refill)
       emptied.push({t0, s});
       continue;
     }

@@ -22,8 +22,8 @@ using namespace hbmlab::gpu;
 
 namespace {
 
-CheckResult check_shape(const KernelShape& s, std::int64_t N, std::int64_t bh, bool causal, InputKind kind, std::uint64_t seed,
-                        bool kv_descending = false, const char* block_mask = nullptr, std::int64_t full_rows_max_n = 4096) {
+// One batch of `bh` heads of N rows at the shape's head dimension and dtype.
+AttentionProblem problem_for(const KernelShape& s, std::int64_t N, std::int64_t bh, bool causal, const char* block_mask = nullptr) {
   AttentionProblem p;
   p.batch = 1;
   p.heads = bh;
@@ -32,6 +32,12 @@ CheckResult check_shape(const KernelShape& s, std::int64_t N, std::int64_t bh, b
   p.dtype = s.dtype;
   p.causal = causal;
   if (block_mask) p.block_mask = parse_block_mask(block_mask);
+  return p;
+}
+
+CheckResult check_shape(const KernelShape& s, std::int64_t N, std::int64_t bh, bool causal, InputKind kind, std::uint64_t seed,
+                        bool kv_descending = false, const char* block_mask = nullptr, std::int64_t full_rows_max_n = 4096) {
+  const AttentionProblem p = problem_for(s, N, bh, causal, block_mask);
   AttentionBuffers buf(p, s.algo, s.blocks);
   const CheckResult r = check_kernel(p, s.blocks, kv_descending, kind, seed, buf, full_rows_max_n);
   INFO(to_string(s.algo) << " " << to_string(s.dtype) << " d=" << s.d << " " << s.blocks.Br << "x" << s.blocks.Bc
@@ -165,13 +171,7 @@ TEST_CASE("flash3 v4 under a causal mask writes every row block of many heads wa
     if (s.algo == algo_named("flash3"))
       for (std::int64_t N : {600, 900})
         for (std::int64_t bh : {119, 120}) {
-          AttentionProblem p;
-          p.batch = 1;
-          p.heads = bh;
-          p.seq_len = N;
-          p.head_dim = s.d;
-          p.dtype = s.dtype;
-          p.causal = true;
+          const AttentionProblem p = problem_for(s, N, bh, true);
           AttentionBuffers buf(p, s.algo, s.blocks);
           const CheckResult r = check_kernel(p, s.blocks, false, InputKind::unit, ++seed, buf);
           INFO(to_string(s.dtype) << " d=" << s.d << " " << s.blocks.Br << "x" << s.blocks.Bc << " N=" << N << " B*H=" << bh
