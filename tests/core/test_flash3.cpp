@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
+#include <tuple>
 
 #include "sim/algo/block_sparse/masks.hpp"
 #include "sim/common/error.hpp"
@@ -139,6 +141,52 @@ TEST_CASE("hbmlab's flash3 is planned persistent unless a block mask or a record
   v4.launch.ctas = 132;  // a record of v4: one CTA per SM
   CHECK_FALSE(persistent(v3));
   CHECK(persistent(v4));
+}
+
+TEST_CASE("a persistent flash3 is reported as the CTAs it launches and the tiles they walk", "[flash3][timing][cli]") {
+  // Lesson 8's shape: 32 heads of 64 row blocks, 2,048 tiles; flash2 launches a CTA for each.
+  SimulateRequest r;
+  r.gpu = load_gpu("h100-sxm");
+  r.problem = AttentionProblem{1, 32, 8192, 128, Dtype::fp16, false};
+  r.block_rows = 128;
+  r.block_cols = 128;
+  r.numerics = NumericsMode::off;
+  auto grid = [&](const char* algo) {
+    r.algo = algo_named(algo);
+    const SimulationResult s = simulate(r);
+    REQUIRE(s.engine.kernels.size() == 1);
+    const KernelTiming& k = s.engine.kernels.front();
+    CHECK(s.time.ctas == k.ctas);
+    CHECK(s.time.tiles == k.tiles);
+    return std::tuple{k.ctas, k.tiles, k.waves};
+  };
+  CHECK(grid("flash2") == std::tuple{2048, 2048, 16});
+  CHECK(grid("flash3") == std::tuple{132, 2048, 16});  // FlashAttention-3's queue: one CTA per SM slot
+  r.launch.hbmlab_kernels = true;
+  CHECK(grid("flash3") == std::tuple{132, 2048, 16});  // hbmlab's v4: min(tiles, SMs) in a static order
+  r.problem.causal = true;
+  CHECK(grid("flash3") == std::tuple{132, 2048, 16});  // v4 under a causal mask: 1,024 pairs, still 132
+  r.problem.block_mask = parse_block_mask("local:1024");
+  CHECK(grid("flash3") == std::tuple{2048, 2048, 16});  // v3: one CTA per tile
+  r.problem.block_mask = nullptr;
+  r.launch.ctas = 200;  // a record's grid
+  CHECK(grid("flash3") == std::tuple{200, 2048, 16});
+  r.launch = {};
+  r.problem.causal = false;
+  r.algo = algo_named("flash3");
+  const SimulationResult s = simulate(r);
+  std::ostringstream text;
+  print_simulation(text, s);
+  CHECK_THAT(text.str(), Catch::Contains(": 132 persistent CTAs walking 2,048 tiles, 1 per SM (SRAM-limited), 16 waves;"));
+  const Json j = simulation_json(s);
+  CHECK(j["time"]["ctas"] == 132);
+  CHECK(j["time"]["tiles"] == 2048);
+  CHECK(j["time"]["kernels"][0]["ctas"] == 132);
+  CHECK(j["time"]["kernels"][0]["tiles"] == 2048);
+  r.algo = algo_named("flash2");
+  std::ostringstream f2;
+  print_simulation(f2, simulate(r));
+  CHECK_THAT(f2.str(), Catch::Contains(": 2,048 CTAs, 1 per SM (SRAM-limited), 16 waves;"));
 }
 
 TEST_CASE("hbmlab's v4 is planned in its kernel's static tile order; other flash3 launches keep the queue",
