@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/cli.hpp"
@@ -164,6 +165,61 @@ TEST_CASE("an output file that cannot be written is refused naming its option", 
   }
 }
 
+TEST_CASE("an option that would change nothing in the run is refused naming it, not ignored", "[cli][errors]") {
+  const std::vector<std::string> toy = {"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4"};
+  auto refusal = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = toy;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Run r = run(args);
+    INFO(fmt::format("{}", fmt::join(extra, " ")));
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(one_line(r.err));
+    return r.err;
+  };
+  const std::string head = "hbmlab simulate: ";
+  // A room with no K/V order to reverse; flash3's plan is flash2's, but its kernels keep their own order.
+  for (const char* algo : {"flash1", "flash3", "standard"})
+    CHECK(refusal({"--algo", algo, "--kv-descending"}) ==
+          head + "--kv-descending: " + algo + " has no K/V order to reverse (flash2 has one)\n");
+  CHECK(refusal({"--algo", "flash2", "--pass", "both", "--kv-descending"}) ==
+        head + "--kv-descending: flash2 backward has no K/V order to reverse (flash2 has one)\n");
+  // What only the timing engine uses, under --counts-only.
+  for (const std::vector<std::string>& option :
+       {std::vector<std::string>{"--hbmlab-kernels"}, {"--kv-descending"}, {"--no-l2"}, {"--launch-threads", "64"},
+        {"--launch-registers", "64"}, {"--launch-smem-bytes", "64"}, {"--timeline", "t.json"}}) {
+    std::vector<std::string> extra = {"--algo", "flash2", "--counts-only"};
+    extra.insert(extra.end(), option.begin(), option.end());
+    CHECK(refusal(extra) == head + option.front() + ": needs the timing engine, not --counts-only\n");
+  }
+  CHECK(run({"simulate", "--algo", "flash-decoding", "--seq-len", "4096", "--query-len", "1", "--splits", "auto",
+             "--counts-only"}).err == head + "--splits auto: needs the timing engine, not --counts-only\n");
+  CHECK(refusal({"--counts-only", "--numerics", "full"}) == head + "--numerics: --counts-only checks no numerics\n");
+  CHECK(refusal({"--counts-only", "--seed", "3"}) == head + "--seed: seeds the numerics check, which --counts-only skips\n");
+  CHECK(refusal({"--numerics", "off", "--seed", "3"}) == head + "--seed: seeds the numerics check, which --numerics off skips\n");
+  CHECK(refusal({"--steps-limit", "3"}) == head + "--steps-limit: goes with --steps\n");
+  CHECK(refusal({"--steps", "--json"}) == head + "--steps: narrates in the text report, not with --json\n");
+  CHECK(refusal({"--steps", "--csv"}) == head + "--steps: narrates in the text report, not with --csv\n");
+  // standard's GEMMs are a library's: their threads, registers and shared memory are not hbmlab's to set.
+  CHECK(refusal({"--algo", "standard", "--launch-registers", "128"}) ==
+        head + "--launch-registers: standard launches library GEMMs, whose launch hbmlab does not set (the other rooms take it)\n");
+  // Each of these is taken where it means something.
+  std::vector<std::string> fine = toy;
+  for (const char* option : {"--algo", "flash2", "--kv-descending", "--launch-registers", "128", "--seed", "3", "--steps",
+                             "--steps-limit", "3", "--hbmlab-kernels", "--no-l2"})
+    fine.push_back(option);
+  const Run ok = run(fine);
+  CHECK(ok.code == 0);
+  CHECK(ok.err.empty());
+  std::vector<std::string> counts = toy;
+  for (const char* option : {"--algo", "flash2", "--counts-only", "--numerics", "off", "--steps"}) counts.push_back(option);
+  CHECK(run(counts).code == 0);
+  // bounds: a density sweep needs a room that takes a block mask.
+  CHECK(run({"bounds", "--algo", "standard", "--densities", "0.5,1"}).err ==
+        "hbmlab bounds: --densities: standard takes no block mask, so there is no density sweep (flash1, flash2 and "
+        "flash3 take one)\n");
+}
+
 TEST_CASE("what a command does not take is named in the order it was given", "[cli][errors]") {
   // CLI11 lists such arguments last first ("x --gpu"); hbmlab names them as they were typed.
   CHECK(run({"presets", "--gpu", "x"}).err == "hbmlab presets: --gpu x: not expected (hbmlab presets --help lists what it takes)\n");
@@ -295,8 +351,10 @@ TEST_CASE("simulate says which launch it times; with --hbmlab-kernels it is vali
   CHECK_THAT(with({}), Catch::Contains("\n  launch    the reference launch ("));
   CHECK_THAT(with({"--hbmlab-kernels"}), Catch::Contains("\n  launch    hbmlab's CUDA kernels in gpu/"));
   CHECK_THAT(with({"--launch-threads", "256"}), Catch::Contains("\n  launch    the reference launch as the --launch-*"));
-  // flash-decoding visits its K/V blocks in one order: --kv-descending leaves its launch as it was.
-  CHECK_THAT(with({"--kv-descending"}), Catch::Contains("\n  launch    the reference launch ("));
+  // flash-decoding visits its K/V blocks in one order: --kv-descending is refused, not ignored.
+  std::vector<std::string> descending = args;
+  descending.push_back("--kv-descending");
+  CHECK(run(descending).err == "hbmlab simulate: --kv-descending: flash-decoding has no K/V order to reverse (flash2 has one)\n");
   const auto reference = nlohmann::json::parse(with({"--json"}));
   const auto ours = nlohmann::json::parse(with({"--hbmlab-kernels", "--json"}));
   CHECK(reference["time"]["launch"] == "reference");
