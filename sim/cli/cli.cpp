@@ -39,15 +39,6 @@ constexpr int kScreenshotFrames = 8;
 
 // [SECTION] Shared options
 
-// Writes an output file whole (or not at all); an error names the option that asked for it first.
-void write_output(std::string_view option, const std::string& path, std::string_view text) {
-  try {
-    write_file_atomically(path, text);
-  } catch (const InputError& e) {
-    fail_input("{}: {}", option, e.what());
-  }
-}
-
 // The items of a comma list; an empty one (`flash2,`, `64,,128`) is refused naming the option.
 std::vector<std::string> split_list(const std::string& text, std::string_view option, std::string_view example) {
   std::vector<std::string> items;

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/cli.hpp"
+#include "sim/common/error.hpp"
+#include "sim/common/files.hpp"
 #include "sim/common/units.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
@@ -163,6 +165,23 @@ TEST_CASE("an output file that cannot be written is refused naming its option", 
     CHECK(one_line(r.err));
     CHECK_THAT(r.err, Catch::StartsWith("hbmlab " + command + ": " + option + ": " + dir + "x: cannot write"));
   }
+  // `hbmlab measure --out` asks before it runs anything (check_output), in the same words, and leaves nothing.
+  auto refusal = [](const std::string& path) {
+    try {
+      check_output("--out", path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(refusal(dir + "x") == "--out: " + dir + "x: cannot write: No such file or directory");
+  const std::filesystem::path folder = std::filesystem::temp_directory_path() / "hbmlab-check-output";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  CHECK(refusal(folder.string()) == "--out: " + folder.string() + ": cannot write: Is a directory");
+  CHECK(refusal((folder / "records.json").string()).empty());
+  CHECK(std::filesystem::is_empty(folder));
+  std::filesystem::remove_all(folder);
 }
 
 TEST_CASE("an option that would change nothing in the run is refused naming it, not ignored", "[cli][errors]") {
