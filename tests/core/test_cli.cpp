@@ -11,25 +11,17 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/cli.hpp"
+#include "tests/core/cli_run.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/files.hpp"
 #include "sim/common/units.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
 using namespace hbmlab;
+using hbmlab::testing::Run;
+using hbmlab::testing::run;
 
 namespace {
-
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-Run run(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
 
 bool one_line(const std::string& text) {
   return !text.empty() && text.back() == '\n' && std::count(text.begin(), text.end(), '\n') == 1;
