@@ -270,6 +270,8 @@ Options parse(const std::vector<std::string>& args) {
     if (!has_kernels(*algo)) throw BadOption("--algo: " + std::string(to_string(*algo)) + " has no CUDA kernel in this build");
     o.algos.push_back(*algo);
   }
+  // Refused now, not after the whole run: the records would have nowhere to go.
+  if (!o.out.empty()) check_output("--out", o.out);
   return o;
 }
 
@@ -554,7 +556,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
     file["records"].push_back(rec);
   }
   if (!o.out.empty()) {
-    write_file_atomically(o.out, file.dump(1) + "\n");
+    write_output("--out", o.out, file.dump(1) + "\n");
     out << "wrote " << file["records"].size() << " records to " << o.out << "\n";
   }
   if (!all_pass) {

@@ -338,9 +338,9 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const int per_row = std::max(1, static_cast<int>((sm_b.x - sm_a.x - pad) / (sq + 2)));
   const std::int64_t busy = std::min<std::int64_t>(sm_count, res.time.ctas);
   if (sm_line) {
-    const std::string text = busy < sm_count ? fmt::format("{} CTAs: {} of {} SMs busy, {} idle", res.time.ctas, busy, sm_count,
+    const std::string text = busy < sm_count ? fmt::format("{}: {} of {} SMs busy, {} idle", format_ctas(res.time.ctas, res.time.tiles), busy, sm_count,
                                                            sm_count - busy)
-                                             : fmt::format("{} CTAs: all {} SMs busy", res.time.ctas, sm_count);
+                                             : fmt::format("{}: all {} SMs busy", format_ctas(res.time.ctas, res.time.tiles), sm_count);
     Text(dl, ImVec2(sm_a.x, sm_b.y - strip_h - fs * 1.25f), busy < sm_count ? IM_COL32(255, 150, 110, 255) : IM_COL32(140, 220, 140, 255),
          text);
   }
@@ -928,8 +928,8 @@ void ShowTimelinePanel(AppState& app) {
     ImGui::Bullet();
     ImGui::PopStyleColor();
     ImGui::SameLine();
-    ImGui::TextWrapped("%s: %s, %lld CTAs, %lld per SM (limit: %s), %lld waves", kt.name.c_str(), format_seconds(kt.time_s).c_str(),
-                       static_cast<long long>(kt.ctas), static_cast<long long>(kt.ctas_per_sm), kt.occupancy_limit.c_str(),
+    ImGui::TextWrapped("%s: %s, %s, %lld per SM (limit: %s), %lld waves", kt.name.c_str(), format_seconds(kt.time_s).c_str(),
+                       format_ctas(kt.ctas, kt.tiles).c_str(), static_cast<long long>(kt.ctas_per_sm), kt.occupancy_limit.c_str(),
                        static_cast<long long>(kt.waves));
   }
   for (const auto& side : app.replay)  // either side's warp-specialised room

@@ -19,10 +19,10 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from merge_ncu import shape_marker, write_json
+from merge_ncu import profiled_launch, shape_marker, write_json
+from torch_timing import events_summary_ms
 
 REPS = 25
-WARMUP = 5
 SEQ_LENS = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
 HEAD_DIMS = [64, 128]
 TOKENS = 256 * 1024          # B·H·N per SDPA run
@@ -31,25 +31,6 @@ HEADS = 16
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
             "math": SDPBackend.MATH}
-
-
-def events_median_ms(fn, reps=REPS, warmup=WARMUP, flush=None):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        if flush is not None:
-            flush()
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return {"median_ms": times[len(times) // 2], "min_ms": times[0], "max_ms": times[-1], "reps": reps}
 
 
 def device_info():
@@ -84,7 +65,7 @@ def copy_bandwidth():
     n_bytes = 4 << 30  # 4 GiB source, far beyond the 50 MB L2
     src = torch.randint(0, 255, (n_bytes,), dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    t = events_median_ms(lambda: dst.copy_(src), reps=20)
+    t = events_summary_ms(lambda: dst.copy_(src), reps=20)
     out["memcpy_d2d"] = {"bytes_copied": n_bytes, "bytes_moved": 2 * n_bytes, **t,
                          "gbps": 2 * n_bytes / (t["median_ms"] * 1e-3) / 1e9,
                          "how": "torch Tensor.copy_ between contiguous uint8 tensors (cudaMemcpyAsync D2D)"}
@@ -104,7 +85,7 @@ def copy_bandwidth():
         for blocks_per_sm in (4, 8, 16):
             grid = sm * blocks_per_sm
             fn = lambda: kern((grid,), (512,), (s, d, np.int64(n16)))  # noqa: E731
-            t = events_median_ms(fn, reps=20)
+            t = events_summary_ms(fn, reps=20)
             res[f"grid_{grid}x512"] = {**t, "gbps": 2 * n_bytes / (t["median_ms"] * 1e-3) / 1e9}
         best = max(res.values(), key=lambda r: r["gbps"])
         out["copy_kernel"] = {"bytes_copied": n_bytes, "bytes_moved": 2 * n_bytes, "variants": res,
@@ -178,7 +159,7 @@ def gemm_rate():
     for name, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
         a = torch.randn(n, n, device="cuda", dtype=dt)
         b = torch.randn(n, n, device="cuda", dtype=dt)
-        t = events_median_ms(lambda: torch.matmul(a, b), reps=20)
+        t = events_summary_ms(lambda: torch.matmul(a, b), reps=20)
         out[name] = {**t, "m": n, "n": n, "k": n, "tflops": 2 * n ** 3 / (t["median_ms"] * 1e-3) / 1e12}
         del a, b
     torch.cuda.empty_cache()
@@ -217,8 +198,8 @@ def sdpa_timings(shapes):
         try:
             with sdpa_kernel([BACKENDS[s["backend"]]]):
                 reps = 10 if s["backend"] == "math" else REPS
-                t = events_median_ms(fn, reps=reps, warmup=3)
-                tf = events_median_ms(fn, reps=reps, warmup=1, flush=lambda: flush_buf.zero_())
+                t = events_summary_ms(fn, reps=reps, warmup=3)
+                tf = events_summary_ms(fn, reps=reps, warmup=1, flush=lambda: flush_buf.zero_())
             flops = 4.0 * s["N"] ** 2 * s["d"] * s["B"] * s["H"] / (2 if s["causal"] else 1)
             row.update({"warm_l2": t, "flushed_l2": tf,
                         "tflops": flops / (t["median_ms"] * 1e-3) / 1e12,
@@ -243,13 +224,7 @@ def ncu_pass(shapes):
         q, kk, v = make_qkv(s, k)
         try:
             with sdpa_kernel([BACKENDS[s["backend"]]]):
-                F.scaled_dot_product_attention(q, kk, v, is_causal=s["causal"])  # warm-up, unprofiled
-                torch.cuda.synchronize()
-                torch.cuda.nvtx.range_push("sdpa")
-                mark(k)
-                F.scaled_dot_product_attention(q, kk, v, is_causal=s["causal"])
-                torch.cuda.synchronize()
-                torch.cuda.nvtx.range_pop()
+                profiled_launch(lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=s["causal"]), mark, k)
         except Exception as e:  # noqa: BLE001
             print(f"[ncu-pass] shape {k} skipped: {e!r}"[:200], flush=True)
         del q, kk, v

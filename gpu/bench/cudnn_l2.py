@@ -4,7 +4,7 @@
 # Each shape runs once unprofiled (cuDNN builds its plan), then once inside an NVTX range "sdpa" after
 # a marker kernel whose grid size is the shape's index + 1.
 # Run: gpu/bench/cudnn_l2.sh OUTDIR   (ncu, then this script's --merge: OUTDIR/h100-cudnn-l2.json)
-from merge_ncu import kernels_by_marker, ncu_pass_or_merge, num, read_rows, shape_marker, write_json
+from merge_ncu import kernels_by_marker, ncu_pass_or_merge, num, profiled_launch, read_rows, shape_marker, write_json
 
 L2_METRICS = ["lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
               "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum", "lts__t_sectors_srcunit_ltcfabric.sum",
@@ -33,13 +33,7 @@ def ncu_pass():
         q, kk, v = (torch.randn(s["B"], s["H"], s["N"], s["d"], device="cuda", dtype=torch.float16, generator=gen)
                     for _ in range(3))
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            F.scaled_dot_product_attention(q, kk, v, is_causal=s["causal"])
-            torch.cuda.synchronize()
-            torch.cuda.nvtx.range_push("sdpa")
-            mark(k)
-            F.scaled_dot_product_attention(q, kk, v, is_causal=s["causal"])
-            torch.cuda.synchronize()
-            torch.cuda.nvtx.range_pop()
+            profiled_launch(lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=s["causal"]), mark, k)
         del q, kk, v
 
 

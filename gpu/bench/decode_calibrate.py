@@ -4,7 +4,7 @@
 # or 64 query heads) and multi-head, several batches. Each shape runs once unprofiled, then once
 # inside an NVTX range "sdpa" after a marker kernel whose grid size is the shape's index + 1.
 # Run: gpu/bench/decode_calibrate.sh OUTDIR   (ncu, then this script's --merge: OUTDIR/h100-decode-sdpa-ncu.json)
-from merge_ncu import kernels_by_marker, ncu_pass_or_merge, shape_marker, write_json
+from merge_ncu import kernels_by_marker, ncu_pass_or_merge, profiled_launch, shape_marker, write_json
 
 
 def shapes():
@@ -37,14 +37,11 @@ def run(s, profiled, mark=None, k=0):
     v = torch.randn_like(kk)
     fn = lambda: F.scaled_dot_product_attention(q, kk, v, enable_gqa=s["HKV"] != s["H"])  # noqa: E731
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-        fn()  # warm-up, unprofiled
-        torch.cuda.synchronize()
         if profiled:
-            torch.cuda.nvtx.range_push("sdpa")
-            mark(k)
-            fn()
+            profiled_launch(fn, mark, k)
+        else:
+            fn()  # a warm-up only
             torch.cuda.synchronize()
-            torch.cuda.nvtx.range_pop()
 
 
 def ncu_pass():

@@ -59,6 +59,21 @@ def shape_marker():
     return lambda k: kernel((k + 1,), (32,), (np.int64(0),))
 
 
+def profiled_launch(fn, mark=None, k=0):
+    """fn once unprofiled (a warm-up: cuDNN builds its plan, the caches fill), then once inside the NVTX
+    range "sdpa" that the scripts' `ncu --nvtx --nvtx-include` profiles, after mark(k) (shape_marker)
+    when a marker is given."""
+    import torch
+    fn()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("sdpa")
+    if mark is not None:
+        mark(k)
+    fn()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+
+
 def ncu_pass_or_merge(usage, ncu_pass, merge, options=None):
     """The command line of a script that profiles its shapes under ncu, then joins ncu's CSV to them:
     --ncu-pass runs ncu_pass(), --merge NCU_CSV OUT_JSON runs merge(args) (args.merge: the two paths);

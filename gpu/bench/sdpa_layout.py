@@ -15,7 +15,7 @@ after an unprofiled warm-up, in the order configs() gives, twice over.
 import json
 import sys
 
-from merge_ncu import num, read_rows, write_json
+from merge_ncu import num, profiled_launch, read_rows, write_json
 
 TOKENS, HEADS = 16384, 16  # B*N and H of the calibration's SDPA shapes up to N = 16K
 SEQ_LENS = [512, 1024, 2048, 4096, 8192, 16384]
@@ -59,12 +59,7 @@ def run():
     for c in configs():
         q, k, v = tensors(c)
         with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-            F.scaled_dot_product_attention(q, k, v, is_causal=c["causal"])  # warm-up, unprofiled
-            torch.cuda.synchronize()
-            torch.cuda.nvtx.range_push("sdpa")
-            F.scaled_dot_product_attention(q, k, v, is_causal=c["causal"])
-            torch.cuda.synchronize()
-            torch.cuda.nvtx.range_pop()
+            profiled_launch(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=c["causal"]))
         print(json.dumps(c), flush=True)
         del q, k, v
 

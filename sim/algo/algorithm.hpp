@@ -154,6 +154,9 @@ public:
                                                const EngineOptions& options) const = 0;
   virtual std::int64_t roofline_ctas_per_instance(const BlockGrid& grid) const = 0;
   virtual bool has_kv_order() const { return false; }  // LaunchOverride::kv_descending means something
+  // LaunchOverride's threads, registers and shared memory per CTA set its main kernel's launch (a room
+  // of library GEMMs does not take them).
+  virtual bool takes_launch() const { return true; }
 
   // The window: what it draws, and what one SM's SRAM holds after each step.
   virtual const WindowTraits& window() const = 0;

@@ -39,15 +39,6 @@ constexpr int kScreenshotFrames = 8;
 
 // [SECTION] Shared options
 
-// Writes an output file whole (or not at all); an error names the option that asked for it first.
-void write_output(std::string_view option, const std::string& path, std::string_view text) {
-  try {
-    write_file_atomically(path, text);
-  } catch (const InputError& e) {
-    fail_input("{}: {}", option, e.what());
-  }
-}
-
 // The items of a comma list; an empty one (`flash2,`, `64,,128`) is refused naming the option.
 std::vector<std::string> split_list(const std::string& text, std::string_view option, std::string_view example) {
   std::vector<std::string> items;
@@ -218,6 +209,7 @@ struct SimulateFlags {
   std::string timeline, mask_out;
   std::int64_t launch_threads = 0, launch_registers = 0, launch_smem = 0;
   CLI::Option *o_block_rows{}, *o_block_cols{}, *o_sram_bytes{}, *o_launch_threads{}, *o_launch_registers{}, *o_launch_smem{};
+  CLI::Option *o_numerics{}, *o_seed{}, *o_steps_limit{};
 };
 
 void add_simulate(CLI::App& app, SimulateFlags& f) {
@@ -226,13 +218,13 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   f.o_block_rows = cmd->add_option("--block-rows", f.block_rows, "Br, rows of a Q/O block [paper default]");
   f.o_block_cols = cmd->add_option("--block-cols", f.block_cols, "Bc, rows of a K/V block [paper default]");
   f.o_sram_bytes = cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM (and per CTA) [the GPU's]");
-  cmd->add_option("--numerics", f.numerics, "check the tiled output against fp64: auto, full, sampled, off [auto]");
-  cmd->add_option("--seed", f.seed, "seed of the random Q, K, V, 0 or more [1]");
+  f.o_numerics = cmd->add_option("--numerics", f.numerics, "check the tiled output against fp64: auto, full, sampled, off [auto]");
+  f.o_seed = cmd->add_option("--seed", f.seed, "seed of the random Q, K, V, 0 or more [1]");
   cmd->add_flag("--json", f.json, "print JSON (one object; an array for several algorithms)");
   cmd->add_flag("--csv", f.csv, "print CSV, one row per algorithm");
   cmd->add_flag("--counts-only", f.counts_only, "only the paper's counts and bound: no numerics, no timing engine");
   cmd->add_flag("--steps", f.steps, "also narrate the steps of one (batch, head), in the paper's words");
-  cmd->add_option("--steps-limit", f.steps_limit, "narrate at most this many steps [200]");
+  f.o_steps_limit = cmd->add_option("--steps-limit", f.steps_limit, "narrate at most this many steps [200]");
   cmd->add_flag("--no-l2", f.no_l2, "turn the L2 off: the paper's model, every counted access reaches HBM");
   cmd->add_option("--mask-out", f.mask_out, "write the block pairs the algorithm visits as a mask file (Tr lines of "
                                             "Tc characters 0/1; --block-mask takes it back)")
@@ -270,6 +262,42 @@ std::string simulation_csv(std::span<const SimulationResult> results) {
   return out;
 }
 
+// An option that would change nothing in this run is refused, naming it, rather than ignored: what
+// needs the timing engine under --counts-only, what a room does not model, what only text shows.
+void refuse_ignored(const SimulateFlags& f, std::span<const Algo> rooms) {
+  const bool numerics_given = f.o_numerics->count() > 0, seed_given = f.o_seed->count() > 0;
+  if (f.counts_only) {
+    const std::pair<bool, std::string_view> engine_options[] = {
+        {!f.timeline.empty(), "--timeline"},           {f.hbmlab_kernels, "--hbmlab-kernels"},
+        {f.kv_descending, "--kv-descending"},          {f.o_launch_threads->count() > 0, "--launch-threads"},
+        {f.o_launch_registers->count() > 0, "--launch-registers"}, {f.o_launch_smem->count() > 0, "--launch-smem-bytes"},
+        {f.no_l2, "--no-l2"},                          {f.problem.auto_splits(), "--splits auto"}};
+    for (const auto& [given, option] : engine_options)
+      if (given) fail_input("{}: needs the timing engine, not --counts-only", option);
+    if (numerics_given && f.numerics != "off") fail_input("--numerics: --counts-only checks no numerics");
+    if (seed_given) fail_input("--seed: seeds the numerics check, which --counts-only skips");
+  }
+  if (seed_given && f.numerics == "off") fail_input("--seed: seeds the numerics check, which --numerics off skips");
+  if (f.o_steps_limit->count() > 0 && !f.steps) fail_input("--steps-limit: goes with --steps");
+  if (f.steps && (f.json || f.csv)) fail_input("--steps: narrates in the text report, not with {}", f.json ? "--json" : "--csv");
+  std::vector<Algo> kv_order;  // the rooms for which --kv-descending means something
+  for (Pass pass : {Pass::forward, Pass::backward})
+    for (Algo a : algorithms(pass))
+      if (a->has_kv_order()) kv_order.push_back(a);
+  for (Algo a : rooms) {
+    if (f.kv_descending && !a->has_kv_order())
+      fail_input("--kv-descending: {} has no K/V order to reverse ({} {})", to_string(a), names_of(kv_order),
+                 kv_order.size() == 1 ? "has one" : "have one");
+    const std::pair<bool, std::string_view> launch_options[] = {{f.o_launch_threads->count() > 0, "--launch-threads"},
+                                                                {f.o_launch_registers->count() > 0, "--launch-registers"},
+                                                                {f.o_launch_smem->count() > 0, "--launch-smem-bytes"}};
+    for (const auto& [given, option] : launch_options)
+      if (given && !a->takes_launch())
+        fail_input("{}: {} launches library GEMMs, whose launch hbmlab does not set (the other rooms take it)", option,
+                   to_string(a));
+  }
+}
+
 std::vector<SimulationResult> simulate_scenario(const Scenario& s, const SimulateFlags* flags) {
   SimulateRequest request = request_for(s);
   if (flags) {
@@ -280,7 +308,7 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     request.seed = static_cast<std::uint64_t>(flags->seed);
     request.l2_enabled = !flags->no_l2;
     request.counts_only = flags->counts_only;
-    if (flags->counts_only && !flags->timeline.empty()) fail_input("--timeline: needs the timing engine, not --counts-only");
+    refuse_ignored(*flags, rooms_of(s));
     request.record_timeline = !flags->timeline.empty();
     auto positive = [](std::int64_t v, std::string_view option) {
       if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);
@@ -452,6 +480,11 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
       config.densities.push_back(s);
     }
     if (config.densities.size() < 2) fail_input("--densities: a fit needs at least two densities");
+    // Only a room that takes a block mask has an s sweep; for the others the list would be ignored.
+    if (std::none_of(config.algos.begin(), config.algos.end(), [](Algo a) { return a->supports().block_mask; }))
+      fail_input("--densities: {} take{} no block mask, so there is no density sweep ({} take one)",
+                 names_of(config.algos), config.algos.size() == 1 ? "s" : "",
+                 names_of(rooms_supporting(&ShapeSupport::block_mask)));
   }
   auto positive = [](std::int64_t v, std::string_view option) {
     if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);

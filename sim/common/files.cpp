@@ -33,4 +33,22 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   }
 }
 
+void write_output(std::string_view option, const std::string& path, std::string_view contents) {
+  try {
+    write_file_atomically(path, contents);
+  } catch (const InputError& e) {
+    fail_input("{}: {}", option, e.what());
+  }
+}
+
+void check_output(std::string_view option, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail_input("{}: {}: cannot write: {}", option, path, std::strerror(EISDIR));
+  const std::string temp = fmt::format("{}.tmp.{}", path, ::getpid());
+  const bool opened = std::ofstream(temp, std::ios::binary | std::ios::trunc).is_open();
+  const int error = errno;
+  if (!opened) fail_input("{}: {}: cannot write: {}", option, path, std::strerror(error));
+  std::remove(temp.c_str());
+}
+
 }  // namespace hbmlab

@@ -18,6 +18,12 @@ std::string format_count(double count) {
   return (count < 0 ? "-" : "") + out;
 }
 
+std::string format_ctas(std::int64_t ctas, std::int64_t tiles) {
+  if (tiles <= ctas) return format_count(double(ctas)) + " CTAs";
+  return fmt::format("{} persistent CTA{} walking {} tiles", format_count(double(ctas)), ctas == 1 ? "" : "s",
+                     format_count(double(tiles)));
+}
+
 std::string format_si(double value, const char* unit) {
   static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
   int k = 0;

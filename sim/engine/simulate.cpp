@@ -81,7 +81,7 @@ TimeEstimate estimate_roofline(const GpuSpec& gpu, Algo algo, const AttentionPro
   t.compute_s = double(total.matmul_flops) / (gpu.tensor_tflops * 1e12) +
                 double(total.non_matmul_flops) / (gpu.non_matmul_tflops * 1e12);
   t.predicted_s = std::max(t.hbm_s, t.compute_s);
-  t.ctas = algo->roofline_ctas_per_instance(g) * algo->instances(p);
+  t.ctas = t.tiles = algo->roofline_ctas_per_instance(g) * algo->instances(p);
   t.ctas_per_sm = std::clamp<std::int64_t>(sram_bytes_per_sm / std::max<std::int64_t>(working_set_bytes, 1), 1,
                                            gpu.max_ctas_per_sm);
   t.waves = ceil_div(t.ctas, gpu.sm_count * t.ctas_per_sm);
@@ -108,9 +108,10 @@ TimeEstimate time_estimate(const EngineResult& e) {
   t.hbm_s = e.hbm_s;
   t.compute_s = e.compute_s;
   const auto largest = std::max_element(e.kernels.begin(), e.kernels.end(),
-                                        [](const KernelTiming& a, const KernelTiming& b) { return a.ctas < b.ctas; });
+                                        [](const KernelTiming& a, const KernelTiming& b) { return a.tiles < b.tiles; });
   if (largest != e.kernels.end()) {
     t.ctas = largest->ctas;
+    t.tiles = largest->tiles;
     t.ctas_per_sm = largest->ctas_per_sm;
     t.waves = largest->waves;
   }

@@ -49,11 +49,12 @@ struct NumericsResult {
 
 // The time figures of the JSON contract. simulate() fills them from the timing engine
 // (model "engine"); estimate_roofline() is the simple bound kept for comparison.
-// For standard, ctas, ctas_per_sm and waves are those of its largest kernel (S = QKᵀ).
+// For standard, ctas, tiles, ctas_per_sm and waves are those of its largest kernel (S = QKᵀ); tiles
+// exceed ctas where persistent CTAs walk them (KernelTiming).
 struct TimeEstimate {
   std::string model = "roofline";
   double predicted_s = 0, hbm_s = 0, compute_s = 0;
-  std::int64_t ctas = 0, ctas_per_sm = 0, waves = 0;
+  std::int64_t ctas = 0, tiles = 0, ctas_per_sm = 0, waves = 0;
 };
 
 struct SimulationResult {

@@ -465,10 +465,12 @@ KernelTiming Replay::begin_kernel(const KernelPlan& k, const Occupancy& occ) con
   kt.name = k.name;
   kt.overlap = k.overlap;
   kt.on_chip = k.on_chip;
-  kt.ctas = k.ctas();
+  kt.tiles = k.ctas();
+  const std::int64_t slots = gpu_.sm_count * occ.ctas_per_sm;
+  kt.ctas = k.static_tiles.ctas > 0 ? k.static_tiles.ctas : k.persistent ? std::min(kt.tiles, slots) : kt.tiles;
   kt.ctas_per_sm = occ.ctas_per_sm;
   kt.occupancy_limit = occ.limit;
-  kt.waves = ceil_div(kt.ctas, gpu_.sm_count * occ.ctas_per_sm);
+  kt.waves = ceil_div(kt.tiles, slots);
   kt.smem_bytes_per_cta = k.smem_bytes_per_cta;
   kt.threads_per_cta = k.threads_per_cta;
   kt.registers_per_thread = k.registers_per_thread;
@@ -753,7 +755,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   KernelTiming kt = begin_kernel(k, occ);
   const double start_s = now_s_ + gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
   const PipeCosts pipes = pipe_costs(k, rates_, occ.ctas_per_sm);
-  Grid grid{static_cast<std::int64_t>(k.programs.size()), kt.ctas, 0, k.static_tiles};
+  Grid grid{static_cast<std::int64_t>(k.programs.size()), kt.tiles, 0, k.static_tiles};
   std::vector<std::vector<Resident>> resident = place_first_wave(grid, occ.ctas_per_sm, start_s);
   // The last wave spread over the SMs as measured: for up to 3 CTAs an SM (gpu/bench/cta_placement.cu
   // ran 1–3); with more, every freed slot takes the next CTA at once, to the grid's end.
@@ -943,8 +945,8 @@ std::string timeline_chrome_trace(const EngineResult& r, const GpuSpec& gpu) {
                          sm * max_slots + slot, sm, slot);
   for (const KernelTiming& k : r.kernels)
     out += fmt::format(",\n{{\"ph\":\"X\",\"pid\":0,\"tid\":0,\"name\":\"{}\",\"ts\":{:.4f},\"dur\":{:.4f},"
-                       "\"args\":{{\"ctas\":{},\"ctas_per_sm\":{},\"waves\":{}}}}}",
-                       k.name, us(k.start_s), us(k.time_s), k.ctas, k.ctas_per_sm, k.waves);
+                       "\"args\":{{\"ctas\":{},\"tiles\":{},\"ctas_per_sm\":{},\"waves\":{}}}}}",
+                       k.name, us(k.start_s), us(k.time_s), k.ctas, k.tiles, k.ctas_per_sm, k.waves);
   for (const CtaSpan& c : r.timeline.ctas)
     out += fmt::format(",\n{{\"ph\":\"X\",\"pid\":1,\"tid\":{},\"name\":\"{} CTA {}\",\"ts\":{:.4f},\"dur\":{:.4f}}}",
                        c.sm * max_slots + c.slot, r.kernels[c.kernel].name, c.cta, us(c.start_s), us(c.end_s - c.start_s));

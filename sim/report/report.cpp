@@ -94,7 +94,7 @@ Json engine_time_json(const SimulationResult& r) {
   Json kernels = Json::array();
   for (const KernelTiming& k : r.engine.kernels)
     kernels.push_back({{"name", k.name}, {"time_s", k.time_s}, {"start_s", k.start_s}, {"ctas", k.ctas},
-                       {"ctas_per_sm", k.ctas_per_sm}, {"occupancy_limit", k.occupancy_limit}, {"waves", k.waves},
+                       {"tiles", k.tiles}, {"ctas_per_sm", k.ctas_per_sm}, {"occupancy_limit", k.occupancy_limit}, {"waves", k.waves},
                        {"smem_bytes_per_cta", k.smem_bytes_per_cta}, {"threads_per_cta", k.threads_per_cta},
                        {"registers_per_thread", k.registers_per_thread}, {"double_buffered", k.double_buffered},
                        {"overlap", k.overlap}, {"rounds", k.rounds},
@@ -104,7 +104,7 @@ Json engine_time_json(const SimulationResult& r) {
                        {"on_chip", on_chip_json(k.on_chip, k.time_s, r.gpu)}});
   return {{"model", r.time.model}, {"predicted_s", r.time.predicted_s}, {"hbm_s", r.time.hbm_s},
           {"compute_s", r.time.compute_s}, {"l2_s", r.engine.l2_s}, {"ctas", r.time.ctas},
-          {"ctas_per_sm", r.time.ctas_per_sm}, {"waves", r.time.waves},
+          {"tiles", r.time.tiles}, {"ctas_per_sm", r.time.ctas_per_sm}, {"waves", r.time.waves},
           {"launch", r.launch.hbmlab_kernels ? "hbmlab-kernels" : "reference"}, {"kernels", kernels}};
 }
 
@@ -237,8 +237,8 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
              format_seconds(r.time.hbm_s), format_seconds(r.time.compute_s));
   fmt::print(out, "  launch    {}\n", launch_text(r));
   for (const KernelTiming& k : e.kernels)
-    fmt::print(out, "  kernel    {:<24} {:>10}: {} CTAs, {} per SM ({}-limited), {} waves; {}\n", k.name,
-               format_seconds(k.time_s), format_count(double(k.ctas)), k.ctas_per_sm, k.occupancy_limit,
+    fmt::print(out, "  kernel    {:<24} {:>10}: {}, {} per SM ({}-limited), {} waves; {}\n", k.name,
+               format_seconds(k.time_s), format_ctas(k.ctas, k.tiles), k.ctas_per_sm, k.occupancy_limit,
                format_count(double(k.waves)), limiter_text(k));
   if (e.l2_enabled) {
     fmt::print(out, "  L2        SM↔L2 {} read ({:.1f}% hit), {} written\n", format_bytes(double(e.sm_read_bytes())),

@@ -1,7 +1,9 @@
 // What every benchmark takes: nothing (the full sizes its header names), or --smoke (tiny sizes and
-// one repetition, so CTest runs each benchmark on every build: `ctest -L bench`).
+// one repetition, so CTest runs each benchmark on every build: `ctest -L bench`); and how each times.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -25,6 +27,18 @@ inline Args parse_args(int argc, char** argv) {
     }
   }
   return args;
+}
+
+// The fastest of `reps` runs of work(), in seconds of wall-clock time.
+template <class F>
+double best_seconds(int reps, F&& work) {
+  double best = 1e9;
+  for (int rep = 0; rep < reps; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
 }
 
 }  // namespace hbmlab::bench

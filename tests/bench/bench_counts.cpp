@@ -13,20 +13,6 @@
 
 using namespace hbmlab;
 
-namespace {
-
-double best_seconds(int reps, Algo algo, const AttentionProblem& p, Blocks b, Counts& counts) {
-  double best = 1e9;
-  for (int rep = 0; rep < reps; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    counts = count_problem(algo, p, b);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   const bench::Args args = bench::parse_args(argc, argv);
   const int reps = args.reps(5);
@@ -52,7 +38,7 @@ int main(int argc, char** argv) {
       const Blocks b = c.blocks ? *c.blocks
                                 : choose_blocks(algo, c.problem, {a100.sram_bytes_per_sm, a100.sram_bytes_per_block}).blocks;
       Counts counts;
-      const double s = best_seconds(reps, algo, c.problem, b, counts);
+      const double s = bench::best_seconds(reps, [&] { counts = count_problem(algo, c.problem, b); });
       std::printf("%-40s %-9s %12lld %14lld %10.4f\n", c.name, std::string(to_string(algo)).c_str(),
                   static_cast<long long>(counts.steps / c.problem.instances()), static_cast<long long>(counts.hbm_bytes()), s);
     }
@@ -70,12 +56,7 @@ int main(int argc, char** argv) {
         request.block_cols = c.blocks->Bc;
       }
       request.counts_only = true;
-      double best = 1e9;
-      for (int rep = 0; rep < reps; ++rep) {
-        const auto t0 = std::chrono::steady_clock::now();
-        (void)simulate(request);
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      }
+      const double best = bench::best_seconds(reps, [&] { (void)simulate(request); });
       std::printf("%-40s %-9s %10.4f\n", c.name, std::string(to_string(algo)).c_str(), best);
     }
   return 0;

@@ -18,20 +18,7 @@
 
 using namespace hbmlab;
 
-namespace {
-
-template <class F>
-double best_seconds(int reps, F work) {
-  double best = 1e9;
-  for (int rep = 0; rep < reps; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    work();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
-}  // namespace
+using bench::best_seconds;
 
 int main(int argc, char** argv) {
   const bench::Args args = bench::parse_args(argc, argv);

@@ -40,13 +40,8 @@ int main(int argc, char** argv) {
   if (args.smoke) std::printf("--smoke: the cases below at B=2 H=2 and N = 2048 for the 64K ones, one repetition\n");
   std::printf("%-42s %10s %12s %12s %12s %8s\n", "case", "wall", "predicted", "DRAM read", "SM-L2 read", "CTAs");
   for (const Case& c : cases) {
-    double best = 1e9;
     EngineResult r;
-    for (int rep = 0; rep < args.reps(3); ++rep) {
-      const auto t0 = std::chrono::steady_clock::now();
-      r = run_engine(c.algo, c.problem, c.blocks, c.gpu, c.options);
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
+    const double best = bench::best_seconds(args.reps(3), [&] { r = run_engine(c.algo, c.problem, c.blocks, c.gpu, c.options); });
     std::int64_t ctas = 0;
     for (const KernelTiming& k : r.kernels) ctas += k.ctas;
     std::printf("%-42s %8.3f s %9.3f ms %9.1f MB %9.1f MB %8lld\n", c.name, best, r.predicted_s * 1e3,

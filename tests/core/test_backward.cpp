@@ -16,6 +16,7 @@
 #include "sim/algo/blocks.hpp"
 #include "sim/bounds/bounds.hpp"
 #include "sim/cli/cli.hpp"
+#include "tests/core/cli_run.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/engine/simulate.hpp"
 #include "sim/engine/timing.hpp"
@@ -23,6 +24,8 @@
 #include "sim/spec/gpu_spec.hpp"
 
 using namespace hbmlab;
+using hbmlab::testing::Run;
+using hbmlab::testing::run;
 
 namespace {
 
@@ -38,11 +41,6 @@ void check_tensor(const Counts& c, Tensor t, std::int64_t read_bytes, std::int64
   CHECK(c[t].write_bytes == write_bytes);
 }
 
-struct Run {
-  int code;
-  std::string out, err;
-};
-
 // A block mask given as Tr strings of Tc characters '0' or '1', as a mask file would be.
 struct Pattern final : BlockMask {
   explicit Pattern(std::vector<std::string> rows) : rows(std::move(rows)) {}
@@ -50,12 +48,6 @@ struct Pattern final : BlockMask {
   std::string spec() const override { return "pattern"; }
   std::vector<std::string> rows;
 };
-
-Run run(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
 
 }  // namespace
 

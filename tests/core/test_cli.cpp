@@ -7,26 +7,21 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/cli.hpp"
+#include "tests/core/cli_run.hpp"
+#include "sim/common/error.hpp"
+#include "sim/common/files.hpp"
 #include "sim/common/units.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
 using namespace hbmlab;
+using hbmlab::testing::Run;
+using hbmlab::testing::run;
 
 namespace {
-
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-Run run(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
 
 bool one_line(const std::string& text) {
   return !text.empty() && text.back() == '\n' && std::count(text.begin(), text.end(), '\n') == 1;
@@ -162,6 +157,78 @@ TEST_CASE("an output file that cannot be written is refused naming its option", 
     CHECK(one_line(r.err));
     CHECK_THAT(r.err, Catch::StartsWith("hbmlab " + command + ": " + option + ": " + dir + "x: cannot write"));
   }
+  // `hbmlab measure --out` asks before it runs anything (check_output), in the same words, and leaves nothing.
+  auto refusal = [](const std::string& path) {
+    try {
+      check_output("--out", path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(refusal(dir + "x") == "--out: " + dir + "x: cannot write: No such file or directory");
+  const std::filesystem::path folder = std::filesystem::temp_directory_path() / "hbmlab-check-output";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  CHECK(refusal(folder.string()) == "--out: " + folder.string() + ": cannot write: Is a directory");
+  CHECK(refusal((folder / "records.json").string()).empty());
+  CHECK(std::filesystem::is_empty(folder));
+  std::filesystem::remove_all(folder);
+}
+
+TEST_CASE("an option that would change nothing in the run is refused naming it, not ignored", "[cli][errors]") {
+  const std::vector<std::string> toy = {"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4"};
+  auto refusal = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = toy;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Run r = run(args);
+    INFO(fmt::format("{}", fmt::join(extra, " ")));
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(one_line(r.err));
+    return r.err;
+  };
+  const std::string head = "hbmlab simulate: ";
+  // A room with no K/V order to reverse; flash3's plan is flash2's, but its kernels keep their own order.
+  for (const char* algo : {"flash1", "flash3", "standard"})
+    CHECK(refusal({"--algo", algo, "--kv-descending"}) ==
+          head + "--kv-descending: " + algo + " has no K/V order to reverse (flash2 has one)\n");
+  CHECK(refusal({"--algo", "flash2", "--pass", "both", "--kv-descending"}) ==
+        head + "--kv-descending: flash2 backward has no K/V order to reverse (flash2 has one)\n");
+  // What only the timing engine uses, under --counts-only.
+  for (const std::vector<std::string>& option :
+       {std::vector<std::string>{"--hbmlab-kernels"}, {"--kv-descending"}, {"--no-l2"}, {"--launch-threads", "64"},
+        {"--launch-registers", "64"}, {"--launch-smem-bytes", "64"}, {"--timeline", "t.json"}}) {
+    std::vector<std::string> extra = {"--algo", "flash2", "--counts-only"};
+    extra.insert(extra.end(), option.begin(), option.end());
+    CHECK(refusal(extra) == head + option.front() + ": needs the timing engine, not --counts-only\n");
+  }
+  CHECK(run({"simulate", "--algo", "flash-decoding", "--seq-len", "4096", "--query-len", "1", "--splits", "auto",
+             "--counts-only"}).err == head + "--splits auto: needs the timing engine, not --counts-only\n");
+  CHECK(refusal({"--counts-only", "--numerics", "full"}) == head + "--numerics: --counts-only checks no numerics\n");
+  CHECK(refusal({"--counts-only", "--seed", "3"}) == head + "--seed: seeds the numerics check, which --counts-only skips\n");
+  CHECK(refusal({"--numerics", "off", "--seed", "3"}) == head + "--seed: seeds the numerics check, which --numerics off skips\n");
+  CHECK(refusal({"--steps-limit", "3"}) == head + "--steps-limit: goes with --steps\n");
+  CHECK(refusal({"--steps", "--json"}) == head + "--steps: narrates in the text report, not with --json\n");
+  CHECK(refusal({"--steps", "--csv"}) == head + "--steps: narrates in the text report, not with --csv\n");
+  // standard's GEMMs are a library's: their threads, registers and shared memory are not hbmlab's to set.
+  CHECK(refusal({"--algo", "standard", "--launch-registers", "128"}) ==
+        head + "--launch-registers: standard launches library GEMMs, whose launch hbmlab does not set (the other rooms take it)\n");
+  // Each of these is taken where it means something.
+  std::vector<std::string> fine = toy;
+  for (const char* option : {"--algo", "flash2", "--kv-descending", "--launch-registers", "128", "--seed", "3", "--steps",
+                             "--steps-limit", "3", "--hbmlab-kernels", "--no-l2"})
+    fine.push_back(option);
+  const Run ok = run(fine);
+  CHECK(ok.code == 0);
+  CHECK(ok.err.empty());
+  std::vector<std::string> counts = toy;
+  for (const char* option : {"--algo", "flash2", "--counts-only", "--numerics", "off", "--steps"}) counts.push_back(option);
+  CHECK(run(counts).code == 0);
+  // bounds: a density sweep needs a room that takes a block mask.
+  CHECK(run({"bounds", "--algo", "standard", "--densities", "0.5,1"}).err ==
+        "hbmlab bounds: --densities: standard takes no block mask, so there is no density sweep (flash1, flash2 and "
+        "flash3 take one)\n");
 }
 
 TEST_CASE("what a command does not take is named in the order it was given", "[cli][errors]") {
@@ -295,8 +362,10 @@ TEST_CASE("simulate says which launch it times; with --hbmlab-kernels it is vali
   CHECK_THAT(with({}), Catch::Contains("\n  launch    the reference launch ("));
   CHECK_THAT(with({"--hbmlab-kernels"}), Catch::Contains("\n  launch    hbmlab's CUDA kernels in gpu/"));
   CHECK_THAT(with({"--launch-threads", "256"}), Catch::Contains("\n  launch    the reference launch as the --launch-*"));
-  // flash-decoding visits its K/V blocks in one order: --kv-descending leaves its launch as it was.
-  CHECK_THAT(with({"--kv-descending"}), Catch::Contains("\n  launch    the reference launch ("));
+  // flash-decoding visits its K/V blocks in one order: --kv-descending is refused, not ignored.
+  std::vector<std::string> descending = args;
+  descending.push_back("--kv-descending");
+  CHECK(run(descending).err == "hbmlab simulate: --kv-descending: flash-decoding has no K/V order to reverse (flash2 has one)\n");
   const auto reference = nlohmann::json::parse(with({"--json"}));
   const auto ours = nlohmann::json::parse(with({"--hbmlab-kernels", "--json"}));
   CHECK(reference["time"]["launch"] == "reference");

@@ -19,6 +19,7 @@
 #include "sim/algo/flashdecoding_pp/flashdecoding_pp.hpp"
 #include "sim/bounds/bounds.hpp"
 #include "sim/cli/cli.hpp"
+#include "tests/core/cli_run.hpp"
 #include "sim/common/error.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/engine/simulate.hpp"
@@ -30,6 +31,8 @@
 #include "sim/view/timeline_view.hpp"
 
 using namespace hbmlab;
+using hbmlab::testing::Run;
+using hbmlab::testing::run;
 
 namespace {
 
@@ -43,17 +46,6 @@ AttentionProblem decode_problem(std::int64_t B, std::int64_t H, std::int64_t Hkv
   p.query_len = Nq;
   p.kv_splits = S;
   return p;
-}
-
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-Run run(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = run_cli(args, out, err);
-  return {code, out.str(), err.str()};
 }
 
 }  // namespace

@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
+#include <tuple>
 
 #include "sim/algo/block_sparse/masks.hpp"
+#include "sim/algo/emitter.hpp"
 #include "sim/common/error.hpp"
 #include "sim/engine/replay.hpp"
 #include "sim/engine/simulate.hpp"
@@ -141,6 +144,52 @@ TEST_CASE("hbmlab's flash3 is planned persistent unless a block mask or a record
   CHECK(persistent(v4));
 }
 
+TEST_CASE("a persistent flash3 is reported as the CTAs it launches and the tiles they walk", "[flash3][timing][cli]") {
+  // Lesson 8's shape: 32 heads of 64 row blocks, 2,048 tiles; flash2 launches a CTA for each.
+  SimulateRequest r;
+  r.gpu = load_gpu("h100-sxm");
+  r.problem = AttentionProblem{1, 32, 8192, 128, Dtype::fp16, false};
+  r.block_rows = 128;
+  r.block_cols = 128;
+  r.numerics = NumericsMode::off;
+  auto grid = [&](const char* algo) {
+    r.algo = algo_named(algo);
+    const SimulationResult s = simulate(r);
+    REQUIRE(s.engine.kernels.size() == 1);
+    const KernelTiming& k = s.engine.kernels.front();
+    CHECK(s.time.ctas == k.ctas);
+    CHECK(s.time.tiles == k.tiles);
+    return std::tuple{k.ctas, k.tiles, k.waves};
+  };
+  CHECK(grid("flash2") == std::tuple{2048, 2048, 16});
+  CHECK(grid("flash3") == std::tuple{132, 2048, 16});  // FlashAttention-3's queue: one CTA per SM slot
+  r.launch.hbmlab_kernels = true;
+  CHECK(grid("flash3") == std::tuple{132, 2048, 16});  // hbmlab's v4: min(tiles, SMs) in a static order
+  r.problem.causal = true;
+  CHECK(grid("flash3") == std::tuple{132, 2048, 16});  // v4 under a causal mask: 1,024 pairs, still 132
+  r.problem.block_mask = parse_block_mask("local:1024");
+  CHECK(grid("flash3") == std::tuple{2048, 2048, 16});  // v3: one CTA per tile
+  r.problem.block_mask = nullptr;
+  r.launch.ctas = 200;  // a record's grid
+  CHECK(grid("flash3") == std::tuple{200, 2048, 16});
+  r.launch = {};
+  r.problem.causal = false;
+  r.algo = algo_named("flash3");
+  const SimulationResult s = simulate(r);
+  std::ostringstream text;
+  print_simulation(text, s);
+  CHECK_THAT(text.str(), Catch::Contains(": 132 persistent CTAs walking 2,048 tiles, 1 per SM (SRAM-limited), 16 waves;"));
+  const Json j = simulation_json(s);
+  CHECK(j["time"]["ctas"] == 132);
+  CHECK(j["time"]["tiles"] == 2048);
+  CHECK(j["time"]["kernels"][0]["ctas"] == 132);
+  CHECK(j["time"]["kernels"][0]["tiles"] == 2048);
+  r.algo = algo_named("flash2");
+  std::ostringstream f2;
+  print_simulation(f2, simulate(r));
+  CHECK_THAT(f2.str(), Catch::Contains(": 2,048 CTAs, 1 per SM (SRAM-limited), 16 waves;"));
+}
+
 TEST_CASE("hbmlab's v4 is planned in its kernel's static tile order; other flash3 launches keep the queue",
           "[flash3][timing]") {
   const Algo f3 = algo_named("flash3");
@@ -188,6 +237,49 @@ TEST_CASE("hbmlab's v4 is planned in its kernel's static tile order; other flash
   CHECK(flops(r4, r4.programs[0]) == flops(r4, r4.programs[1]));  // position 0 is Q_10, the ragged one
   const KernelPlan r3 = f3->plan_kernels(ragged, {192, 128}, gpu, EngineOptions{}).front();
   CHECK(3 * flops(r3, r3.programs[10]) == 2 * flops(r3, r3.programs[0]));  // the queue's plan: 128 of 192 rows
+}
+
+TEST_CASE("hbmlab's flash3 kernels are charged whole tiles for ragged Q and K/V blocks, v3 and v4 alike",
+          "[flash3][timing]") {
+  // The kernel computes every pair as a whole Br × Bc tile (rows past N are zeros, keys past N masked):
+  // 4·Br·Bc·d FLOPs of products and kScoreOps·Br·Bc of softmax scores a pair, whatever N is.
+  const Algo f3 = algo_named("flash3");
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  const Blocks b{128, 128};
+  for (const std::int64_t N : {2048, 2000, 1985, 2047})
+    for (const bool causal : {false, true})
+      for (const char* mask : {"", "local:700"})
+        for (const bool v3_by_grid : {false, true}) {
+          AttentionProblem p{1, 4, N, 128, Dtype::fp16, causal};
+          if (*mask) p.block_mask = parse_block_mask(mask);
+          const BlockGrid g(p, b);
+          EngineOptions o;
+          o.launch.hbmlab_kernels = true;
+          if (v3_by_grid) o.launch.ctas = g.Tr * p.instances();  // a record of v3: one CTA per tile
+          INFO("N=" << N << " causal=" << causal << " mask=" << mask << " v3 by its grid=" << v3_by_grid);
+          const KernelPlan k = f3->plan_kernels(p, b, gpu, o).front();
+          std::int64_t pairs = 0;
+          for (std::int64_t i = 0; i < g.Tr; ++i)
+            for (std::int64_t j = 0; j < g.Tc; ++j) pairs += g.skipped(i, j) ? 0 : 1;
+          std::int64_t matmul = 0, scores_and_more = 0;
+          for (const CtaProgram& c : k.programs)
+            for (std::int32_t n = c.first_phase; n < c.first_phase + c.phase_count; ++n) {
+              matmul += k.phases[n].matmul_flops;
+              scores_and_more += k.phases[n].non_matmul_flops;
+            }
+          CHECK(matmul == pairs * 4 * b.Br * b.Bc * p.head_dim);
+          // Softmax of whole tiles, plus what is per row (statistics, rescales, epilogue) for all Br rows.
+          CHECK(scores_and_more >= pairs * kScoreOps * b.Br * b.Bc);
+          CHECK(scores_and_more < pairs * (kScoreOps * b.Br * b.Bc + b.Br * (p.head_dim + 8)) + g.Tr * b.Br * (p.head_dim + 2));
+          // The reference launch (FlashAttention-3's, cuDNN's) keeps the real rows' and keys' share.
+          const KernelPlan reference = f3->plan_kernels(p, b, gpu, EngineOptions{}).front();
+          std::int64_t reference_matmul = 0;
+          for (const CtaPhase& phase : reference.phases) reference_matmul += phase.matmul_flops;
+          std::int64_t real = 0;
+          for (std::int64_t i = 0; i < g.Tr; ++i)
+            for (std::int64_t j = 0; j < g.Tc; ++j) real += g.skipped(i, j) ? 0 : 4 * g.rows(i) * g.cols(j) * p.head_dim;
+          CHECK(reference_matmul == real);
+        }
 }
 
 TEST_CASE("flash3's on-chip counts are its wgmma kernel's, not flash2's ldmatrix", "[flash3][on_chip]") {

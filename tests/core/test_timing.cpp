@@ -541,7 +541,9 @@ TEST_CASE("CTAs per SM and waves = ⌈CTAs / (SMs × CTAs per SM)⌉", "[engine]
             const std::int64_t by_sram = h100.sram_bytes_per_sm / k.smem_bytes_per_cta;
             const std::int64_t by_threads = h100.max_threads_per_sm / k.threads_per_cta;
             CHECK(k.ctas_per_sm == std::min({h100.max_ctas_per_sm, by_sram, by_threads}));
-            CHECK(k.waves == (k.ctas + h100.sm_count * k.ctas_per_sm - 1) / (h100.sm_count * k.ctas_per_sm));
+            // Waves of tiles: a persistent kernel's CTAs (flash3) each walk that many tiles.
+            CHECK(k.waves == (k.tiles + h100.sm_count * k.ctas_per_sm - 1) / (h100.sm_count * k.ctas_per_sm));
+            CHECK(k.ctas <= k.tiles);
           }
         }
   }

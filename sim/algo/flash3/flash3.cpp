@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/algo/emitter.hpp"
 #include "sim/algo/tiled_room.hpp"
 #include "sim/algo/warp_layout.hpp"
 
@@ -94,6 +95,7 @@ public:
       // (LaunchOverride::ctas). FlashAttention-3's and cuDNN's kernels are persistent.
       if (options.launch.ctas) plan.persistent = *options.launch.ctas < plan.ctas();
       else plan.persistent = !(options.launch.hbmlab_kernels && p.block_mask);
+      if (options.launch.hbmlab_kernels) charge_whole_tiles(p, b, plan);
       if (options.launch.hbmlab_kernels && plan.persistent) walk_as_v4(p, b, plan, gpu, options.launch);
       if (!options.launch.threads_per_cta) plan.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
       if (!options.launch.smem_bytes_per_cta) plan.smem_bytes_per_cta = working_set_bytes(p, b);
@@ -152,15 +154,44 @@ protected:
 private:
   static const Algorithm& flash2() { return flash2_room(); }
 
+  // hbmlab's kernels (every rung, v3 and v4 alike) compute whole tiles: the copy engine fills the rows
+  // of a ragged last Q_i and K_j, V_j past N with zeros, and the consumers multiply them and mask the
+  // keys past N (gpu/flash3.cu). So a pair of the ragged last row block costs Br rows of work, and a
+  // pair with the ragged last K/V block Bc keys: its products 4·r·Bc·d FLOPs and its softmax
+  // kScoreOps·r·Bc, not the real rows' and keys' share flash2's steps charge. (A ragged row block
+  // charged less would also run ahead of the others: with a static order the same CTAs would take it
+  // every time, e.g. Tr = 11 and a grid of 132 = 12·11.)
+  static void charge_whole_tiles(const AttentionProblem& p, Blocks b, KernelPlan& plan) {
+    const auto Tr = static_cast<std::int64_t>(plan.programs.size());
+    const std::int64_t Tc = ceil_div(p.seq_len, b.Bc), last_cols = p.seq_len - (Tc - 1) * b.Bc;
+    if (last_cols < b.Bc)
+      for (CtaPhase& phase : plan.phases) {
+        const auto first = plan.accesses.begin() + phase.first_access;
+        const bool last_kv = std::any_of(first, first + phase.access_count, [&](const TileAccess& a) {
+          return a.tensor == Tensor::K && !a.store && a.tile == Tc - 1;
+        });
+        if (!last_kv || phase.matmul_flops == 0) continue;
+        // The phase's products are S = Q_i K_jᵀ and P̃ V_j, 2·r·c·d each: r·c scores.
+        const std::int64_t rows = phase.matmul_flops / (4 * last_cols * p.head_dim), pad = b.Bc - last_cols;
+        phase.matmul_flops += 4 * rows * pad * p.head_dim;
+        phase.non_matmul_flops += kScoreOps * rows * pad;
+      }
+    if (const std::int64_t last_rows = p.Nq() - (Tr - 1) * b.Br; Tr > 0 && last_rows > 0 && last_rows < b.Br) {
+      const CtaProgram& last = plan.programs[p.causal ? 0 : Tr - 1];  // Q_{Tr−1}: first in a causal plan
+      for (std::int32_t n = last.first_phase; n < last.first_phase + last.phase_count; ++n) {
+        CtaPhase& phase = plan.phases[n];
+        phase.matmul_flops = phase.matmul_flops * b.Br / last_rows;
+        phase.non_matmul_flops = phase.non_matmul_flops * b.Br / last_rows;
+      }
+    }
+  }
+
   // hbmlab's v4 (gpu/flash3.cu, tile_at and next_tile) walks its tiles in a static order, which the
   // plan spells out (KernelPlan::static_tiles): min(walkers, SMs) CTAs, or the record's grid. A head's
   // row blocks run from the last one down; under a causal mask (no block mask) CTA c takes them two
   // by two, positions 2c and 2c + 1 then 2c + 2·grid and 2c + 2·grid + 1, …, and a head's positions
   // are ordered longest, shortest, second longest, second shortest, … (every second head backwards
-  // when Tr is odd), so each pair holds rows i and Tr − 1 − i. A ragged last row block (N not a
-  // multiple of Br) costs the kernel a whole one: the copy engine fills its rows past N with zeros and
-  // the consumers compute them, so its CTA does not run ahead of the others (with a static order the
-  // same CTAs would take it every time, e.g. Tr = 11 and a grid of 132 = 12·11).
+  // when Tr is odd), so each pair holds rows i and Tr − 1 − i.
   static void walk_as_v4(const AttentionProblem& p, Blocks b, KernelPlan& plan, const GpuSpec& gpu,
                          const LaunchOverride& launch) {
     const auto Tr = static_cast<std::int64_t>(plan.programs.size());
@@ -170,14 +201,6 @@ private:
       if (p.causal) std::reverse(rows.begin(), rows.end());
       return rows;
     }();
-    if (const std::int64_t last_rows = p.Nq() - (Tr - 1) * b.Br; Tr > 0 && last_rows > 0 && last_rows < b.Br) {
-      const CtaProgram& last = by_row[Tr - 1];
-      for (std::int32_t n = last.first_phase; n < last.first_phase + last.phase_count; ++n) {
-        CtaPhase& phase = plan.phases[n];
-        phase.matmul_flops = phase.matmul_flops * b.Br / last_rows;
-        phase.non_matmul_flops = phase.non_matmul_flops * b.Br / last_rows;
-      }
-    }
     for (std::int64_t q = 0; q < Tr; ++q) {
       const std::int64_t i = !paired ? Tr - 1 - q : q % 2 ? q / 2 : Tr - 1 - q / 2;
       plan.programs[q] = by_row[i];

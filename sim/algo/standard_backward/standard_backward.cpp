@@ -266,6 +266,7 @@ public:
 
   // Its largest kernel, dP = dO Vᵀ, has one CTA per tile of dP.
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr * g.Tc; }
+  bool takes_launch() const override { return false; }  // its GEMMs' tiles and threads are the library's
 
   std::optional<ForwardState> forward_state(const AttentionProblem& p) const override {
     const std::int64_t P_bytes = p.seq_len * p.seq_len * p.elem_bytes();
