@@ -269,14 +269,12 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
   auto softmax = [&](int j, float(&rescale)[2]) {
     const int col0 = j * kBc;
     if (col0 + kBc > N || (kCausal && col0 + kBc - 1 > row_begin + wg_row0 + warp * 16)) {
-      // One bound per row: the last key it sees (N − 1, or under a causal mask the row itself), counted
-      // from this thread's first column, so each element is one comparison with a constant.
-      int last[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) last[h] = (kCausal ? min(N - 1, q_row0 + 8 * h) : N - 1) - col0 - (lane % 4) * 2;
-#pragma unroll
-      for (int k = 0; k < kBc / 2; ++k)
-        if ((k / 4) * 8 + (k % 2) > last[(k / 2) % 2]) reg_S[k] = -INFINITY;
+      for (int k = 0; k < kBc / 2; ++k) {
+        const int col = col0 + (k / 4) * 8 + (lane % 4) * 2 + (k % 2);
+        const int row = q_row0 + ((k / 2) % 2) * 8;
+        if (col >= N || (kCausal && col > row)) reg_S[k] = -INFINITY;
+      }
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -384,17 +382,54 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
     release(q_empty);  // every S of this tile has landed: Q_i's buffer may take the next tile's
   } else {
     // S_0 alone, its softmax; then each turn issues S_j and P̃_{j−1}V_{j−1} together.
-    // v4 without a block mask at Br = 192 (kOwnBlocks): this warpgroup stops at the last K/V block its
-    // own 64 rows reach (jw ≤ j_end; under a causal mask the tile's last block can lie wholly after
-    // them), and a warpgroup whose rows all lie past N computes nothing (jw = 0). The blocks it leaves
-    // out it would mask whole; it still takes its turns and empties their stages with the others. At
-    // Br = Bc every warpgroup reaches the tile's last block, so there it is left out.
+    // v4 without a block mask at Br = 192 (kOwnBlocks): a warpgroup whose rows all lie past N computes
+    // nothing (jw = 0), and under a causal mask one whose last row comes before the tile's last K/V
+    // block leaves that block out (jw = j_end − 1), as it would mask it whole; it still takes its turns
+    // and empties the stages with the others. At Br = Bc every warpgroup reaches the tile's last block.
+    // The loop's bound stays the tile's own, the same for every warpgroup: a bound of its own (jw)
+    // made the ring's stage and parity per-thread values to the compiler, whose shared-memory
+    // descriptors were then computed after the pingpong barrier, on the turn (7–10 % slower).
     constexpr bool kOwnBlocks = kPersistent && !kMasked && kBr > kBc;
     const int first_row = row_begin + wg_row0;
     const int jw = !kOwnBlocks ? j_end
                    : first_row >= N ? 0
-                   : kCausal ? min(j_end, min(first_row + 63, N - 1) / kBc + 1)
-                             : j_end;
+                   : kCausal && min(first_row + 63, N - 1) < (j_end - 1) * kBc ? j_end - 1
+                                                                             : j_end;
+    auto turn = [&](int j) {  // S_j with P̃_{j−1}V_{j−1}
+      const int kv_block = block_at(list0, j);
+      const int s = stage(j), sp = stage(j - 1);
+      mbar_wait(k_full(s), parity(j));
+      mbar_wait(v_full(sp), parity(j - 1));
+      my_turn();
+      issue_S(s);
+      issue_PV(sp);
+      partners_turn();
+      wgmma_wait<1>();  // S_j has landed; P̃_{j−1}V_{j−1} may still run
+      fence_operands(reg_S);
+      release(k_empty(s));
+      softmax(kv_block, rescale);
+      wgmma_wait<0>();
+      fence_operands(reg_O);
+#pragma unroll
+      for (int kt = 0; kt < kBc / 16; ++kt) fence_operands(reg_P[kt]);
+      release(v_empty(sp));
+      rescale_O(rescale);
+      pack_P();
+    };
+    auto pv_only = [&](int j) {  // jw = j: K_j lies after this warpgroup's rows; P̃_{j−1}V_{j−1} alone
+      const int s = stage(j), sp = stage(j - 1);
+      mbar_wait(k_full(s), parity(j));
+      mbar_wait(v_full(sp), parity(j - 1));
+      my_turn();
+      issue_PV(sp);
+      partners_turn();
+      wgmma_wait<0>();
+      fence_operands(reg_O);
+#pragma unroll
+      for (int kt = 0; kt < kBc / 16; ++kt) fence_operands(reg_P[kt]);
+      release(k_empty(s));
+      release(v_empty(sp));
+    };
     if (!kOwnBlocks || jw > 0) {
       const int kv_block0 = block_at(list0, 0);
       mbar_wait(k_full(stage(0)), parity(0));
@@ -406,43 +441,27 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       release(k_empty(stage(0)));
       softmax(kv_block0, rescale);
       pack_P();
-      for (int j = 1; j < jw; ++j) {
-        const int kv_block = block_at(list0, j);
-        const int s = stage(j), sp = stage(j - 1);
-        mbar_wait(k_full(s), parity(j));
-        mbar_wait(v_full(sp), parity(j - 1));
-        my_turn();
-        issue_S(s);
-        issue_PV(sp);
-        partners_turn();
-        wgmma_wait<1>();  // S_j has landed; P̃_{j−1}V_{j−1} may still run
-        fence_operands(reg_S);
-        release(k_empty(s));
-        softmax(kv_block, rescale);
-        wgmma_wait<0>();
-        fence_operands(reg_O);
-#pragma unroll
-        for (int kt = 0; kt < kBc / 16; ++kt) fence_operands(reg_P[kt]);
-        release(v_empty(sp));
-        rescale_O(rescale);
-        pack_P();
+      for (int j = 1; j < j_end; ++j) {
+        if (kOwnBlocks && kCausal && j == jw) pv_only(j);
+        else turn(j);
       }
       release(q_empty);  // every S of this tile has landed: Q_i's buffer may take the next tile's
-      const int s_last = stage(jw - 1);
-      mbar_wait(v_full(s_last), parity(jw - 1));
+      const bool last_pv = !kOwnBlocks || !kCausal || jw == j_end;  // else P̃V of block jw − 1 went with K_jw's turn
+      const int s_last = stage(j_end - 1);
+      mbar_wait(v_full(s_last), parity(j_end - 1));
       my_turn();
-      issue_PV(s_last);
+      if (last_pv) issue_PV(s_last);
       partners_turn();
-      wgmma_wait<0>();
-      fence_operands(reg_O);
+      if (last_pv) {
+        wgmma_wait<0>();
+        fence_operands(reg_O);
+      }
       release(v_empty(s_last));
-    } else {  // rows past N: no S of this warpgroup, one turn for the S_0 round
+    } else if constexpr (kOwnBlocks) {  // rows past N: no product, a turn for each round, the stages emptied
       release(q_empty);
       my_turn();
       partners_turn();
-    }
-    if constexpr (kOwnBlocks) {
-      for (int j = jw; j < j_end; ++j) {  // the blocks left out: a turn each, then the stage emptied
+      for (int j = 0; j < j_end; ++j) {
         mbar_wait(k_full(stage(j)), parity(j));
         mbar_wait(v_full(stage(j)), parity(j));
         my_turn();
