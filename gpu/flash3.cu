@@ -389,12 +389,12 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
     // The loop's bound stays the tile's own, the same for every warpgroup: a bound of its own (jw)
     // made the ring's stage and parity per-thread values to the compiler, whose shared-memory
     // descriptors were then computed after the pingpong barrier, on the turn (7–10 % slower).
-    constexpr bool kOwnBlocks = kPersistent && !kMasked && kBr > kBc;
+    constexpr bool kOwnBlocks = kPersistent && kCausal && !kMasked && kBr > kBc;
     const int first_row = row_begin + wg_row0;
-    const int jw = !kOwnBlocks ? j_end
-                   : first_row >= N ? 0
-                   : kCausal && min(first_row + 63, N - 1) < (j_end - 1) * kBc ? j_end - 1
-                                                                             : j_end;
+    const int jw_own = first_row >= N ? 0
+                       : min(first_row + 63, N - 1) < (j_end - 1) * kBc ? j_end - 1
+                                                                       : j_end;
+    const int jw = kOwnBlocks ? static_cast<int>(__reduce_min_sync(0xffffffffu, static_cast<unsigned>(jw_own))) : j_end;
     auto turn = [&](int j) {  // S_j with P̃_{j−1}V_{j−1}
       const int kv_block = block_at(list0, j);
       const int s = stage(j), sp = stage(j - 1);
@@ -442,20 +442,18 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       softmax(kv_block0, rescale);
       pack_P();
       for (int j = 1; j < j_end; ++j) {
-        if (kOwnBlocks && kCausal && j == jw) pv_only(j);
+        if (kOwnBlocks && j == jw) pv_only(j);
         else turn(j);
       }
       release(q_empty);  // every S of this tile has landed: Q_i's buffer may take the next tile's
-      const bool last_pv = !kOwnBlocks || !kCausal || jw == j_end;  // else P̃V of block jw − 1 went with K_jw's turn
+      const bool last_pv = !kOwnBlocks || jw == j_end;  // else P̃V of block jw − 1 went with K_jw's turn
       const int s_last = stage(j_end - 1);
       mbar_wait(v_full(s_last), parity(j_end - 1));
       my_turn();
       if (last_pv) issue_PV(s_last);
       partners_turn();
-      if (last_pv) {
-        wgmma_wait<0>();
-        fence_operands(reg_O);
-      }
+      wgmma_wait<0>();
+      fence_operands(reg_O);
       release(v_empty(s_last));
     } else if constexpr (kOwnBlocks) {  // rows past N: no product, a turn for each round, the stages emptied
       release(q_empty);
