@@ -25,7 +25,8 @@
 //      across tiles; O_i is staged in a buffer of its own, so the next tile's Q_i (and its first K/V
 //      blocks) load while the current tile's last GEMMs and store finish. Under a causal mask each CTA
 //      takes its tiles two by two, a long row and its short complement (tile_at), so the CTAs stay
-//      balanced and move through the heads together.
+//      balanced and move through the heads together; at Br = 192 a warpgroup leaves out the tile's last
+//      K/V block when its 64 rows end before it (and everything when they lie past N).
 // Every rung: O_i goes back through shared memory (Q_i's own rows) and one bulk tensor store per
 // warpgroup, which also clips the rows past N; L_i = m_i + log ℓ_i from registers.
 // Shapes: d = 64 (Br × Bc = 192 × 128 or 128 × 128, 3 stages) and 128 (128 × 128, 2 stages); fp16 and bf16; causal or not;
@@ -382,13 +383,16 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
     release(q_empty);  // every S of this tile has landed: Q_i's buffer may take the next tile's
   } else {
     // S_0 alone, its softmax; then each turn issues S_j and P̃_{j−1}V_{j−1} together.
-    // v4 without a block mask at Br = 192 (kOwnBlocks): a warpgroup whose rows all lie past N computes
-    // nothing (jw = 0), and under a causal mask one whose last row comes before the tile's last K/V
-    // block leaves that block out (jw = j_end − 1), as it would mask it whole; it still takes its turns
-    // and empties the stages with the others. At Br = Bc every warpgroup reaches the tile's last block.
-    // The loop's bound stays the tile's own, the same for every warpgroup: a bound of its own (jw)
-    // made the ring's stage and parity per-thread values to the compiler, whose shared-memory
-    // descriptors were then computed after the pingpong barrier, on the turn (7–10 % slower).
+    // v4 under a causal mask at Br = 192, no block mask (kOwnBlocks): a warpgroup whose last row comes
+    // before the tile's last K/V block leaves that block out (jw = j_end − 1; it would mask it whole),
+    // and one whose rows all lie past N computes nothing (jw = 0); it still takes its turns and
+    // empties the stages with the others. At Br = Bc every warpgroup reaches the tile's last block.
+    // How it is written keeps the GEMMs as fast as before: the loop's bound stays the tile's, the same
+    // for every warpgroup (with a bound of its own the ring's stage and parity became per-thread values
+    // to the compiler, the shared-memory descriptors were computed after the pingpong barrier, on the
+    // turn, 2–12 % slower); jw, equal on every lane, comes through a warp reduction, so the compiler
+    // holds it as warp-uniform, and the last wait is unconditional (a wait under a per-warpgroup branch
+    // made ptxas serialise every wgmma: "wgmma.mma_async instructions are serialized", 20–28 % slower).
     constexpr bool kOwnBlocks = kPersistent && kCausal && !kMasked && kBr > kBc;
     const int first_row = row_begin + wg_row0;
     const int jw_own = first_row >= N ? 0
