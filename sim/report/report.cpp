@@ -237,9 +237,9 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
              format_seconds(r.time.hbm_s), format_seconds(r.time.compute_s));
   fmt::print(out, "  launch    {}\n", launch_text(r));
   for (const KernelTiming& k : e.kernels)
-    fmt::print(out, "  kernel    {:<24} {:>10}: {}, {} per SM ({}-limited), {} waves; {}\n", k.name,
+    fmt::print(out, "  kernel    {:<24} {:>10}: {}, {} per SM ({}-limited), {} wave{}; {}\n", k.name,
                format_seconds(k.time_s), format_ctas(k.ctas, k.tiles), k.ctas_per_sm, k.occupancy_limit,
-               format_count(double(k.waves)), limiter_text(k));
+               format_count(double(k.waves)), k.waves == 1 ? "" : "s", limiter_text(k));
   if (e.l2_enabled) {
     fmt::print(out, "  L2        SM↔L2 {} read ({:.1f}% hit), {} written\n", format_bytes(double(e.sm_read_bytes())),
                percent(double(e.read_hit_bytes()), double(e.sm_read_bytes())), format_bytes(double(e.sm_write_bytes())));

@@ -188,6 +188,10 @@ TEST_CASE("a persistent flash3 is reported as the CTAs it launches and the tiles
   std::ostringstream f2;
   print_simulation(f2, simulate(r));
   CHECK_THAT(f2.str(), Catch::Contains(": 2,048 CTAs, 1 per SM (SRAM-limited), 16 waves;"));
+  r.problem.heads = 2;  // 128 CTAs on 132 SMs: one wave, said in the singular
+  std::ostringstream one;
+  print_simulation(one, simulate(r));
+  CHECK_THAT(one.str(), Catch::Contains(": 128 CTAs, 1 per SM (SRAM-limited), 1 wave;"));
 }
 
 TEST_CASE("hbmlab's v4 is planned in its kernel's static tile order; other flash3 launches keep the queue",
