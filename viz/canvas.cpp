@@ -80,6 +80,7 @@ Canvas BeginCanvas(const char* id, ImVec2 minimum) {
   Canvas c;
   c.p0 = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton(id, size);
+  NoteDrawingItem();
   c.p1 = ImVec2(c.p0.x + size.x, c.p0.y + size.y);
   c.hovered = ImGui::IsItemHovered();
   c.dl = ImGui::GetWindowDrawList();
@@ -880,6 +881,7 @@ void ShowWarpgroupRoles(const SimulationResult& res, const Pipeline& pipe) {
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   const ImVec2 size(ImGui::GetContentRegionAvail().x, row_h * float(G + 1) + fs * 0.3f);
   ImGui::InvisibleButton("warpgroups", size);
+  NoteDrawingItem();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float left = p0.x + ImGui::CalcTextSize("consumer 2 ").x, slot = (p0.x + size.x - left) / float(shown);
   auto box = [&](float x0, float x1, int row, ImU32 fill, const std::string& text) {

@@ -46,6 +46,7 @@ void BytesBar(const char* label, float label_w, double most, double bytes, ImU32
   }
   DrawText(dl, ImVec2(x + 6, p.y + (height - ImGui::GetFontSize()) / 2), ImGui::GetColorU32(ImGuiCol_Text), figure);
   ImGui::Dummy(ImVec2(width, height));
+  NoteDrawingItem();  // the room of what was drawn above
 }
 
 // A pipe's busy share of the kernel's predicted time, 0–100 %, the busiest outlined.
@@ -66,6 +67,7 @@ void ShareBar(const char* label, float label_w, const std::optional<double>& sha
   const std::string text = fmt::format("{:.0f}% busy{}", *share * 100, limiter ? " (the busiest)" : "");
   DrawText(dl, ImVec2(p.x + 6, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(255, 255, 255, 255), text);
   ImGui::Dummy(ImVec2(width, height));
+  NoteDrawingItem();  // the room of what was drawn above
 }
 
 }  // namespace
@@ -179,6 +181,7 @@ void ShowPipeline(const view::ReplayView& r, std::int64_t pos) {
         current ? tensor_colour(Tensor::K) : IM_COL32(150, 150, 165, 255), text);
   }
   ImGui::Dummy(ImVec2(ImGui::GetContentRegionAvail().x, height));
+  NoteDrawingItem();  // the room of what was drawn above
   ImGui::Text("Warpgroups of 128 threads, one CTA of %lld query rows", static_cast<long long>(r.blocks().Br));
   const float label_w = ImGui::CalcTextSize("consumer 0 ").x + gap;
   const float w = ImGui::GetContentRegionAvail().x - label_w;
@@ -188,6 +191,7 @@ void ShowPipeline(const view::ReplayView& r, std::int64_t pos) {
   box(p, w, IM_COL32(150, 150, 165, 255),
       j + 1 < res.Tc ? fmt::format("TMA: K_{}, V_{} into a free stage; then waits", j + 1, j + 1) : std::string("waits: no block left"));
   ImGui::Dummy(ImVec2(w, height));
+  NoteDrawingItem();  // the room of what was drawn above
   // Pingpong: at each K_j the consumers take turns on the tensor cores, the others in their softmax.
   for (std::int64_t g = 0; g < pipe->consumer_warpgroups; ++g) {
     const bool gemm = (j + g) % pipe->consumer_warpgroups == 0;
@@ -197,6 +201,7 @@ void ShowPipeline(const view::ReplayView& r, std::int64_t pos) {
     box(p, w, gemm ? IM_COL32(90, 170, 110, 255) : IM_COL32(200, 120, 200, 255),
         gemm ? fmt::format("GEMMs: S = Q K_{}ᵀ and P̃ V (wgmma)", j) : fmt::format("softmax of S_{} (exponent unit)", j));
     ImGui::Dummy(ImVec2(w, height));
+    NoteDrawingItem();  // the room of what was drawn above
   }
 }
 
@@ -231,6 +236,7 @@ void ShowRoofline(const AppState& app) {
   const ImVec2 size(ImGui::GetContentRegionAvail().x, fs * 16);
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton("roofline", size);
+  NoteDrawingItem();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float left = p0.x + fs * 3.5f, right = p0.x + size.x - fs * 0.5f, top = p0.y + fs * 0.3f, bottom = p0.y + size.y - fs * 1.4f;
   auto X = [&](double x) { return left + (right - left) * float((std::log10(x) - lx0) / (lx1 - lx0)); };
