@@ -812,6 +812,7 @@ void ShowExplorerPanel(AppState& app) {
   const auto every = static_cast<std::int64_t>(std::ceil((size_w + fs * 0.5f) / std::max((px1 - px0) / float(P), 1.0f)));
   ImVec2 prev_a, prev_b;
   bool have_prev = false;
+  float none_fit_end = -FLT_MAX;  // where the last "none fit" ends: one label for a run of sizes, none over another
   for (std::size_t k = 0; k < P; ++k) {
     const view::SramPoint& s = x.curve[k];
     if ((static_cast<std::int64_t>(k) - std::max<std::int64_t>(x.curve_current, 0)) % every == 0)
@@ -820,7 +821,14 @@ void ShowExplorerPanel(AppState& app) {
     if (static_cast<std::int64_t>(k) == x.curve_current)
       dl->AddLine(ImVec2(px(k), py0), ImVec2(px(k), py1), IM_COL32(255, 215, 60, 120), 2.0f);
     if (!s.any_fits) {
-      TextCentred(dl, ImVec2(px(k), py1 - fs), kDim, "none fit");
+      std::size_t last = k;  // the run of sizes where nothing fits, labelled once at its middle
+      while (last + 1 < P && !x.curve[last + 1].any_fits) ++last;
+      const float mid = (px(k) + px(last)) / 2, half = ImGui::CalcTextSize("none fit").x / 2;
+      const bool run_starts = k == 0 || x.curve[k - 1].any_fits;
+      if (run_starts && mid - half > none_fit_end) {
+        TextCentred(dl, ImVec2(mid, py1 - fs), kDim, "none fit");
+        none_fit_end = mid + half + fs * 0.5f;
+      }
       have_prev = false;
       continue;
     }

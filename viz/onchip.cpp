@@ -248,11 +248,20 @@ void ShowRoofline(const AppState& app) {
   for (double e = std::ceil(lx0); e <= lx1; e += 1) dl->AddLine(ImVec2(X(std::pow(10, e)), top), ImVec2(X(std::pow(10, e)), bottom), IM_COL32(50, 50, 60, 255));
   for (double e = std::ceil(ly0); e <= ly1; e += 1) dl->AddLine(ImVec2(left, Y(std::pow(10, e))), ImVec2(right, Y(std::pow(10, e))), IM_COL32(50, 50, 60, 255));
   // A bandwidth ceiling: FLOP/s = bytes/s × FLOPs per byte, up to the tensor peak.
+  // The names drawn on the plot, kept so that a kernel's name goes where it covers none of them.
+  std::vector<std::pair<ImVec2, ImVec2>> names;
   auto slope = [&](double bytes_per_s, ImU32 colour, const char* name) {
     const double x0 = std::pow(10, lx0), ridge = ceil.tensor_flop_per_s / bytes_per_s;
     dl->AddLine(ImVec2(X(x0), Y(bytes_per_s * x0)), ImVec2(X(ridge), Y(ceil.tensor_flop_per_s)), colour, 2.0f);
     const double xl = std::max(x0 * 1.2, std::pow(10, ly0 + 0.25) / bytes_per_s);  // near the plot's foot
-    DrawText(dl, ImVec2(X(xl) + fs * 0.6f, Y(bytes_per_s * xl) + fs * 0.1f), colour, name);  // below the line
+    const ImVec2 at(X(xl) + fs * 0.6f, Y(bytes_per_s * xl) + fs * 0.1f);  // below the line
+    DrawText(dl, at, colour, name);
+    names.emplace_back(at, ImVec2(at.x + ImGui::CalcTextSize(name).x, at.y + fs));
+  };
+  auto covers_a_name = [&](ImVec2 a, ImVec2 b) {
+    return std::any_of(names.begin(), names.end(), [&](const auto& n) {
+      return a.x < n.second.x && n.first.x < b.x && a.y < n.second.y && n.first.y < b.y;
+    });
   };
   slope(ceil.hbm_bytes_per_s, hbm, "HBM");
   slope(ceil.smem_bytes_per_s, smem, "shared memory");
@@ -274,7 +283,18 @@ void ShowRoofline(const AppState& app) {
       dl->AddCircleFilled(b, fs * 0.35f, smem);
       dl->AddCircle(a, fs * 0.45f, algo_colour(r->algo()), 0, 1.5f);
       dl->AddCircle(b, fs * 0.45f, algo_colour(r->algo()), 0, 1.5f);
-      DrawText(dl, ImVec2(b.x + fs * 0.5f, b.y + 2), ImGui::GetColorU32(ImGuiCol_Text), p.kernel);
+      // Right of the shared-memory point, else above it, else below it: wherever it covers no name drawn before.
+      const ImVec2 size = ImGui::CalcTextSize(p.kernel.c_str());
+      const ImVec2 places[] = {ImVec2(b.x + fs * 0.5f, b.y + 2), ImVec2(b.x - size.x / 2, b.y - fs * 0.5f - size.y),
+                               ImVec2(b.x - size.x / 2, b.y + fs * 0.5f)};
+      ImVec2 at = places[0];
+      for (const ImVec2& place : places)
+        if (!covers_a_name(place, ImVec2(place.x + size.x, place.y + size.y))) {
+          at = place;
+          break;
+        }
+      DrawText(dl, at, ImGui::GetColorU32(ImGuiCol_Text), p.kernel);
+      names.emplace_back(at, ImVec2(at.x + size.x, at.y + size.y));
     }
   dl->PopClipRect();
   dl->AddRect(ImVec2(left, top), ImVec2(right, bottom), frame);
