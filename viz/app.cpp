@@ -93,6 +93,8 @@ void setup_style(float scale) {
   style.Colors[ImGuiCol_ChildBg] = ImVec4(0, 0, 0, 0);
   style.Colors[ImGuiCol_Text] = ImVec4(0.93f, 0.93f, 0.95f, 1.0f);
   style.Colors[ImGuiCol_TextDisabled] = ImVec4(0.62f, 0.62f, 0.68f, 1.0f);
+  // A progress bar's fill in a green that its white label reads on (Dear ImGui's is a light yellow).
+  style.Colors[ImGuiCol_PlotHistogram] = ImVec4(0.16f, 0.50f, 0.36f, 1.0f);
   style.ScaleAllSizes(scale);
 }
 
