@@ -233,12 +233,18 @@ void ShowRoofline(const AppState& app) {
   const double ly1 = std::log10(ceil.tensor_flop_per_s) + 0.4;
   const double ly0 = std::min(std::floor(std::log10(std::min(y_lo, ceil.tensor_flop_per_s))) - 0.3, ly1 - 2);
   const float fs = ImGui::GetFontSize();
-  const ImVec2 size(ImGui::GetContentRegionAvail().x, fs * 16);
+  const ImVec2 size(ImGui::GetContentRegionAvail().x, fs * 17);
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton("roofline", size);
   NoteDrawingItem();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const float left = p0.x + fs * 3.5f, right = p0.x + size.x - fs * 0.5f, top = p0.y + fs * 0.3f, bottom = p0.y + size.y - fs * 1.4f;
+  // The y axis's labels in a margin as wide as the widest, the x axis's labels and title under the plot.
+  auto y_label = [](double e) { return format_si(std::pow(10, e), "FLOP/s"); };
+  auto x_label = [](double e) { return e < 6 ? fmt::format("{:g}", std::pow(10, e)) : fmt::format("1e{:.0f}", e); };
+  float y_label_w = 0;
+  for (double e = std::ceil(ly0); e <= ly1; e += 1) y_label_w = std::max(y_label_w, ImGui::CalcTextSize(y_label(e).c_str()).x);
+  const float left = p0.x + y_label_w + fs * 0.5f, right = p0.x + size.x - fs * 0.5f, top = p0.y + fs * 0.3f,
+              bottom = p0.y + size.y - fs * 2.6f;
   auto X = [&](double x) { return left + (right - left) * float((std::log10(x) - lx0) / (lx1 - lx0)); };
   auto Y = [&](double y) { return bottom - (bottom - top) * float((std::log10(y) - ly0) / (ly1 - ly0)); };
   const ImU32 frame = IM_COL32(110, 110, 125, 255), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
@@ -298,10 +304,17 @@ void ShowRoofline(const AppState& app) {
     }
   dl->PopClipRect();
   dl->AddRect(ImVec2(left, top), ImVec2(right, bottom), frame);
-  for (double e = std::ceil(lx0); e <= lx1; e += 1)
-    DrawText(dl, ImVec2(X(std::pow(10, e)) - fs * 0.5f, bottom + 2), dim, fmt::format("1e{:.0f}", e));
-  for (double e = std::ceil(ly0); e <= ly1; e += 1)
-    DrawText(dl, ImVec2(p0.x, Y(std::pow(10, e)) - fs * 0.5f), dim, format_si(std::pow(10, e), "FLOP/s"));
+  for (double e = std::ceil(lx0); e <= lx1; e += 1) {
+    const std::string label = x_label(e);
+    DrawText(dl, ImVec2(X(std::pow(10, e)) - ImGui::CalcTextSize(label.c_str()).x / 2, bottom + 2), dim, label);
+  }
+  const char* x_title = "FLOPs per byte →";
+  DrawText(dl, ImVec2((left + right - ImGui::CalcTextSize(x_title).x) / 2, bottom + fs * 1.3f), ImGui::GetColorU32(ImGuiCol_Text),
+           x_title);
+  for (double e = std::ceil(ly0); e <= ly1; e += 1) {
+    const std::string label = y_label(e);
+    DrawText(dl, ImVec2(left - fs * 0.3f - ImGui::CalcTextSize(label.c_str()).x, Y(std::pow(10, e)) - fs * 0.5f), dim, label);
+  }
   if (ImGui::IsItemHovered()) {
     std::string tip;
     for (const auto& [r, v] : rooms) {
