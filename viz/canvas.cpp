@@ -24,7 +24,8 @@ namespace {
 
 constexpr ImU32 kPending = IM_COL32(52, 54, 64, 255);
 constexpr ImU32 kSkipped = IM_COL32(28, 28, 32, 255);
-constexpr ImU32 kMasked = IM_COL32(58, 36, 78, 255);  // dropped by a block mask
+// Dropped by a block mask: a purple that a projector still tells from the pending grey.
+constexpr ImU32 kMasked = IM_COL32(84, 44, 118, 255);
 constexpr ImU32 kCurrent = IM_COL32(255, 215, 60, 255);
 constexpr ImU32 kFrame = IM_COL32(150, 150, 165, 255);
 constexpr ImU32 kText = IM_COL32(235, 235, 240, 255);
