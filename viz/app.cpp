@@ -434,7 +434,8 @@ std::string run_script(AppState& app, const Script& s, GLFWwindow* window, int f
     const Stop stop = walk_stop(s, frame, frames, lessons_stages, here);
     const Stop previous = frame > 0 ? walk_stop(s, frame - 1, frames, lessons_stages, here) : Stop{-2, -1};
     if (stop != previous) {
-      if (stop.lesson >= 0) load_scenario_into(app, lesson_names(app)[static_cast<std::size_t>(stop.lesson)]);
+      if (stop.lesson >= 0 && stop.lesson != previous.lesson)
+        load_scenario_into(app, lesson_names(app)[static_cast<std::size_t>(stop.lesson)]);
       const int n = static_cast<int>(app.scenario.stages.size());
       if (stop.stage < n) {
         apply_stage(app, stop.stage);

@@ -391,7 +391,10 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
       float y = mid_y - sz.y - fs * 0.3f;  // above the arrow, else under it
       if (y < col_top + 2) y = mid_y + fs * 0.3f;
       y = std::min(y, col_bottom - sz.y - 2);
-      const ImVec2 top(std::min(mid_x - sz.x / 2, right - sz.x - 4), y);
+      ImVec2 top(std::min(mid_x - sz.x / 2, right - sz.x - 4), y);
+      // Nor over the text under the SRAM box, where the label reaches across its left edge.
+      if (top.x + sz.x + 4 > box_a.x) y = std::min(y, box_b.y - sz.y - 4);
+      top.y = y;
       if (y >= col_top + 2) {  // else the columns are shorter than the label: the arrow alone
         dl->AddRectFilled(ImVec2(top.x - 4, top.y - 2), ImVec2(top.x + sz.x + 4, top.y + sz.y + 2), IM_COL32(20, 20, 24, 230), 4);
         Text(dl, top, kCurrent, label);
