@@ -4,14 +4,16 @@
 // (`make web`); viz/platform.hpp says where the two differ.
 //
 // Scripted mode: HBMLAB_GUI_SCRIPT="key=value,..." with
-//   stage=K (1-based lesson stage), walk (every stage in turn over --frames), at=F (position as a
+//   stage=K (1-based lesson stage), walk (every stage in turn over --frames), lessons (every stage of
+//   every lesson in turn over --frames; a walk's layout is checked on each stage), at=F (position as a
 //   fraction of the replay), play, algo=NAME, pass=backward (with algo), side,
 //   tab=softmax|io|explorer|timeline|measured|onchip,
 //   open=PATH (load a scenario file from the window), resize (resize and minimise the window),
 //   extremes (push every control to its limits), mouse=X:Y (pointer at fractions of the window),
 //   help (show the help overlay), panel=NAME (point at a pane as a stage's `panel` key does: a
 //   small window's column scrolls to it), measured=all (a screenshot of the Measured tab waits for every
-//   record's prediction, not only the lesson's own).
+//   record's prediction, not only the lesson's own), overlap (two buttons over each other and over
+//   a drawing's text, which the layout check must report).
 //
 // [SECTION] Fonts and style
 // [SECTION] Layout
@@ -37,6 +39,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/common/error.hpp"
 #include "viz/panels.hpp"
 #include "viz/platform.hpp"
 #include "viz/state.hpp"
@@ -90,6 +93,8 @@ void setup_style(float scale) {
   style.Colors[ImGuiCol_ChildBg] = ImVec4(0, 0, 0, 0);
   style.Colors[ImGuiCol_Text] = ImVec4(0.93f, 0.93f, 0.95f, 1.0f);
   style.Colors[ImGuiCol_TextDisabled] = ImVec4(0.62f, 0.62f, 0.68f, 1.0f);
+  // A progress bar's fill in a green that its white label reads on (Dear ImGui's is a light yellow).
+  style.Colors[ImGuiCol_PlotHistogram] = ImVec4(0.16f, 0.50f, 0.36f, 1.0f);
   style.ScaleAllSizes(scale);
 }
 
@@ -253,6 +258,19 @@ void ShowStacked(AppState& app, ImVec2 o, float W, float H) {
   ImGui::EndChild();
 }
 
+// The script's overlap probe: two texts on a drawing and two buttons, each over the one before.
+bool show_overlap_probe = false;
+void ShowOverlapProbe(ImVec2 o) {
+  const float fs = ImGui::GetFontSize();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  DrawText(dl, o, IM_COL32(255, 255, 255, 255), "overlap probe text 1");
+  DrawText(dl, ImVec2(o.x + fs, o.y + fs * 0.5f), IM_COL32(255, 255, 255, 255), "overlap probe text 2");
+  ImGui::SetCursorScreenPos(o);
+  ImGui::Button("overlap probe button A");
+  ImGui::SetCursorScreenPos(ImVec2(o.x + fs, o.y + fs * 0.5f));
+  ImGui::Button("overlap probe button B");
+}
+
 // One window over the whole viewport: side by side from 1280×720 points, else stacked.
 void ShowLayout(AppState& app) {
   const ImGuiViewport* vp = ImGui::GetMainViewport();
@@ -261,7 +279,7 @@ void ShowLayout(AppState& app) {
       vp->WorkSize.x + 0.5f >= kSideBySide.x * app.ui_scale && vp->WorkSize.y + 0.5f >= kSideBySide.y * app.ui_scale;
   ImGui::SetNextWindowPos(vp->WorkPos);
   ImGui::SetNextWindowSize(vp->WorkSize);
-  ImGui::Begin("hbmlab", nullptr,
+  ImGui::Begin(kLayoutWindow, nullptr,
                ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoCollapse |
                    ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoBackground |
                    (side_by_side ? ImGuiWindowFlags_NoScrollbar : ImGuiWindowFlags_HorizontalScrollbar));
@@ -272,6 +290,7 @@ void ShowLayout(AppState& app) {
   } else {
     ShowStacked(app, o, std::max(all.x, 1.0f), std::max(all.y, 1.0f));
   }
+  if (show_overlap_probe) ShowOverlapProbe(o);
   ImGui::End();
   ShowHelpOverlay(app);
 }
@@ -280,7 +299,8 @@ void ShowLayout(AppState& app) {
 
 struct Script {
   int stage = -1;
-  bool walk = false, play = false, side = false, resize = false, extremes = false, help = false, measured_all = false;
+  bool walk = false, lessons = false, play = false, side = false, resize = false, extremes = false, help = false,
+       measured_all = false, overlap = false;
   double at = -1;
   std::string algo, pass, tab, open, panel;
   double mouse_x = -1, mouse_y = -1;
@@ -298,6 +318,8 @@ Script parse_script(const char* text) {
     const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (key == "stage") s.stage = std::atoi(value.c_str()) - 1;
     if (key == "walk") s.walk = true;
+    if (key == "lessons") s.lessons = true;
+    if (key == "overlap") s.overlap = true;
     if (key == "play") s.play = true;
     if (key == "side") s.side = true;
     if (key == "resize") s.resize = true;
@@ -342,7 +364,39 @@ void apply_extreme(AppState& app, int k) {
   jump_fraction(app, 0.5);
 }
 
-void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, int frames) {
+// A walk's stop at a frame: the lesson (an index into the lessons' names; -1 for the scenario open)
+// and its stage. A walk spends --frames evenly over its lessons, and each lesson's share over its stages.
+struct Stop {
+  int lesson = -1, stage = 0;
+  bool operator==(const Stop&) const = default;
+};
+
+std::vector<std::string> lesson_names(const AppState& app) {
+  std::vector<std::string> names;
+  for (const std::string& n : app.scenario_names)
+    if (n.starts_with("lessons/")) names.push_back(n);
+  return names;
+}
+
+// The stage of a lesson of `stages` stages at `frame` of the `frames` it has.
+int stage_at(int frame, int frames, int stages) { return std::min(stages - 1, frame * stages / std::max(frames, 1)); }
+
+// Where a walk is at `frame`; for `lessons`, `stages_of` gives each lesson's number of stages.
+Stop walk_stop(const Script& s, int frame, int frames, const std::vector<int>& stages_of, int stages_here) {
+  if (!s.lessons) return Stop{-1, stage_at(frame, frames, stages_here)};
+  const int n = static_cast<int>(stages_of.size());
+  const int lesson = std::min(n - 1, frame * n / std::max(frames, 1));
+  const int first = (lesson * frames + n - 1) / n, next = ((lesson + 1) * frames + n - 1) / n;  // its frames
+  return Stop{lesson, stage_at(frame - first, next - first, stages_of[static_cast<std::size_t>(lesson)])};
+}
+
+// Each lesson's number of stages, for a walk over every lesson (read once).
+std::vector<int> lessons_stages;
+
+// Runs the script's part for this frame. Returns where a walk stands when its layout is to be checked
+// on this frame (the last of a stage), else nothing.
+std::string run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, int frames) {
+  std::string check_here;
   if (frame == 0) {
     if (!s.open.empty()) load_scenario_into(app, s.open);
     if (!s.algo.empty()) {
@@ -363,16 +417,36 @@ void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, i
     if (!s.panel.empty()) app.highlight = s.panel;
     app.show_help = s.help;
     app.wait_for_all_measured = s.measured_all;
+    show_overlap_probe = s.overlap;
+    if (s.lessons && lessons_stages.empty())
+      for (const std::string& name : lesson_names(app)) {
+        int stages = 1;
+        try {
+          stages = std::max(1, static_cast<int>(load_scenario(name).stages.size()));
+        } catch (const InputError&) {  // shown in the window when the walk gets there
+        }
+        lessons_stages.push_back(stages);
+      }
   }
-  if (s.walk && frames > 0 && !app.scenario.stages.empty()) {  // every stage, a slice of frames each
-    const int n = static_cast<int>(app.scenario.stages.size());
-    const int stage = std::min(n - 1, frame * n / frames);
-    if (stage != app.stage || frame == 0) {
-      apply_stage(app, stage);
-      jump_fraction(app, 0.6);
-      app.play.playing = true;
-      std::cout << "stage " << stage + 1 << " of " << n << ": " << app.scenario.stages[stage].title << "\n";
+  const bool walking = (s.walk && !app.scenario.stages.empty()) || (s.lessons && !lessons_stages.empty());
+  if (walking && frames > 0) {  // every stage, a slice of frames each
+    const int here = static_cast<int>(app.scenario.stages.size());
+    const Stop stop = walk_stop(s, frame, frames, lessons_stages, here);
+    const Stop previous = frame > 0 ? walk_stop(s, frame - 1, frames, lessons_stages, here) : Stop{-2, -1};
+    if (stop != previous) {
+      if (stop.lesson >= 0 && stop.lesson != previous.lesson)
+        load_scenario_into(app, lesson_names(app)[static_cast<std::size_t>(stop.lesson)]);
+      const int n = static_cast<int>(app.scenario.stages.size());
+      if (stop.stage < n) {
+        apply_stage(app, stop.stage);
+        jump_fraction(app, 0.6);
+        app.play.playing = true;
+        std::cout << (stop.lesson >= 0 ? fmt::format("lesson {}, ", app.scenario.number) : "") << "stage " << stop.stage + 1
+                  << " of " << n << ": " << app.scenario.stages[static_cast<std::size_t>(stop.stage)].title << "\n";
+      }
     }
+    if (frame + 1 >= frames || walk_stop(s, frame + 1, frames, lessons_stages, here) != stop)
+      check_here = fmt::format("lesson {}, stage {}", app.scenario.number, app.stage + 1);
   }
   if (s.resize) {
     int w = 0, h = 0;
@@ -390,6 +464,7 @@ void run_script(AppState& app, const Script& s, GLFWwindow* window, int frame, i
     glfwGetWindowSize(window, &w, &h);
     glfwSetCursorPos(window, (s.mouse_x >= 0 ? s.mouse_x : 0.999) * w, (s.mouse_x >= 0 ? s.mouse_y : 0.999) * h);
   }
+  return check_here;
 }
 
 // [SECTION] The page's address
@@ -417,9 +492,18 @@ int lesson_count(const AppState& app) {
                                         [](const std::string& n) { return n.starts_with("lessons/"); }));
 }
 
-// What the screenshot's frame showed: the scale, the layout, each drawing's room in points; then
-// any drawing narrower or shorter than its minimum and any text drawn over other text (the tests
-// look for these lines).
+// Any drawing narrower or shorter than its minimum, text drawn over other text and widgets over
+// widgets or over a drawing's text (the tests look for these lines), each line after `where`.
+void print_problems(const LayoutCheck& check, const std::string& where) {
+  for (const std::string& n : check.narrow) std::cout << "layout: " << where << "drawing narrower than its minimum, " << n << "\n";
+  for (const std::string& n : check.short_ones)
+    std::cout << "layout: " << where << "drawing shorter than its minimum (it scrolls), " << n << "\n";
+  for (const std::string& o : check.overlaps) std::cout << "layout: " << where << "text drawn over text: " << o << "\n";
+  for (const std::string& o : check.widget_overlaps) std::cout << "layout: " << where << "widget drawn over: " << o << "\n";
+}
+
+// What the screenshot's frame showed: the scale, the layout, each drawing's room in points; then its
+// problems (print_problems), or that it has none.
 void print_layout(const LayoutCheck& check, float scale) {
   const LayoutShown& shown = layout_shown;
   std::cout << fmt::format("layout at ui scale {:g}: {}×{} points, ", scale, std::lround(shown.view.x / scale),
@@ -431,13 +515,11 @@ void print_layout(const LayoutCheck& check, float scale) {
     std::cout << "side by side";
   std::string rooms;
   for (const std::string& d : check.drawings) rooms += (rooms.empty() ? "" : ", ") + d;
-  std::cout << "; drawings (points): " << (rooms.empty() ? "none" : rooms) << "\n";
-  for (const std::string& n : check.narrow) std::cout << "layout: drawing narrower than its minimum, " << n << "\n";
-  for (const std::string& n : check.short_ones)
-    std::cout << "layout: drawing shorter than its minimum (it scrolls), " << n << "\n";
-  for (const std::string& o : check.overlaps) std::cout << "layout: text drawn over text: " << o << "\n";
-  if (check.narrow.empty() && check.overlaps.empty())
-    std::cout << "layout: every drawing at least its minimum width, no text drawn over other text\n";
+  std::cout << "; drawings (points): " << (rooms.empty() ? "none" : rooms) << "; " << check.widgets_seen << " widgets\n";
+  print_problems(check, "");
+  if (check.narrow.empty() && check.overlaps.empty() && check.widget_overlaps.empty())
+    std::cout << "layout: every drawing at least its minimum width, no text drawn over other text, no widget over another "
+                 "or over a drawing's text\n";
 }
 
 std::string glfw_error;
@@ -484,6 +566,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
     int frame = 0;
     bool saved = false;
     std::optional<LayoutCheck> layout;  // of the frame a screenshot keeps
+    int stages_checked = 0;             // a walk's stages whose layout was checked
   };
   auto session = std::make_shared<Session>();
   AppState& app = session->app;
@@ -529,7 +612,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
     glfwPollEvents();
     platform::begin_frame(window);
     if (const auto request = platform::take_lesson_request()) open_lesson(app, *request);
-    run_script(app, script, window, frame, options.frames);
+    const std::string walk_check = run_script(app, script, window, frame, options.frames);
     if (frame == 0 && !script.open.empty() && !app.scenario_error.empty())
       std::cout << "scenario error shown in the window: " << app.scenario_error << "\n";
     const bool last = headless && frame + 1 >= options.frames;
@@ -541,10 +624,17 @@ int run_gui(const hbmlab::GuiOptions& options) {
     ImGui::NewFrame();
     HandleShortcuts(app);
     advance(app, ImGui::GetIO().DeltaTime);
-    const bool check = last && !options.screenshot.empty();
+    const bool check = (last && !options.screenshot.empty()) || !walk_check.empty();
     if (check) BeginLayoutCheck();
     ShowLayout(app);
-    if (check) session->layout = EndLayoutCheck();
+    if (check) {
+      LayoutCheck layout = EndLayoutCheck();
+      if (!walk_check.empty()) {
+        ++session->stages_checked;
+        if (!last) print_problems(layout, walk_check + ": ");
+      }
+      if (last) session->layout = std::move(layout);
+    }
     ImGui::Render();
 
     int w = 0, h = 0;
@@ -600,6 +690,9 @@ int run_gui(const hbmlab::GuiOptions& options) {
   }
   if (!options.screenshot.empty() && saved) std::cout << "saved " << options.screenshot << "\n";
   if (!options.screenshot.empty() && saved && session->layout) print_layout(*session->layout, app.ui_scale);
+  if (session->stages_checked > 0)
+    std::cout << fmt::format("layout checked on {} stages at ui scale {:g} (each stage's last frame)\n", session->stages_checked,
+                             app.ui_scale);
   if (!options.screenshot.empty() && saved && !app.scenario.stages.empty())  // what the picture shows
     std::cout << "lesson " << app.scenario.number << ", stage " << app.stage + 1 << " of " << app.scenario.stages.size()
               << ": " << app.scenario.stages[static_cast<std::size_t>(app.stage)].title << "\n";

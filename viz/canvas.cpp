@@ -24,7 +24,8 @@ namespace {
 
 constexpr ImU32 kPending = IM_COL32(52, 54, 64, 255);
 constexpr ImU32 kSkipped = IM_COL32(28, 28, 32, 255);
-constexpr ImU32 kMasked = IM_COL32(58, 36, 78, 255);  // dropped by a block mask
+// Dropped by a block mask: a purple that a projector still tells from the pending grey.
+constexpr ImU32 kMasked = IM_COL32(84, 44, 118, 255);
 constexpr ImU32 kCurrent = IM_COL32(255, 215, 60, 255);
 constexpr ImU32 kFrame = IM_COL32(150, 150, 165, 255);
 constexpr ImU32 kText = IM_COL32(235, 235, 240, 255);
@@ -67,19 +68,21 @@ std::string tile_name(const view::Tile& t) {
 
 // The canvas: an InvisibleButton that claims the rectangle so hovering works, as imgui_demo does.
 // It fills the room left in its pane, and never less than `minimum`: a pane with less room scrolls.
+// `height`, when given, is how tall the drawing is whatever the room (it goes on below the pane's fold).
 struct Canvas {
   ImVec2 p0, p1;
   ImDrawList* dl;
   bool hovered;
 };
 
-Canvas BeginCanvas(const char* id, ImVec2 minimum) {
+Canvas BeginCanvas(const char* id, ImVec2 minimum, float height = 0) {
   const ImVec2 room = ImGui::GetContentRegionAvail();
   NoteRoom(id, room, minimum);
-  const ImVec2 size(std::floor(std::max(room.x, minimum.x)), std::floor(std::max(room.y, minimum.y)));
+  const ImVec2 size(std::floor(std::max(room.x, minimum.x)), std::floor(height > 0 ? height : std::max(room.y, minimum.y)));
   Canvas c;
   c.p0 = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton(id, size);
+  NoteDrawingItem();
   c.p1 = ImVec2(c.p0.x + size.x, c.p0.y + size.y);
   c.hovered = ImGui::IsItemHovered();
   c.dl = ImGui::GetWindowDrawList();
@@ -388,7 +391,10 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
       float y = mid_y - sz.y - fs * 0.3f;  // above the arrow, else under it
       if (y < col_top + 2) y = mid_y + fs * 0.3f;
       y = std::min(y, col_bottom - sz.y - 2);
-      const ImVec2 top(std::min(mid_x - sz.x / 2, right - sz.x - 4), y);
+      ImVec2 top(std::min(mid_x - sz.x / 2, right - sz.x - 4), y);
+      // Nor over the text under the SRAM box, where the label reaches across its left edge.
+      if (top.x + sz.x + 4 > box_a.x) y = std::min(y, box_b.y - sz.y - 4);
+      top.y = y;
       if (y >= col_top + 2) {  // else the columns are shorter than the label: the arrow alone
         dl->AddRectFilled(ImVec2(top.x - 4, top.y - 2), ImVec2(top.x + sz.x + 4, top.y + sz.y + 2), IM_COL32(20, 20, 24, 230), 4);
         Text(dl, top, kCurrent, label);
@@ -811,6 +817,7 @@ void ShowExplorerPanel(AppState& app) {
   const auto every = static_cast<std::int64_t>(std::ceil((size_w + fs * 0.5f) / std::max((px1 - px0) / float(P), 1.0f)));
   ImVec2 prev_a, prev_b;
   bool have_prev = false;
+  float none_fit_end = -FLT_MAX;  // where the last "none fit" ends: one label for a run of sizes, none over another
   for (std::size_t k = 0; k < P; ++k) {
     const view::SramPoint& s = x.curve[k];
     if ((static_cast<std::int64_t>(k) - std::max<std::int64_t>(x.curve_current, 0)) % every == 0)
@@ -819,7 +826,14 @@ void ShowExplorerPanel(AppState& app) {
     if (static_cast<std::int64_t>(k) == x.curve_current)
       dl->AddLine(ImVec2(px(k), py0), ImVec2(px(k), py1), IM_COL32(255, 215, 60, 120), 2.0f);
     if (!s.any_fits) {
-      TextCentred(dl, ImVec2(px(k), py1 - fs), kDim, "none fit");
+      std::size_t last = k;  // the run of sizes where nothing fits, labelled once at its middle
+      while (last + 1 < P && !x.curve[last + 1].any_fits) ++last;
+      const float mid = (px(k) + px(last)) / 2, half = ImGui::CalcTextSize("none fit").x / 2;
+      const bool run_starts = k == 0 || x.curve[k - 1].any_fits;
+      if (run_starts && mid - half > none_fit_end) {
+        TextCentred(dl, ImVec2(mid, py1 - fs), kDim, "none fit");
+        none_fit_end = mid + half + fs * 0.5f;
+      }
       have_prev = false;
       continue;
     }
@@ -880,6 +894,7 @@ void ShowWarpgroupRoles(const SimulationResult& res, const Pipeline& pipe) {
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   const ImVec2 size(ImGui::GetContentRegionAvail().x, row_h * float(G + 1) + fs * 0.3f);
   ImGui::InvisibleButton("warpgroups", size);
+  NoteDrawingItem();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float left = p0.x + ImGui::CalcTextSize("consumer 2 ").x, slot = (p0.x + size.x - left) / float(shown);
   auto box = [&](float x0, float x1, int row, ImU32 fill, const std::string& text) {
@@ -1025,106 +1040,45 @@ void ShowMeasuredPanel(AppState& app) {
     ImGui::TextDisabled("No measurement files in %s yet: record some with hbmlab measure on a GPU.", app.measurements_dir.c_str());
     return;
   }
-  if (!app.measured) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("This problem's records and the rest of their files' first; the timing engine is predicting "
-                       "the other recorded configurations (the same as hbmlab validate):");
-    ImGui::PopStyleColor();
-    const std::string label = fmt::format("{} of {} configurations", done, total);
+  if (!app.measured) {  // one line while the rest come: the plot keeps the pane
+    const std::string label = Fitting({fmt::format("the timing engine is predicting every recorded configuration: {} of {}", done, total),
+                                       fmt::format("{} of {} recorded configurations predicted", done, total),
+                                       fmt::format("{} of {}", done, total)},
+                                      ImGui::GetContentRegionAvail().x - ImGui::GetStyle().FramePadding.x * 2);
     ImGui::ProgressBar(total > 0 ? float(done) / float(total) : 0.0f, ImVec2(-1, 0), label.c_str());
   }
-  ImGui::TextWrapped("%zu records%s. Kernel time: mean |error| %.0f%%, worst %+.0f%%, %zu within "
-                     "%.0f%%. DRAM read bytes: mean |error| %.0f%%, worst %+.0f%%, %zu within %.0f%%. Points on the "
-                     "diagonal are exact; ringed points are this problem (same N, d and algorithm); squares are backward passes.",
-                     rep.rows.size(), app.measured ? " from recorded files" : " so far", rep.time.mean_abs * 100, rep.time.worst * 100, rep.time.within,
-                     rep.time.tolerance * 100, rep.dram_read.mean_abs * 100, rep.dram_read.worst * 100,
+  ImGui::TextWrapped("%zu records%s. Kernel time: mean |error| %.0f%%, worst %+.0f%%, %zu within %.0f%%. DRAM read bytes: "
+                     "mean |error| %.0f%%, worst %+.0f%%, %zu within %.0f%%.",
+                     rep.rows.size(), app.measured ? " from recorded files" : " so far", rep.time.mean_abs * 100, rep.time.worst * 100,
+                     rep.time.within, rep.time.tolerance * 100, rep.dram_read.mean_abs * 100, rep.dram_read.worst * 100,
                      rep.dram_read.within, rep.dram_read.tolerance * 100);
-  if (!rep.skipped_files.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("%zu files left out: they hold no attention records hbmlab models (hover for why).",
-                       rep.skipped_files.size());
-    ImGui::PopStyleColor();
-    if (ImGui::IsItemHovered()) {
-      std::string why;
-      const std::string dir = app.measurements_dir + "/";
-      for (const std::string& s : rep.skipped_files) why += (s.rfind(dir, 0) == 0 ? s.substr(dir.size()) : s) + "\n";
-      ImGui::SetTooltip("%s", why.c_str());
-    }
-  }
   const AttentionProblem& p = app.replay[0] ? app.replay[0]->result().problem : AttentionProblem{};
   const Algo algo = app.settings.algo;
-  Canvas c = BeginCanvas("measured", MinimumSize(Drawing::tab));
-  ImDrawList* dl = c.dl;
   const float fs = ImGui::GetFontSize();
-  // Log-log scatter of time: measured across, predicted up.
+  // Log-log scatter of time: measured across, predicted up, on the same decades.
   double lo = 1e300, hi = 0;
   for (const ValidationRow& r : rep.rows)
     if (r.measured_time_s > 0 && r.predicted_time_s > 0) {
       lo = std::min({lo, r.measured_time_s, r.predicted_time_s});
       hi = std::max({hi, r.measured_time_s, r.predicted_time_s});
     }
-  if (hi <= 0) {
-    EndCanvas(c);
-    return;
-  }
+  if (hi <= 0) return;
   const double l0 = std::log10(lo) - 0.1, l1 = std::log10(hi) + 0.1;
-  // Each GPU, room and kernel's errors go beside the plot where the canvas is wide, else below it,
-  // with room kept for this problem's room (listed first) and one more.
-  std::vector<RoomSummary> groups = summarise_by_room(rep);
-  const auto first_other = std::stable_partition(groups.begin(), groups.end(), [&](const RoomSummary& g) { return g.algo == algo; });
-  auto mean = [](const ValidationSummary& s) {
-    return std::isfinite(s.mean_abs) ? fmt::format("{:.1f} % ({} of {})", 100 * s.mean_abs, s.within, s.count)
-                                     : std::string("—");
+  // Ticks at every decade, or at 1, 2 and 5 of each where the records span less than two.
+  auto tick_label = [](double v) {
+    return v < 1e-3 ? fmt::format("{:g} µs", v * 1e6) : v < 1 ? fmt::format("{:g} ms", v * 1e3) : fmt::format("{:g} s", v);
   };
-  const std::string summary_title = "mean |error| (records within 10 % DRAM, 15 % time)";
-  float summary_w = ImGui::CalcTextSize(summary_title.c_str()).x;
-  for (const RoomSummary& g : groups)
-    summary_w = std::max({summary_w, fs + ImGui::CalcTextSize(g.label().c_str()).x,
-                          fs + ImGui::CalcTextSize(("DRAM reads " + mean(g.dram_read) + ", time " + mean(g.time)).c_str()).x});
-  // The axis's end labels and its title share a line where they fit, else the title goes under them.
-  const std::string lo_label = format_seconds(std::pow(10.0, l0)), hi_label = format_seconds(std::pow(10.0, l1));
-  const std::string axis_title = "measured kernel time →";
-  const float labels_w = ImGui::CalcTextSize(lo_label.c_str()).x + ImGui::CalcTextSize(hi_label.c_str()).x +
-                         ImGui::CalcTextSize(axis_title.c_str()).x + fs * 2;
-  const float width = c.p1.x - c.p0.x - fs * 4, height = c.p1.y - c.p0.y - fs * 3;
-  const std::size_t keep = std::min(groups.size(), static_cast<std::size_t>(first_other - groups.begin()) + 1);
-  // Below, the summary's first rows keep their room, but the plot stays wide enough for its axis's end labels.
-  const float ends_w = ImGui::CalcTextSize(lo_label.c_str()).x + ImGui::CalcTextSize(hi_label.c_str()).x + fs;
-  auto side_for = [&](float axis_h, bool beside) {
-    return beside ? height - axis_h
-                  : std::max({std::min(width, height - axis_h - fs * (2.0f + 2.5f * float(keep))),
-                              0.5f * std::min(width, height - axis_h), std::min({ends_w, width, height - axis_h})});
-  };
-  auto beside_for = [&](float axis_h) { return width - (height - axis_h) - fs * 1.5f >= summary_w; };
-  const bool title_below = side_for(0, beside_for(0)) < labels_w;
-  const float axis_h = title_below ? fs * 1.1f : 0.0f;
-  const bool beside = beside_for(axis_h);
-  const float side = side_for(axis_h, beside);
-  const ImVec2 a(c.p0.x + fs * 3.5f, c.p0.y + fs * 0.5f), b(a.x + side, a.y + side);
-  auto px = [&](double s) { return a.x + side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };
-  auto py = [&](double s) { return b.y - side * static_cast<float>((std::log10(s) - l0) / (l1 - l0)); };
-  dl->AddRect(a, b, kFrame);
-  dl->AddLine(ImVec2(a.x, b.y), ImVec2(b.x, a.y), IM_COL32(200, 200, 210, 140), 1.5f);
-  const ValidationRow* hovered = nullptr;
-  for (int pass = 0; pass < 2; ++pass)
-    for (const ValidationRow& r : rep.rows) {
-      if (!(r.measured_time_s > 0 && r.predicted_time_s > 0)) continue;
-      const bool mine = IsMeasuredOfProblem(r, p, algo);
-      if (mine != (pass == 1)) continue;
-      const ImVec2 q(px(r.measured_time_s), py(r.predicted_time_s));
-      DrawMarker(dl, q, fs * (mine ? 0.32f : 0.22f), r.algo);
-      if (mine) dl->AddCircle(q, fs * 0.5f, kCurrent, 0, 2.0f);
-      if (c.hovered && std::abs(ImGui::GetIO().MousePos.x - q.x) < fs * 0.3f && std::abs(ImGui::GetIO().MousePos.y - q.y) < fs * 0.3f)
-        hovered = &r;
-    }
-  Text(dl, ImVec2(a.x, b.y + fs * 0.3f), kDim, lo_label);
-  Text(dl, ImVec2(b.x - ImGui::CalcTextSize(hi_label.c_str()).x, b.y + fs * 0.3f), kDim, hi_label);
-  TextCentred(dl, ImVec2((a.x + b.x) / 2, b.y + fs * 0.9f + axis_h), kText, axis_title);
-  Text(dl, ImVec2(c.p0.x, a.y), kDim, "pred.");
-  Text(dl, ImVec2(c.p0.x, a.y + fs * 1.1f), kDim, "↑");
-  float ly = a.y + fs * 0.3f;  // legend inside the plot's upper left, where points are rare
-  // The rooms the records are of: the forward rooms in the registry's order, then the others
-  // (backward) as they come.
+  std::vector<double> ticks;  // log10 of each
+  for (int pass = 0; pass < 2 && ticks.size() < 2; ++pass) {
+    ticks.clear();
+    for (double e = std::floor(l0); e <= l1; e += 1)
+      for (double m : pass == 0 ? std::vector<double>{1} : std::vector<double>{1, 2, 5})
+        if (const double t = e + std::log10(m); t >= l0 && t <= l1) ticks.push_back(t);
+  }
+  float tick_w = 0;
+  for (double t : ticks) tick_w = std::max(tick_w, ImGui::CalcTextSize(tick_label(std::pow(10.0, t)).c_str()).x);
+  // The rooms the records are of, for the legend: the forward rooms in the registry's order, then the
+  // others (backward) as they come.
   std::vector<Algo> shown;
   auto recorded = [&](Algo al) {
     return std::any_of(rep.rows.begin(), rep.rows.end(), [&](const ValidationRow& r) { return r.algo == al; });
@@ -1133,28 +1087,101 @@ void ShowMeasuredPanel(AppState& app) {
     if (recorded(al)) shown.push_back(al);
   for (const ValidationRow& r : rep.rows)
     if (std::find(shown.begin(), shown.end(), r.algo) == shown.end()) shown.push_back(r.algo);
-  for (Algo al : shown) {
-    DrawMarker(dl, ImVec2(a.x + fs * 0.8f, ly + fs * 0.55f), fs * 0.25f, al);
-    Text(dl, ImVec2(a.x + fs * 1.3f, ly), kDim, std::string(to_string(al)));
-    ly += fs * 1.2f;
+  float legend_w = 0;
+  for (Algo al : shown) legend_w = std::max(legend_w, fs * 1.3f + ImGui::CalcTextSize(std::string(to_string(al)).c_str()).x);
+  const float legend_h = fs * 1.2f * float(shown.size());
+  // The plot is a square as large as the pane's visible room allows: the y axis's ticks on its left,
+  // its title over it, the x axis's ticks and title under it. The legend goes beside it, or inside its
+  // upper left where that stays clear of the diagonal the points follow and the square is larger so.
+  const ImVec2 room = ImGui::GetContentRegionAvail(), minimum = MinimumSize(Drawing::tab);
+  const float canvas_w = std::floor(std::max(room.x, minimum.x));
+  const float left = tick_w + fs * 0.6f, top = fs * 1.4f, under = fs * 2.6f;
+  const float h_avail = std::max(room.y, minimum.y) - top - under, w_avail = canvas_w - left - fs * 0.5f;
+  const float side_beside = std::min(h_avail, w_avail - legend_w - fs);
+  const float side_inside = std::min(h_avail, w_avail);
+  const bool legend_inside = legend_w + legend_h + fs < 0.8f * side_inside && side_inside > side_beside;
+  const float side = std::max(legend_inside ? side_inside : side_beside, fs * 6);
+  // Under the plot, each GPU, room and kernel's errors: the canvas goes on below the fold for them.
+  std::vector<RoomSummary> groups = summarise_by_room(rep);
+  std::stable_partition(groups.begin(), groups.end(), [&](const RoomSummary& g) { return g.algo == algo; });
+  auto mean = [](const ValidationSummary& sm) {
+    return std::isfinite(sm.mean_abs) ? fmt::format("{:.1f} % ({} of {})", 100 * sm.mean_abs, sm.within, sm.count)
+                                      : std::string("—");
+  };
+  // A room's two lines, wrapped where the pane is narrow.
+  const float summary_wrap = canvas_w - fs * 1.5f;
+  auto summary_lines = [&](const RoomSummary& g) {
+    return std::pair{g.label(), "DRAM reads " + mean(g.dram_read) + ", time " + mean(g.time)};
+  };
+  auto text_h = [&](const std::string& t) { return ImGui::CalcTextSize(t.c_str(), nullptr, false, summary_wrap).y; };
+  const float summary_y = top + side + under + fs * 0.6f;
+  float summary_h = fs * 1.5f;
+  for (const RoomSummary& g : groups) {
+    const auto [name, errors] = summary_lines(g);
+    summary_h += text_h(name) + text_h(errors) + fs * 0.4f;
+  }
+  const float height = std::max(std::max(room.y, minimum.y), summary_y + summary_h);
+  Canvas c = BeginCanvas("measured", minimum, std::floor(height));
+  ImDrawList* dl = c.dl;
+  const ImVec2 a(c.p0.x + left, c.p0.y + top), b(a.x + side, a.y + side);
+  auto px = [&](double lg) { return a.x + side * static_cast<float>((lg - l0) / (l1 - l0)); };
+  auto py = [&](double lg) { return b.y - side * static_cast<float>((lg - l0) / (l1 - l0)); };
+  const ImU32 grid = IM_COL32(60, 60, 72, 255);
+  float last_x_label = -FLT_MAX;
+  for (double t : ticks) {
+    dl->AddLine(ImVec2(px(t), a.y), ImVec2(px(t), b.y), grid);
+    dl->AddLine(ImVec2(a.x, py(t)), ImVec2(b.x, py(t)), grid);
+    const std::string label = tick_label(std::pow(10.0, t));
+    const float w = ImGui::CalcTextSize(label.c_str()).x;
+    Text(dl, ImVec2(a.x - fs * 0.3f - w, py(t) - fs * 0.5f), kDim, label);
+    const float x = std::clamp(px(t) - w / 2, a.x - fs * 0.3f, c.p1.x - w);
+    if (x > last_x_label) {  // across, a label only where it clears the one before
+      Text(dl, ImVec2(x, b.y + fs * 0.2f), kDim, label);
+      last_x_label = x + w + fs * 0.6f;
+    }
+  }
+  dl->AddRect(a, b, kFrame);
+  dl->AddLine(ImVec2(a.x, b.y), ImVec2(b.x, a.y), IM_COL32(200, 200, 210, 140), 1.5f);
+  Text(dl, ImVec2(c.p0.x, c.p0.y), kText, "↑ predicted kernel time");
+  TextCentred(dl, ImVec2((a.x + b.x) / 2, b.y + fs * 1.9f), kText, "measured kernel time →");
+  const float radius = std::clamp(side / 70, fs * 0.22f, fs * 0.34f);
+  const ValidationRow* hovered = nullptr;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const ValidationRow& r : rep.rows) {
+      if (!(r.measured_time_s > 0 && r.predicted_time_s > 0)) continue;
+      const bool mine = IsMeasuredOfProblem(r, p, algo);
+      if (mine != (pass == 1)) continue;
+      const ImVec2 q(px(std::log10(r.measured_time_s)), py(std::log10(r.predicted_time_s)));
+      DrawMarker(dl, q, mine ? radius * 1.4f : radius, r.algo);
+      if (mine) dl->AddCircle(q, radius * 2.2f, kCurrent, 0, 2.0f);
+      if (c.hovered && std::abs(ImGui::GetIO().MousePos.x - q.x) < fs * 0.3f && std::abs(ImGui::GetIO().MousePos.y - q.y) < fs * 0.3f)
+        hovered = &r;
+    }
+  {
+    const float lx = legend_inside ? a.x + fs * 0.5f : b.x + fs;
+    float ly = a.y + fs * 0.3f;
+    if (legend_inside)  // over the grid lines
+      dl->AddRectFilled(ImVec2(lx, ly), ImVec2(lx + legend_w, ly + legend_h), IM_COL32(23, 23, 28, 255));
+    for (Algo al : shown) {
+      DrawMarker(dl, ImVec2(lx + fs * 0.3f, ly + fs * 0.55f), fs * 0.28f, al);
+      Text(dl, ImVec2(lx + fs * 0.9f, ly), kText, std::string(to_string(al)));
+      ly += fs * 1.2f;
+    }
   }
   // Each GPU, room and kernel's mean |error| and how many of its records are within the targets,
   // this problem's room first and in the highlight colour.
   {
-    const float tx = beside ? b.x + fs * 1.5f : c.p0.x;
-    float ty = beside ? a.y : b.y + fs * 2.2f + axis_h;
-    Text(dl, ImVec2(tx, ty), kText, summary_title);
+    const float tx = c.p0.x;
+    float ty = c.p0.y + summary_y;
+    Text(dl, ImVec2(tx, ty), kText, "mean |error| (records within 10 % DRAM, 15 % time)");
     ty += fs * 1.5f;
-    for (std::size_t k = 0; k < groups.size(); ++k) {
-      const RoomSummary& g = groups[k];
-      if (ty + fs * (k + 1 < groups.size() ? 3.7f : 2.5f) > c.p1.y) {
-        Text(dl, ImVec2(tx, ty), kDim, fmt::format("and {} more: hbmlab validate --measurements lists them", groups.size() - k));
-        break;
-      }
+    for (const RoomSummary& g : groups) {
+      const auto [name, errors] = summary_lines(g);
       DrawMarker(dl, ImVec2(tx + fs * 0.3f, ty + fs * 0.55f), fs * 0.25f, g.algo);
-      Text(dl, ImVec2(tx + fs, ty), g.algo == algo ? kCurrent : kText, g.label());
-      Text(dl, ImVec2(tx + fs, ty + fs * 1.1f), kDim, "DRAM reads " + mean(g.dram_read) + ", time " + mean(g.time));
-      ty += fs * 2.5f;
+      DrawText(dl, ImVec2(tx + fs, ty), g.algo == algo ? kCurrent : kText, name, summary_wrap);
+      ty += text_h(name);
+      DrawText(dl, ImVec2(tx + fs, ty), kDim, errors, summary_wrap);
+      ty += text_h(errors) + fs * 0.4f;
     }
   }
   if (hovered) {
@@ -1169,6 +1196,21 @@ void ShowMeasuredPanel(AppState& app) {
     ImGui::EndTooltip();
   }
   EndCanvas(c);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("Points on the diagonal are exact; ringed points are this problem (same N, d and algorithm); squares "
+                     "are backward passes.%s",
+                     app.measured ? "" : " This problem's records and the rest of their files come first, the others as the "
+                                         "timing engine predicts them (the same as hbmlab validate).");
+  if (!rep.skipped_files.empty()) {
+    ImGui::TextWrapped("%zu files left out: they hold no attention records hbmlab models (hover for why).", rep.skipped_files.size());
+    if (ImGui::IsItemHovered()) {
+      std::string why;
+      const std::string dir = app.measurements_dir + "/";
+      for (const std::string& f : rep.skipped_files) why += (f.rfind(dir, 0) == 0 ? f.substr(dir.size()) : f) + "\n";
+      ImGui::SetTooltip("%s", why.c_str());
+    }
+  }
+  ImGui::PopStyleColor();
 }
 
 }  // namespace hbmlab::viz

@@ -46,6 +46,7 @@ void BytesBar(const char* label, float label_w, double most, double bytes, ImU32
   }
   DrawText(dl, ImVec2(x + 6, p.y + (height - ImGui::GetFontSize()) / 2), ImGui::GetColorU32(ImGuiCol_Text), figure);
   ImGui::Dummy(ImVec2(width, height));
+  NoteDrawingItem();  // the room of what was drawn above
 }
 
 // A pipe's busy share of the kernel's predicted time, 0–100 %, the busiest outlined.
@@ -66,6 +67,7 @@ void ShareBar(const char* label, float label_w, const std::optional<double>& sha
   const std::string text = fmt::format("{:.0f}% busy{}", *share * 100, limiter ? " (the busiest)" : "");
   DrawText(dl, ImVec2(p.x + 6, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(255, 255, 255, 255), text);
   ImGui::Dummy(ImVec2(width, height));
+  NoteDrawingItem();  // the room of what was drawn above
 }
 
 }  // namespace
@@ -179,6 +181,7 @@ void ShowPipeline(const view::ReplayView& r, std::int64_t pos) {
         current ? tensor_colour(Tensor::K) : IM_COL32(150, 150, 165, 255), text);
   }
   ImGui::Dummy(ImVec2(ImGui::GetContentRegionAvail().x, height));
+  NoteDrawingItem();  // the room of what was drawn above
   ImGui::Text("Warpgroups of 128 threads, one CTA of %lld query rows", static_cast<long long>(r.blocks().Br));
   const float label_w = ImGui::CalcTextSize("consumer 0 ").x + gap;
   const float w = ImGui::GetContentRegionAvail().x - label_w;
@@ -188,6 +191,7 @@ void ShowPipeline(const view::ReplayView& r, std::int64_t pos) {
   box(p, w, IM_COL32(150, 150, 165, 255),
       j + 1 < res.Tc ? fmt::format("TMA: K_{}, V_{} into a free stage; then waits", j + 1, j + 1) : std::string("waits: no block left"));
   ImGui::Dummy(ImVec2(w, height));
+  NoteDrawingItem();  // the room of what was drawn above
   // Pingpong: at each K_j the consumers take turns on the tensor cores, the others in their softmax.
   for (std::int64_t g = 0; g < pipe->consumer_warpgroups; ++g) {
     const bool gemm = (j + g) % pipe->consumer_warpgroups == 0;
@@ -197,6 +201,7 @@ void ShowPipeline(const view::ReplayView& r, std::int64_t pos) {
     box(p, w, gemm ? IM_COL32(90, 170, 110, 255) : IM_COL32(200, 120, 200, 255),
         gemm ? fmt::format("GEMMs: S = Q K_{}ᵀ and P̃ V (wgmma)", j) : fmt::format("softmax of S_{} (exponent unit)", j));
     ImGui::Dummy(ImVec2(w, height));
+    NoteDrawingItem();  // the room of what was drawn above
   }
 }
 
@@ -228,11 +233,18 @@ void ShowRoofline(const AppState& app) {
   const double ly1 = std::log10(ceil.tensor_flop_per_s) + 0.4;
   const double ly0 = std::min(std::floor(std::log10(std::min(y_lo, ceil.tensor_flop_per_s))) - 0.3, ly1 - 2);
   const float fs = ImGui::GetFontSize();
-  const ImVec2 size(ImGui::GetContentRegionAvail().x, fs * 16);
+  const ImVec2 size(ImGui::GetContentRegionAvail().x, fs * 17);
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton("roofline", size);
+  NoteDrawingItem();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const float left = p0.x + fs * 3.5f, right = p0.x + size.x - fs * 0.5f, top = p0.y + fs * 0.3f, bottom = p0.y + size.y - fs * 1.4f;
+  // The y axis's labels in a margin as wide as the widest, the x axis's labels and title under the plot.
+  auto y_label = [](double e) { return format_si(std::pow(10, e), "FLOP/s"); };
+  auto x_label = [](double e) { return e < 6 ? fmt::format("{:g}", std::pow(10, e)) : fmt::format("1e{:.0f}", e); };
+  float y_label_w = 0;
+  for (double e = std::ceil(ly0); e <= ly1; e += 1) y_label_w = std::max(y_label_w, ImGui::CalcTextSize(y_label(e).c_str()).x);
+  const float left = p0.x + y_label_w + fs * 0.5f, right = p0.x + size.x - fs * 0.5f, top = p0.y + fs * 0.3f,
+              bottom = p0.y + size.y - fs * 2.6f;
   auto X = [&](double x) { return left + (right - left) * float((std::log10(x) - lx0) / (lx1 - lx0)); };
   auto Y = [&](double y) { return bottom - (bottom - top) * float((std::log10(y) - ly0) / (ly1 - ly0)); };
   const ImU32 frame = IM_COL32(110, 110, 125, 255), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
@@ -242,11 +254,20 @@ void ShowRoofline(const AppState& app) {
   for (double e = std::ceil(lx0); e <= lx1; e += 1) dl->AddLine(ImVec2(X(std::pow(10, e)), top), ImVec2(X(std::pow(10, e)), bottom), IM_COL32(50, 50, 60, 255));
   for (double e = std::ceil(ly0); e <= ly1; e += 1) dl->AddLine(ImVec2(left, Y(std::pow(10, e))), ImVec2(right, Y(std::pow(10, e))), IM_COL32(50, 50, 60, 255));
   // A bandwidth ceiling: FLOP/s = bytes/s × FLOPs per byte, up to the tensor peak.
+  // The names drawn on the plot, kept so that a kernel's name goes where it covers none of them.
+  std::vector<std::pair<ImVec2, ImVec2>> names;
   auto slope = [&](double bytes_per_s, ImU32 colour, const char* name) {
     const double x0 = std::pow(10, lx0), ridge = ceil.tensor_flop_per_s / bytes_per_s;
     dl->AddLine(ImVec2(X(x0), Y(bytes_per_s * x0)), ImVec2(X(ridge), Y(ceil.tensor_flop_per_s)), colour, 2.0f);
     const double xl = std::max(x0 * 1.2, std::pow(10, ly0 + 0.25) / bytes_per_s);  // near the plot's foot
-    DrawText(dl, ImVec2(X(xl) + fs * 0.6f, Y(bytes_per_s * xl) + fs * 0.1f), colour, name);  // below the line
+    const ImVec2 at(X(xl) + fs * 0.6f, Y(bytes_per_s * xl) + fs * 0.1f);  // below the line
+    DrawText(dl, at, colour, name);
+    names.emplace_back(at, ImVec2(at.x + ImGui::CalcTextSize(name).x, at.y + fs));
+  };
+  auto covers_a_name = [&](ImVec2 a, ImVec2 b) {
+    return std::any_of(names.begin(), names.end(), [&](const auto& n) {
+      return a.x < n.second.x && n.first.x < b.x && a.y < n.second.y && n.first.y < b.y;
+    });
   };
   slope(ceil.hbm_bytes_per_s, hbm, "HBM");
   slope(ceil.smem_bytes_per_s, smem, "shared memory");
@@ -268,14 +289,32 @@ void ShowRoofline(const AppState& app) {
       dl->AddCircleFilled(b, fs * 0.35f, smem);
       dl->AddCircle(a, fs * 0.45f, algo_colour(r->algo()), 0, 1.5f);
       dl->AddCircle(b, fs * 0.45f, algo_colour(r->algo()), 0, 1.5f);
-      DrawText(dl, ImVec2(b.x + fs * 0.5f, b.y + 2), ImGui::GetColorU32(ImGuiCol_Text), p.kernel);
+      // Right of the shared-memory point, else above it, else below it: wherever it covers no name drawn before.
+      const ImVec2 size = ImGui::CalcTextSize(p.kernel.c_str());
+      const ImVec2 places[] = {ImVec2(b.x + fs * 0.5f, b.y + 2), ImVec2(b.x - size.x / 2, b.y - fs * 0.5f - size.y),
+                               ImVec2(b.x - size.x / 2, b.y + fs * 0.5f)};
+      ImVec2 at = places[0];
+      for (const ImVec2& place : places)
+        if (!covers_a_name(place, ImVec2(place.x + size.x, place.y + size.y))) {
+          at = place;
+          break;
+        }
+      DrawText(dl, at, ImGui::GetColorU32(ImGuiCol_Text), p.kernel);
+      names.emplace_back(at, ImVec2(at.x + size.x, at.y + size.y));
     }
   dl->PopClipRect();
   dl->AddRect(ImVec2(left, top), ImVec2(right, bottom), frame);
-  for (double e = std::ceil(lx0); e <= lx1; e += 1)
-    DrawText(dl, ImVec2(X(std::pow(10, e)) - fs * 0.5f, bottom + 2), dim, fmt::format("1e{:.0f}", e));
-  for (double e = std::ceil(ly0); e <= ly1; e += 1)
-    DrawText(dl, ImVec2(p0.x, Y(std::pow(10, e)) - fs * 0.5f), dim, format_si(std::pow(10, e), "FLOP/s"));
+  for (double e = std::ceil(lx0); e <= lx1; e += 1) {
+    const std::string label = x_label(e);
+    DrawText(dl, ImVec2(X(std::pow(10, e)) - ImGui::CalcTextSize(label.c_str()).x / 2, bottom + 2), dim, label);
+  }
+  const char* x_title = "FLOPs per byte →";
+  DrawText(dl, ImVec2((left + right - ImGui::CalcTextSize(x_title).x) / 2, bottom + fs * 1.3f), ImGui::GetColorU32(ImGuiCol_Text),
+           x_title);
+  for (double e = std::ceil(ly0); e <= ly1; e += 1) {
+    const std::string label = y_label(e);
+    DrawText(dl, ImVec2(left - fs * 0.3f - ImGui::CalcTextSize(label.c_str()).x, Y(std::pow(10, e)) - fs * 0.5f), dim, label);
+  }
   if (ImGui::IsItemHovered()) {
     std::string tip;
     for (const auto& [r, v] : rooms) {

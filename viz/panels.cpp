@@ -2,7 +2,7 @@
 // keyboard shortcuts. Custom drawings (memory, matrix, explorer, timeline, measured) are in canvas.cpp.
 //
 // [SECTION] Colours and helpers
-// [SECTION] Drawings' text and room
+// [SECTION] Drawings' room
 // [SECTION] Controls
 // [SECTION] Lesson
 // [SECTION] Online softmax
@@ -112,36 +112,7 @@ void PanelTitle(const char* title, bool highlighted) {
   ImGui::Separator();
 }
 
-// [SECTION] Drawings' text and room
-
-namespace {
-
-// What a layout check has recorded so far (BeginLayoutCheck); nothing while none runs.
-struct DrawnText {
-  ImVec2 a, b;  // its box, within the clip rectangle it was drawn in
-  std::string text;
-};
-struct Recorder {
-  bool on = false;
-  std::vector<DrawnText> texts;
-  LayoutCheck check;
-};
-Recorder recorder;
-
-}  // namespace
-
-void DrawText(ImDrawList* dl, ImVec2 at, ImU32 colour, std::string_view text, float wrap_w, ImFont* font, float size) {
-  const char* begin = text.data();
-  const char* end = begin + text.size();
-  dl->AddText(font, size, at, colour, begin, end, wrap_w);
-  if (!recorder.on || text.empty()) return;
-  ImFont* f = font ? font : ImGui::GetFont();
-  const float sz = size > 0 ? size : ImGui::GetFontSize();
-  const ImVec2 extent = f->CalcTextSizeA(sz, FLT_MAX, wrap_w > 0 ? wrap_w : 0, begin, end);
-  const ImVec2 lo = dl->GetClipRectMin(), hi = dl->GetClipRectMax();
-  const ImVec2 a(std::max(at.x, lo.x), std::max(at.y, lo.y)), b(std::min(at.x + extent.x, hi.x), std::min(at.y + extent.y, hi.y));
-  if (a.x < b.x && a.y < b.y) recorder.texts.push_back({a, b, std::string(text)});
-}
+// [SECTION] Drawings' room
 
 ImVec2 MinimumSize(Drawing drawing) {
   const float fs = ImGui::GetFontSize();
@@ -151,39 +122,6 @@ ImVec2 MinimumSize(Drawing drawing) {
     case Drawing::tab: return ImVec2(fs * 26, fs * 16);
   }
   return ImVec2(0, 0);
-}
-
-void BeginLayoutCheck() {
-  recorder = Recorder{};
-  recorder.on = true;
-}
-
-void NoteRoom(const char* drawing, ImVec2 room, ImVec2 minimum) {
-  if (!recorder.on) return;
-  const float pt = ImGui::GetFontSize() / 16.0f;  // pixels per point: the font is 16 points
-  auto points = [pt](float px) { return static_cast<int>(std::lround(px / pt)); };
-  recorder.check.drawings.push_back(fmt::format("{} {}×{}", drawing, points(room.x), points(room.y)));
-  // Half a point of slack: the layout's sums of rounded sizes.
-  if (room.x + 0.5f < minimum.x)
-    recorder.check.narrow.push_back(fmt::format("{}: {} of {} points wide", drawing, points(room.x), points(minimum.x)));
-  if (room.y + 0.5f < minimum.y)
-    recorder.check.short_ones.push_back(fmt::format("{}: {} of {} points tall", drawing, points(room.y), points(minimum.y)));
-}
-
-LayoutCheck EndLayoutCheck() {
-  LayoutCheck check = std::move(recorder.check);
-  // Glyph boxes are a line tall whatever the glyphs: boxes that share less than a quarter of a line's
-  // height, or a pixel's width, are lines one under the other, not text over text.
-  const float fs = ImGui::GetFontSize();
-  const std::vector<DrawnText>& t = recorder.texts;
-  for (std::size_t i = 0; i < t.size(); ++i)
-    for (std::size_t j = i + 1; j < t.size(); ++j) {
-      const float w = std::min(t[i].b.x, t[j].b.x) - std::max(t[i].a.x, t[j].a.x);
-      const float h = std::min(t[i].b.y, t[j].b.y) - std::max(t[i].a.y, t[j].a.y);
-      if (w > 1.0f && h > fs * 0.25f) check.overlaps.push_back(fmt::format("'{}' over '{}'", t[j].text, t[i].text));
-    }
-  recorder = Recorder{};
-  return check;
 }
 
 namespace {
@@ -650,6 +588,7 @@ void StackedBar(const Counts& c, double scale, float width, float height) {
     x += w;
   }
   ImGui::Dummy(ImVec2(width, height));
+  NoteDrawingItem();  // the room of what was drawn above
 }
 
 }  // namespace

@@ -53,18 +53,29 @@ void DrawText(ImDrawList* dl, ImVec2 at, ImU32 colour, std::string_view text, fl
 enum class Drawing { memory, matrix, tab };
 ImVec2 MinimumSize(Drawing drawing);
 
-// A layout check, for the screenshot runs of the tests: on the frame between Begin and End, every text drawn
-// on a drawing and the room each drawing was given are recorded; End says which texts were drawn over
-// others and which drawings had less room than their minimum (they scrolled).
+// A layout check, for the screenshot runs of the tests (viz/layout_check.cpp): on the frame between
+// Begin and End, every text drawn on a drawing, every widget of the window's layout and the room each
+// drawing was given are recorded; End says which texts were drawn over others, which widgets over
+// other widgets or over a drawing's text, and which drawings had less room than their minimum (they
+// scrolled).
 struct LayoutCheck {
-  std::vector<std::string> overlaps;    // "'a' over 'b'"
-  std::vector<std::string> narrow;      // "memory: 300 of 432 points wide"
-  std::vector<std::string> short_ones;  // "measured: 180 of 256 points tall"
-  std::vector<std::string> drawings;    // every drawing shown, with its room: "memory 643×520"
+  std::vector<std::string> overlaps;         // "'a' over 'b'"
+  std::vector<std::string> widget_overlaps;  // "'Open' over 'path'", "'N = 64' over the drawing's 'HBM'"
+  std::vector<std::string> narrow;           // "memory: 300 of 432 points wide"
+  std::vector<std::string> short_ones;       // "measured: 180 of 256 points tall"
+  std::vector<std::string> drawings;         // every drawing shown, with its room: "memory 643×520"
+  std::size_t widgets_seen = 0;              // none where widgets are not checked (the page)
 };
+// The window that holds the layout: widgets of other windows (tooltips, lists, help) are not checked.
+inline constexpr const char* kLayoutWindow = "hbmlab";
 void BeginLayoutCheck();
 LayoutCheck EndLayoutCheck();
 // Called by each drawing as it takes its room.
 void NoteRoom(const char* drawing, ImVec2 room, ImVec2 minimum);
+// Called where Dear ImGui registers a widget and draws its label (viz/layout_check.cpp).
+void NoteWidget(ImVec2 a, ImVec2 b);
+void NoteWidgetText(const char* begin, const char* end);
+// The widget just submitted (an InvisibleButton) is a drawing's canvas, whose texts are checked one by one.
+void NoteDrawingItem();
 
 }  // namespace hbmlab::viz

@@ -96,6 +96,10 @@ void load_scenario_into(AppState& app, const std::string& name_or_path) {
   if (sc.sram_bytes) s.sram_bytes = *sc.sram_bytes;
   s.watch_row = -1;  // a row that shows a rescale (sim/view picks it)
   app.stage = 0;
+  // A new scenario is a new problem: its first stage rebuilds the replays even where it names the
+  // algorithm already on screen (else the last scenario's replay would stay).
+  app.replay[0].reset();
+  app.replay[1].reset();
   if (!sc.stages.empty()) {
     apply_stage(app, 0);
   } else {
