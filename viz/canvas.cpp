@@ -943,9 +943,9 @@ void ShowTimelinePanel(AppState& app) {
     ImGui::Bullet();
     ImGui::PopStyleColor();
     ImGui::SameLine();
-    ImGui::TextWrapped("%s: %s, %s, %lld per SM (limit: %s), %lld waves", kt.name.c_str(), format_seconds(kt.time_s).c_str(),
+    ImGui::TextWrapped("%s: %s, %s, %lld per SM (limit: %s), %lld wave%s", kt.name.c_str(), format_seconds(kt.time_s).c_str(),
                        format_ctas(kt.ctas, kt.tiles).c_str(), static_cast<long long>(kt.ctas_per_sm), kt.occupancy_limit.c_str(),
-                       static_cast<long long>(kt.waves));
+                       static_cast<long long>(kt.waves), kt.waves == 1 ? "" : "s");
   }
   for (const auto& side : app.replay)  // either side's warp-specialised room
     if (side)
