@@ -243,9 +243,12 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const view::Sram sram = r.sram_after(pos);
   const std::int64_t cta = last ? r.cta_of(pos - 1) : 0;
   // Shorter in a narrow pane, the whole in its tooltip.
-  const std::string sm_head = fmt::format("SM {} of {}  ·  SRAM  (CTA {} of {})", sm, sm_count, cta, r.cta_count());
+  // A persistent kernel's CTAs walk tiles: the head's unit of work is then a tile, not a CTA.
+  const bool persistent = !res.engine.kernels.empty() && res.engine.kernels[0].ctas < res.engine.kernels[0].tiles;
+  const char* work_unit = persistent ? "tile" : "CTA";
+  const std::string sm_head = fmt::format("SM {} of {}  ·  SRAM  ({} {} of {})", sm, sm_count, work_unit, cta, r.cta_count());
   const std::string sm_shown =
-      Fitting({sm_head, fmt::format("SM {}/{} · CTA {}/{}", sm, sm_count, cta, r.cta_count()), fmt::format("SM {}", sm)},
+      Fitting({sm_head, fmt::format("SM {}/{} · {} {}/{}", sm, sm_count, work_unit, cta, r.cta_count()), fmt::format("SM {}", sm)},
               sm_b.x - sm_a.x);
   const ImVec2 sm_head_at(sm_a.x, sm_a.y + pad * 0.5f);
   Text(dl, sm_head_at, kText, sm_shown);
