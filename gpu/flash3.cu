@@ -25,8 +25,7 @@
 //      across tiles; O_i is staged in a buffer of its own, so the next tile's Q_i (and its first K/V
 //      blocks) load while the current tile's last GEMMs and store finish. Under a causal mask each CTA
 //      takes its tiles two by two, a long row and its short complement (tile_at), so the CTAs stay
-//      balanced and move through the heads together; at Br = 192 a warpgroup leaves out the tile's last
-//      K/V block when its 64 rows end before it (and everything when they lie past N).
+//      balanced and move through the heads together.
 // Every rung: O_i goes back through shared memory (Q_i's own rows) and one bulk tensor store per
 // warpgroup, which also clips the rows past N; L_i = m_i + log ℓ_i from registers.
 // Shapes: d = 64 (Br × Bc = 192 × 128 or 128 × 128, 3 stages) and 128 (128 × 128, 2 stages); fp16 and bf16; causal or not;
@@ -383,23 +382,17 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
     release(q_empty);  // every S of this tile has landed: Q_i's buffer may take the next tile's
   } else {
     // S_0 alone, its softmax; then each turn issues S_j and P̃_{j−1}V_{j−1} together.
-    // v4 under a causal mask at Br = 192, no block mask (kOwnBlocks): a warpgroup whose last row comes
-    // before the tile's last K/V block leaves that block out (jw = j_end − 1; it would mask it whole),
-    // and one whose rows all lie past N computes nothing (jw = 0); it still takes its turns and
-    // empties the stages with the others. At Br = Bc every warpgroup reaches the tile's last block.
-    // How it is written keeps the GEMMs as fast as before: the loop's bound stays the tile's, the same
-    // for every warpgroup (with a bound of its own the ring's stage and parity became per-thread values
-    // to the compiler, the shared-memory descriptors were computed after the pingpong barrier, on the
-    // turn, 2–12 % slower); jw, equal on every lane, comes through a warp reduction, so the compiler
-    // holds it as warp-uniform, and the last wait is unconditional (a wait under a per-warpgroup branch
-    // made ptxas serialise every wgmma: "wgmma.mma_async instructions are serialized", 20–28 % slower).
-    constexpr bool kOwnBlocks = kPersistent && kCausal && !kMasked && kBr > kBc;
-    const int first_row = row_begin + wg_row0;
-    const int jw_own = first_row >= N ? 0
-                       : min(first_row + 63, N - 1) < (j_end - 1) * kBc ? j_end - 1
-                                                                       : j_end;
-    const int jw = kOwnBlocks ? static_cast<int>(__reduce_min_sync(0xffffffffu, static_cast<unsigned>(jw_own))) : j_end;
-    auto turn = [&](int j) {  // S_j with P̃_{j−1}V_{j−1}
+    const int kv_block0 = block_at(list0, 0);
+    mbar_wait(k_full(stage(0)), parity(0));
+    my_turn();
+    issue_S(stage(0));
+    partners_turn();
+    wgmma_wait<0>();
+    fence_operands(reg_S);
+    release(k_empty(stage(0)));
+    softmax(kv_block0, rescale);
+    pack_P();
+    for (int j = 1; j < j_end; ++j) {
       const int kv_block = block_at(list0, j);
       const int s = stage(j), sp = stage(j - 1);
       mbar_wait(k_full(s), parity(j));
@@ -419,59 +412,16 @@ flash3_kernel(const __grid_constant__ CUtensorMap map_Q, const __grid_constant__
       release(v_empty(sp));
       rescale_O(rescale);
       pack_P();
-    };
-    auto pv_only = [&](int j) {  // jw = j: K_j lies after this warpgroup's rows; P̃_{j−1}V_{j−1} alone
-      const int s = stage(j), sp = stage(j - 1);
-      mbar_wait(k_full(s), parity(j));
-      mbar_wait(v_full(sp), parity(j - 1));
-      my_turn();
-      issue_PV(sp);
-      partners_turn();
-      wgmma_wait<0>();
-      fence_operands(reg_O);
-#pragma unroll
-      for (int kt = 0; kt < kBc / 16; ++kt) fence_operands(reg_P[kt]);
-      release(k_empty(s));
-      release(v_empty(sp));
-    };
-    if (!kOwnBlocks || jw > 0) {
-      const int kv_block0 = block_at(list0, 0);
-      mbar_wait(k_full(stage(0)), parity(0));
-      my_turn();
-      issue_S(stage(0));
-      partners_turn();
-      wgmma_wait<0>();
-      fence_operands(reg_S);
-      release(k_empty(stage(0)));
-      softmax(kv_block0, rescale);
-      pack_P();
-      for (int j = 1; j < j_end; ++j) {
-        if (kOwnBlocks && j == jw) pv_only(j);
-        else turn(j);
-      }
-      release(q_empty);  // every S of this tile has landed: Q_i's buffer may take the next tile's
-      const bool last_pv = !kOwnBlocks || jw == j_end;  // else P̃V of block jw − 1 went with K_jw's turn
-      const int s_last = stage(j_end - 1);
-      mbar_wait(v_full(s_last), parity(j_end - 1));
-      my_turn();
-      if (last_pv) issue_PV(s_last);
-      partners_turn();
-      wgmma_wait<0>();
-      fence_operands(reg_O);
-      release(v_empty(s_last));
-    } else if constexpr (kOwnBlocks) {  // rows past N: no product, a turn for each round, the stages emptied
-      release(q_empty);
-      my_turn();
-      partners_turn();
-      for (int j = 0; j < j_end; ++j) {
-        mbar_wait(k_full(stage(j)), parity(j));
-        mbar_wait(v_full(stage(j)), parity(j));
-        my_turn();
-        partners_turn();
-        release(k_empty(stage(j)));
-        release(v_empty(stage(j)));
-      }
     }
+    release(q_empty);  // every S of this tile has landed: Q_i's buffer may take the next tile's
+    const int s_last = stage(j_end - 1);
+    mbar_wait(v_full(s_last), parity(j_end - 1));
+    my_turn();
+    issue_PV(s_last);
+    partners_turn();
+    wgmma_wait<0>();
+    fence_operands(reg_O);
+    release(v_empty(s_last));
   }
 
   // lines 12–15: O_i = diag(ℓ)⁻¹ O_i and L_i = m_i + log ℓ_i, written once. O_i goes to this
