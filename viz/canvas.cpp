@@ -244,8 +244,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const std::int64_t cta = last ? r.cta_of(pos - 1) : 0;
   // Shorter in a narrow pane, the whole in its tooltip.
   // A persistent kernel's CTAs walk tiles: the head's unit of work is then a tile, not a CTA.
-  const bool persistent = !res.engine.kernels.empty() && res.engine.kernels[0].ctas < res.engine.kernels[0].tiles;
-  const char* work_unit = persistent ? "tile" : "CTA";
+  const char* work_unit = !res.engine.kernels.empty() && res.engine.kernels[0].persistent() ? "tile" : "CTA";
   const std::string sm_head = fmt::format("SM {} of {}  ·  SRAM  ({} {} of {})", sm, sm_count, work_unit, cta, r.cta_count());
   const std::string sm_shown =
       Fitting({sm_head, fmt::format("SM {}/{} · {} {}/{}", sm, sm_count, work_unit, cta, r.cta_count()), fmt::format("SM {}", sm)},

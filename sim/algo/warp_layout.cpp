@@ -127,7 +127,7 @@ void stage(OnChipCounts& c, Tensor t, std::int64_t bytes) {
 // A kernel's counts: its block pairs' and its CTAs'.
 OnChipCounts per_kernel(const KernelPlan& plan, const OnChipCounts& pair, const OnChipCounts& cta) {
   OnChipCounts c = pair.times(computed_pairs(plan));
-  c += cta.times(plan.ctas());
+  c += cta.times(plan.tiles());
   return c;
 }
 
@@ -290,7 +290,7 @@ OnChipCounts fa2_convert_dq_kernel(const KernelPlan& plan, std::int64_t Br, std:
   OnChipCounts c;
   c.modelled = true;
   stage(c, Tensor::dQ, Br * d * elem_bytes);
-  c = c.times(plan.ctas());
+  c = c.times(plan.tiles());
   c.layout = "dQ_i staged through shared memory (fp32 accumulator → dtype → 16-byte rows)";
   return c;
 }
@@ -786,7 +786,7 @@ OnChipCounts decode_split_cta(const DecodeSplitLayout& l, std::int64_t rows) {
 
 OnChipCounts decode_split_kernel(const KernelPlan& plan, const DecodeSplitLayout& l, std::int64_t real_rows) {
   OnChipCounts c = decode_split_pair(l).times(computed_pairs(plan));
-  c += decode_merge_stores(l).times(plan.ctas());
+  c += decode_merge_stores(l).times(plan.tiles());
   c += decode_merge_reads(l, real_rows);
   c.layout = fmt::format("4 warps x {} keys of each K_j for all {} rows (ldmatrix); every warp reads all of Q_i; the "
                          "warps' O, m, l merge through shared memory{}",

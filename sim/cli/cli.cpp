@@ -266,13 +266,16 @@ std::string simulation_csv(std::span<const SimulationResult> results) {
 // needs the timing engine under --counts-only, what a room does not model, what only text shows.
 void refuse_ignored(const SimulateFlags& f, std::span<const Algo> rooms) {
   const bool numerics_given = f.o_numerics->count() > 0, seed_given = f.o_seed->count() > 0;
+  const std::pair<bool, std::string_view> launch_options[] = {{f.o_launch_threads->count() > 0, "--launch-threads"},
+                                                              {f.o_launch_registers->count() > 0, "--launch-registers"},
+                                                              {f.o_launch_smem->count() > 0, "--launch-smem-bytes"}};
   if (f.counts_only) {
     const std::pair<bool, std::string_view> engine_options[] = {
-        {!f.timeline.empty(), "--timeline"},           {f.hbmlab_kernels, "--hbmlab-kernels"},
-        {f.kv_descending, "--kv-descending"},          {f.o_launch_threads->count() > 0, "--launch-threads"},
-        {f.o_launch_registers->count() > 0, "--launch-registers"}, {f.o_launch_smem->count() > 0, "--launch-smem-bytes"},
-        {f.no_l2, "--no-l2"},                          {f.problem.auto_splits(), "--splits auto"}};
+        {!f.timeline.empty(), "--timeline"}, {f.hbmlab_kernels, "--hbmlab-kernels"}, {f.kv_descending, "--kv-descending"},
+        {f.no_l2, "--no-l2"},                {f.problem.auto_splits(), "--splits auto"}};
     for (const auto& [given, option] : engine_options)
+      if (given) fail_input("{}: needs the timing engine, not --counts-only", option);
+    for (const auto& [given, option] : launch_options)
       if (given) fail_input("{}: needs the timing engine, not --counts-only", option);
     if (numerics_given && f.numerics != "off") fail_input("--numerics: --counts-only checks no numerics");
     if (seed_given) fail_input("--seed: seeds the numerics check, which --counts-only skips");
@@ -288,9 +291,6 @@ void refuse_ignored(const SimulateFlags& f, std::span<const Algo> rooms) {
     if (f.kv_descending && !a->has_kv_order())
       fail_input("--kv-descending: {} has no K/V order to reverse ({} {})", to_string(a), names_of(kv_order),
                  kv_order.size() == 1 ? "has one" : "have one");
-    const std::pair<bool, std::string_view> launch_options[] = {{f.o_launch_threads->count() > 0, "--launch-threads"},
-                                                                {f.o_launch_registers->count() > 0, "--launch-registers"},
-                                                                {f.o_launch_smem->count() > 0, "--launch-smem-bytes"}};
     for (const auto& [given, option] : launch_options)
       if (given && !a->takes_launch())
         fail_input("{}: {} launches library GEMMs, whose launch hbmlab does not set (the other rooms take it)", option,

@@ -92,7 +92,8 @@ struct KernelPlan {
   // products, waiting on them (`wgmma_waits` times a phase), the FP32 work between (which then hides
   // under no GEMM), their reductions. 0: the warpgroups overlap their FP32 work with their GEMMs.
   std::int32_t wgmma_waits = 0;
-  std::int64_t ctas() const { return static_cast<std::int64_t>(programs.size()) * instances; }
+  // The grid's tiles, a CTA program of an instance each: as many CTAs unless the kernel is persistent.
+  std::int64_t tiles() const { return static_cast<std::int64_t>(programs.size()) * instances; }
 };
 
 // How a real kernel was launched, when it differs from hbmlab's defaults (e.g. PyTorch's

@@ -465,7 +465,7 @@ KernelTiming Replay::begin_kernel(const KernelPlan& k, const Occupancy& occ) con
   kt.name = k.name;
   kt.overlap = k.overlap;
   kt.on_chip = k.on_chip;
-  kt.tiles = k.ctas();
+  kt.tiles = k.tiles();
   const std::int64_t slots = gpu_.sm_count * occ.ctas_per_sm;
   kt.ctas = k.static_tiles.ctas > 0 ? k.static_tiles.ctas : k.persistent ? std::min(kt.tiles, slots) : kt.tiles;
   kt.ctas_per_sm = occ.ctas_per_sm;

@@ -66,6 +66,7 @@ struct KernelTiming {
   // CTAs launched, and the tiles (CTA programs × instances) they work through: as many as the CTAs, or
   // more when persistent CTAs walk them (KernelPlan::persistent, static_tiles). Waves are ⌈tiles / slots⌉.
   std::int64_t ctas = 0, tiles = 0, ctas_per_sm = 0, waves = 0;
+  bool persistent() const { return ctas < tiles; }  // its CTAs walk more tiles than there are CTAs
   std::string occupancy_limit;  // "SRAM", "threads", "registers" or "CTA cap"
   std::int64_t smem_bytes_per_cta = 0, threads_per_cta = 0, registers_per_thread = 0;
   bool double_buffered = false;

@@ -599,7 +599,7 @@ TEST_CASE("on-chip: gpu/flash_decoding.cu's split and combine kernels", "[on_chi
   // Its fallback launches on every step; with no row out of range its CTAs only read their flags.
   const std::vector<KernelPlan> pp = hbmlab_plans("flashdecoding++", p, 16, 64);
   REQUIRE(pp.size() == 3);
-  CHECK(pp[1].ctas() == pp[0].ctas());
+  CHECK(pp[1].tiles() == pp[0].tiles());
   CHECK(pp[1].accesses.empty());
   CHECK(pp[0].on_chip.ex2 == 32 * pairs);
   CHECK(pp[0].on_chip.ldmatrix == split.ldmatrix);

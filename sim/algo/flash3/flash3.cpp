@@ -93,7 +93,7 @@ public:
       // hbmlab's kernel walks tiles persistently (v4; two by two under a causal mask) and launches one
       // CTA per tile with a block mask (v3, gpu/flash3.cu); a record's grid says which rung it timed
       // (LaunchOverride::ctas). FlashAttention-3's and cuDNN's kernels are persistent.
-      if (options.launch.ctas) plan.persistent = *options.launch.ctas < plan.ctas();
+      if (options.launch.ctas) plan.persistent = *options.launch.ctas < plan.tiles();
       else plan.persistent = !(options.launch.hbmlab_kernels && p.block_mask);
       if (options.launch.hbmlab_kernels) charge_whole_tiles(p, b, plan);
       if (options.launch.hbmlab_kernels && plan.persistent) walk_as_v4(p, b, plan, gpu, options.launch);
@@ -205,7 +205,7 @@ private:
       const std::int64_t i = !paired ? Tr - 1 - q : q % 2 ? q / 2 : Tr - 1 - q / 2;
       plan.programs[q] = by_row[i];
     }
-    const std::int64_t walkers = paired ? (plan.ctas() + 1) / 2 : plan.ctas();
+    const std::int64_t walkers = paired ? (plan.tiles() + 1) / 2 : plan.tiles();
     plan.static_tiles = {.ctas = launch.ctas.value_or(std::min(walkers, gpu.sm_count)),
                          .run = paired ? 2 : 1,
                          .reverse_odd_instances = paired && Tr % 2 == 1};
