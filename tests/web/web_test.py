@@ -9,7 +9,8 @@ rate on lesson 3. Exits 77 (skipped) when emcc, Chromium or the built page is mi
 With --from-disk it opens the page in one file, build-web/hbmlab.html, copied alone into an empty
 folder, through file:// (no server): the same checks, less the resize, the frame rates and the walk
 through every stage (the first and last stage of each lesson instead), and it fails if the page asks
-for anything but itself.
+for anything but itself. It first opens index.html from disk, which cannot load hbmlab.wasm there,
+and checks that it says so and names hbmlab.html.
 
 Run: tests/web/web_test.py --page build-web [--from-disk] [--check-png build/tests/gui/check_png]
      [--screenshot out.png] [--chromium /usr/bin/chromium]
@@ -95,16 +96,20 @@ class Browser:
         return result["result"].get("value")
 
     def open(self, url):
-        target = self.call("Target.createTarget", session=False, url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", session=False, targetId=target, flatten=True)["sessionId"]
+        self.target = self.call("Target.createTarget", session=False, url="about:blank")["targetId"]
+        self.session = self.call("Target.attachToTarget", session=False, targetId=self.target, flatten=True)["sessionId"]
         for domain in ("Runtime", "Log", "Page", "Network"):
             self.call(domain + ".enable")
         self.call("Page.navigate", url=url)
 
+    def page_events(self):
+        """The events of the page open now (not of one closed before)."""
+        return [e for e in self.events if e.get("sessionId") == self.session]
+
     def problems(self):
         """JavaScript exceptions, console errors and anything WebGL complained about, so far."""
         found = []
-        for e in self.events:
+        for e in self.page_events():
             method, p = e.get("method"), e.get("params", {})
             if method == "Runtime.exceptionThrown":
                 d = p["exceptionDetails"]
@@ -121,12 +126,12 @@ class Browser:
 
     def requests(self):
         """The addresses the page asked for, in order (data: ones left out)."""
-        return [e["params"]["request"]["url"] for e in self.events
+        return [e["params"]["request"]["url"] for e in self.page_events()
                 if e.get("method") == "Network.requestWillBeSent" and not e["params"]["request"]["url"].startswith("data:")]
 
     def console_lines(self):
         return [" ".join(str(a.get("value", "")) for a in e["params"].get("args", []))
-                for e in self.events if e.get("method") == "Runtime.consoleAPICalled"]
+                for e in self.page_events() if e.get("method") == "Runtime.consoleAPICalled"]
 
     def wait_for(self, expression, seconds, what):
         until = time.monotonic() + seconds
@@ -237,6 +242,17 @@ def main():
 
 
 def run(browser, url, args):
+    if args.from_disk:
+        # index.html opened from disk cannot fetch hbmlab.wasm: it says so and names hbmlab.html.
+        browser.open("file://" + os.path.abspath(os.path.join(args.page, "index.html")))
+        until, said = time.monotonic() + 30, ""
+        while "hbmlab.html" not in said and time.monotonic() < until:
+            time.sleep(0.05)
+            said = browser.evaluate("document.getElementById('status').textContent")
+        print(f"index.html from disk: '{said}'")
+        if "hbmlab.html" not in said:
+            raise RuntimeError("index.html opened from disk does not point to hbmlab.html")
+        browser.call("Target.closeTarget", session=False, targetId=browser.target)
     browser.open(url)
     browser.call("Emulation.setDeviceMetricsOverride", width=args.width, height=args.height, deviceScaleFactor=1, mobile=False)
     browser.wait_for("window.hbmlab && window.hbmlab.frames >= 3", 90, "the page's first frames")
