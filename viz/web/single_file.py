@@ -18,7 +18,7 @@ import sys
 LOADER = """<script>
   Module.instantiateWasm = function (imports, receive) {
     if (typeof DecompressionStream != 'function') {
-      fail('this browser cannot unpack the page (no DecompressionStream): use a newer one, or serve index.html');
+      fail('this browser cannot unpack hbmlab.html (no DecompressionStream): Chrome or Edge 80, Firefox 113, Safari 16.4 or newer can');
       return {};
     }
     var text = atob(document.getElementById('hbmlab-wasm-gzip').textContent), bytes = new Uint8Array(text.length);
