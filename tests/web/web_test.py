@@ -241,6 +241,15 @@ def main():
         stop()
 
 
+def stage_shown(browser, lesson, stage):
+    """The page's state two frames after it opened a stage; its error, if any, fails the test."""
+    browser.wait_frames(2)
+    s = browser.evaluate("window.hbmlab")
+    if s["error"]:
+        raise RuntimeError(f"lesson {lesson} stage {stage}: {s['error']}")
+    return s
+
+
 def keys_and_tabs(browser):
     """B for side by side, 4 for the Timeline tab, B again, then 5 for the Measured tab, whose records the
     timing engine predicts in slices between frames: the page keeps drawing."""
@@ -336,10 +345,7 @@ def run(browser, url, args):
                                      "&& window.hbmlab.stage", 60, f"lesson {lesson}, stage 99: its last")
             browser.wait_for(f"window.location.hash == '#lesson={lesson}&stage={stage}'", 30,
                              f"the address corrected to #lesson={lesson}&stage={stage}")
-            browser.wait_frames(2)
-            s = browser.evaluate("window.hbmlab")
-            if s["error"]:
-                raise RuntimeError(f"lesson {lesson} stage {stage}: {s['error']}")
+            s = stage_shown(browser, lesson, stage)
             print(f"lesson {lesson} stage 99: stage {stage} of {s['stages']}, the address corrected: {s['title']}: {s['stage_title']}")
             visited += 1
     else:
@@ -349,10 +355,7 @@ def run(browser, url, args):
                 browser.evaluate(f"window.location.hash = '#lesson={lesson}&stage={stage}'")
                 browser.wait_for(f"window.hbmlab.lesson == {lesson} && window.hbmlab.stage == {stage}", 60,
                                  f"lesson {lesson} stage {stage}")
-                browser.wait_frames(2)
-                s = browser.evaluate("window.hbmlab")
-                if s["error"]:
-                    raise RuntimeError(f"lesson {lesson} stage {stage}: {s['error']}")
+                s = stage_shown(browser, lesson, stage)
                 stages = s["stages"]
                 print(f"lesson {lesson} stage {stage} of {stages}: {s['title']}: {s['stage_title']}")
                 stage += 1
