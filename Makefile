@@ -3,7 +3,8 @@
 # `make docs-update` rewrites the outputs the Markdown pages show from real runs; `make test-sanitize` runs
 # the tests under AddressSanitizer and UBSan (build-debug/); `make fuzz` fuzzes the file loaders
 # (build-fuzz/, clang's libFuzzer) for FUZZ_SECONDS each; `make web` builds the page (build-web/:
-# index.html, hbmlab.js, hbmlab.wasm) and `make test-web` opens it in headless Chromium.
+# index.html, hbmlab.js, hbmlab.wasm, and hbmlab.html, the same page in one file that opens from disk)
+# and `make test-web` opens both in headless Chromium.
 PRESET ?= default
 BUILD  := build
 JOBS   ?= $(shell nproc)
@@ -65,7 +66,7 @@ web: deps-web
 	@NODE_PATH=/usr/share/nodejs cmake --preset web >/dev/null
 	@NODE_PATH=/usr/share/nodejs cmake --build --preset web -j $(JOBS)
 
-# The page in headless Chromium (tests/web/), from CTest in build/: label web.
+# The page in headless Chromium (tests/web/), served and in one file from disk, from CTest in build/: label web.
 test-web: web build
 	@ctest --test-dir $(BUILD) -L web --output-on-failure
 

@@ -6,7 +6,13 @@ opens every stage of every lesson through the address's fragment (#lesson=L&stag
 error, a console error or a WebGL message fails it. Prints the time to the first frame and the frame
 rate on lesson 3. Exits 77 (skipped) when emcc, Chromium or the built page is missing.
 
-Run: tests/web/web_test.py --page build-web [--check-png build/tests/gui/check_png]
+With --from-disk it opens the page in one file, build-web/hbmlab.html, copied alone into an empty
+folder, through file:// (no server): the same checks, less the resize, the frame rates, the keys past
+Page Down, H and Esc, and the walk through every stage (each lesson's last stage instead, asked for
+as stage 99, with the address corrected to it), and it fails if the page asks for anything but itself. It first opens index.html from disk, which cannot load hbmlab.wasm there,
+and checks that it says so and names hbmlab.html.
+
+Run: tests/web/web_test.py --page build-web [--from-disk] [--check-png build/tests/gui/check_png]
      [--screenshot out.png] [--chromium /usr/bin/chromium]
 Only the Python standard library: the DevTools protocol over --remote-debugging-pipe.
 """
@@ -35,8 +41,11 @@ class Browser:
         self.from_chrome, from_chrome_w = os.pipe()
 
         def fds():
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
+            # Through fresh copies: a pipe's end may already be fd 3 or 4 (with no server open), where
+            # dup2 onto itself would leave it close-on-exec, or be overwritten before it is moved.
+            read_end, write_end = os.dup(to_chrome_r), os.dup(from_chrome_w)
+            os.dup2(read_end, 3)
+            os.dup2(write_end, 4)
 
         args = [chromium, "--headless=new", "--remote-debugging-pipe", "--no-sandbox", "--no-first-run",
                 "--no-default-browser-check", "--disable-extensions", "--user-data-dir=" + self.profile,
@@ -87,16 +96,20 @@ class Browser:
         return result["result"].get("value")
 
     def open(self, url):
-        target = self.call("Target.createTarget", session=False, url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", session=False, targetId=target, flatten=True)["sessionId"]
-        for domain in ("Runtime", "Log", "Page"):
+        self.target = self.call("Target.createTarget", session=False, url="about:blank")["targetId"]
+        self.session = self.call("Target.attachToTarget", session=False, targetId=self.target, flatten=True)["sessionId"]
+        for domain in ("Runtime", "Log", "Page", "Network"):
             self.call(domain + ".enable")
         self.call("Page.navigate", url=url)
+
+    def page_events(self):
+        """The events of the page open now (not of one closed before)."""
+        return [e for e in self.events if e.get("sessionId") == self.session]
 
     def problems(self):
         """JavaScript exceptions, console errors and anything WebGL complained about, so far."""
         found = []
-        for e in self.events:
+        for e in self.page_events():
             method, p = e.get("method"), e.get("params", {})
             if method == "Runtime.exceptionThrown":
                 d = p["exceptionDetails"]
@@ -111,9 +124,14 @@ class Browser:
                     found.append(f"log {entry.get('level')}: {entry.get('text')}")
         return found
 
+    def requests(self):
+        """The addresses the page asked for, in order (data: ones left out)."""
+        return [e["params"]["request"]["url"] for e in self.page_events()
+                if e.get("method") == "Network.requestWillBeSent" and not e["params"]["request"]["url"].startswith("data:")]
+
     def console_lines(self):
         return [" ".join(str(a.get("value", "")) for a in e["params"].get("args", []))
-                for e in self.events if e.get("method") == "Runtime.consoleAPICalled"]
+                for e in self.page_events() if e.get("method") == "Runtime.consoleAPICalled"]
 
     def wait_for(self, expression, seconds, what):
         until = time.monotonic() + seconds
@@ -182,6 +200,7 @@ def serve(folder):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--page", required=True, help="the folder make web builds (build-web)")
+    ap.add_argument("--from-disk", action="store_true", help="open hbmlab.html alone through file://, no server")
     ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     ap.add_argument("--check-png", help="tests/gui's check_png, as the desktop GUI tests use it")
     ap.add_argument("--screenshot", help="where to keep the first screenshot (PNG)")
@@ -189,7 +208,8 @@ def main():
     ap.add_argument("--height", type=int, default=1000)
     args = ap.parse_args()
 
-    page_files = [os.path.join(args.page, f) for f in ("index.html", "hbmlab.js", "hbmlab.wasm")]
+    names = ("hbmlab.html",) if args.from_disk else ("index.html", "hbmlab.js", "hbmlab.wasm")
+    page_files = [os.path.join(args.page, f) for f in names]
     missing = [f for f in page_files if not os.path.isfile(f)]
     if not (shutil.which("emcc") or os.path.exists("/usr/bin/emcc")):
         print("web test skipped: no emcc (Debian's emscripten package; make web installs it)")
@@ -203,17 +223,66 @@ def main():
     for f in page_files:
         print(f"page: {os.path.basename(f)} {os.path.getsize(f):,} bytes")
 
-    server = serve(args.page)
-    url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    if args.from_disk:
+        # Alone in a folder, as a file handed out is: anything it still needed beside it would fail.
+        alone = tempfile.mkdtemp(prefix="hbmlab-file-")
+        shutil.copy(page_files[0], alone)
+        url = "file://" + os.path.join(alone, "hbmlab.html")
+        stop = functools.partial(shutil.rmtree, alone, ignore_errors=True)
+    else:
+        server = serve(args.page)
+        url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+        stop = server.shutdown
     browser = Browser(args.chromium, args.width, args.height)
     try:
         return run(browser, url, args)
     finally:
         browser.close()
-        server.shutdown()
+        stop()
+
+
+def stage_shown(browser, lesson, stage):
+    """The page's state two frames after it opened a stage; its error, if any, fails the test."""
+    browser.wait_frames(2)
+    s = browser.evaluate("window.hbmlab")
+    if s["error"]:
+        raise RuntimeError(f"lesson {lesson} stage {stage}: {s['error']}")
+    return s
+
+
+def keys_and_tabs(browser):
+    """B for side by side, 4 for the Timeline tab, B again, then 5 for the Measured tab, whose records the
+    timing engine predicts in slices between frames: the page keeps drawing."""
+    browser.key("b", "KeyB", 66, "b")
+    browser.wait_for("window.hbmlab.side_by_side", 60, "B: side by side")
+    browser.key("4", "Digit4", 52, "4")
+    browser.wait_for("window.hbmlab.tab == 4", 30, "4: the Timeline tab")
+    browser.wait_frames(3)
+    browser.key("b", "KeyB", 66, "b")
+    browser.wait_for("!window.hbmlab.side_by_side", 60, "B: one algorithm again")
+    browser.key("5", "Digit5", 53, "5")
+    browser.wait_for("window.hbmlab.tab == 5", 30, "5: the Measured tab")
+    f0, t0 = browser.evaluate("[window.hbmlab.frames, performance.now()]")
+    time.sleep(5)
+    f1, t1, working = browser.evaluate("[window.hbmlab.frames, performance.now(), window.hbmlab.working]")
+    print(f"keys: Page Down, H, Esc, B, 4 (Timeline tab), B, 5 (Measured tab): {f1 - f0} frames in {(t1 - t0) / 1000:.1f} s while the "
+          f"timing engine predicts the records ({'still working' if working else 'done'})")
+    if f1 - f0 < 3:
+        raise RuntimeError("the page stopped drawing while the Measured tab's records were predicted")
 
 
 def run(browser, url, args):
+    if args.from_disk:
+        # index.html opened from disk cannot fetch hbmlab.wasm: it says so and names hbmlab.html.
+        browser.open("file://" + os.path.abspath(os.path.join(args.page, "index.html")))
+        until, said = time.monotonic() + 30, ""
+        while "hbmlab.html" not in said and time.monotonic() < until:
+            time.sleep(0.05)
+            said = browser.evaluate("document.getElementById('status').textContent")
+        print(f"index.html from disk: '{said}'")
+        if "hbmlab.html" not in said:
+            raise RuntimeError("index.html opened from disk does not point to hbmlab.html")
+        browser.call("Target.closeTarget", session=False, targetId=browser.target)
     browser.open(url)
     browser.call("Emulation.setDeviceMetricsOverride", width=args.width, height=args.height, deviceScaleFactor=1, mobile=False)
     browser.wait_for("window.hbmlab && window.hbmlab.frames >= 3", 90, "the page's first frames")
@@ -248,8 +317,9 @@ def run(browser, url, args):
     if colours < 8 or spread < 0.02:
         raise RuntimeError("the lesson's title region is blank")
 
-    # The canvas follows the window and its devicePixelRatio.
-    for cw, ch, dpr in ((1000, 700, 1), (800, 500, 2), (args.width, args.height, 1)):
+    # The canvas follows the window and its devicePixelRatio (the served page shows it; from disk, the
+    # same code runs).
+    for cw, ch, dpr in () if args.from_disk else ((1000, 700, 1), (800, 500, 2), (args.width, args.height, 1)):
         browser.call("Emulation.setDeviceMetricsOverride", width=cw, height=ch, deviceScaleFactor=dpr, mobile=False)
         want = [cw * dpr, ch * dpr]
         browser.wait_for(f"JSON.stringify(window.hbmlab.canvas) == '{json.dumps(want, separators=(',', ':'))}'", 30,
@@ -263,36 +333,46 @@ def run(browser, url, args):
         print(f"window {cw}×{ch} at devicePixelRatio {dpr}: canvas {want[0]}×{want[1]}, pointer ({px}, {py}) "
               f"at ({px * dpr}, {py * dpr}) in the window")
 
-    # Every stage of every lesson, through the fragment.
+    # Every stage of every lesson, through the fragment. From disk, each lesson once: its last stage,
+    # asked for as stage 99, and the address then corrected to it (history.replaceState on file://).
     browser.evaluate("window.hbmlab.longest_frame_ms = 0")
     lessons = state["lessons"]
     visited = 0
-    for lesson in range(1, lessons + 1):
-        stage, stages = 1, 1
-        while stage <= stages:
-            browser.evaluate(f"window.location.hash = '#lesson={lesson}&stage={stage}'")
-            browser.wait_for(f"window.hbmlab.lesson == {lesson} && window.hbmlab.stage == {stage}", 60,
-                             f"lesson {lesson} stage {stage}")
-            browser.wait_frames(2)
-            s = browser.evaluate("window.hbmlab")
-            if s["error"]:
-                raise RuntimeError(f"lesson {lesson} stage {stage}: {s['error']}")
-            stages = s["stages"]
-            print(f"lesson {lesson} stage {stage} of {stages}: {s['title']}: {s['stage_title']}")
-            stage += 1
+    if args.from_disk:
+        for lesson in range(1, lessons + 1):
+            browser.evaluate(f"window.location.hash = '#lesson={lesson}&stage=99'")
+            stage = browser.wait_for(f"window.hbmlab.lesson == {lesson} && window.hbmlab.stage == window.hbmlab.stages "
+                                     "&& window.hbmlab.stage", 60, f"lesson {lesson}, stage 99: its last")
+            browser.wait_for(f"window.location.hash == '#lesson={lesson}&stage={stage}'", 30,
+                             f"the address corrected to #lesson={lesson}&stage={stage}")
+            s = stage_shown(browser, lesson, stage)
+            print(f"lesson {lesson} stage 99: stage {stage} of {s['stages']}, the address corrected: {s['title']}: {s['stage_title']}")
             visited += 1
+    else:
+        for lesson in range(1, lessons + 1):
+            stage, stages = 1, 1
+            while stage <= stages:
+                browser.evaluate(f"window.location.hash = '#lesson={lesson}&stage={stage}'")
+                browser.wait_for(f"window.hbmlab.lesson == {lesson} && window.hbmlab.stage == {stage}", 60,
+                                 f"lesson {lesson} stage {stage}")
+                s = stage_shown(browser, lesson, stage)
+                stages = s["stages"]
+                print(f"lesson {lesson} stage {stage} of {stages}: {s['title']}: {s['stage_title']}")
+                stage += 1
+                visited += 1
     print(f"{visited} stages of {lessons} lessons opened; the longest frame took "
           f"{browser.evaluate('window.hbmlab.longest_frame_ms'):.0f} ms")
 
-    # Frame rate on lesson 3.
-    browser.evaluate("window.location.hash = '#lesson=3&stage=1'")
-    browser.wait_for("window.hbmlab.lesson == 3", 60, "lesson 3")
-    browser.wait_frames(5)
-    f0, t0 = browser.evaluate("[window.hbmlab.frames, performance.now()]")
-    time.sleep(5)
-    f1, t1, working = browser.evaluate("[window.hbmlab.frames, performance.now(), window.hbmlab.working]")
-    print(f"lesson 3 at {args.width}×{args.height}: {(f1 - f0) / ((t1 - t0) / 1000):.1f} fps ({f1 - f0} frames in "
-          f"{(t1 - t0) / 1000:.1f} s{', background work pending' if working else ''})")
+    # Frame rate on lesson 3 (served only).
+    if not args.from_disk:
+        browser.evaluate("window.location.hash = '#lesson=3&stage=1'")
+        browser.wait_for("window.hbmlab.lesson == 3", 60, "lesson 3")
+        browser.wait_frames(5)
+        f0, t0 = browser.evaluate("[window.hbmlab.frames, performance.now()]")
+        time.sleep(5)
+        f1, t1, working = browser.evaluate("[window.hbmlab.frames, performance.now(), window.hbmlab.working]")
+        print(f"lesson 3 at {args.width}×{args.height}: {(f1 - f0) / ((t1 - t0) / 1000):.1f} fps ({f1 - f0} frames in "
+              f"{(t1 - t0) / 1000:.1f} s{', background work pending' if working else ''})")
 
     # Keys as on the desktop: Page Down for the next stage, H for the help, Esc, B for side by side, 4
     # for the Timeline tab, then 5 for the Measured tab, whose records the timing engine predicts in
@@ -306,22 +386,10 @@ def run(browser, url, args):
     browser.wait_for("window.hbmlab.help", 30, "H: the help")
     browser.key("Escape", "Escape", 27)
     browser.wait_for("!window.hbmlab.help", 30, "Esc: no help")
-    browser.key("b", "KeyB", 66, "b")
-    browser.wait_for("window.hbmlab.side_by_side", 60, "B: side by side")
-    browser.key("4", "Digit4", 52, "4")
-    browser.wait_for("window.hbmlab.tab == 4", 30, "4: the Timeline tab")
-    browser.wait_frames(3)
-    browser.key("b", "KeyB", 66, "b")
-    browser.wait_for("!window.hbmlab.side_by_side", 60, "B: one algorithm again")
-    browser.key("5", "Digit5", 53, "5")
-    browser.wait_for("window.hbmlab.tab == 5", 30, "5: the Measured tab")
-    f0, t0 = browser.evaluate("[window.hbmlab.frames, performance.now()]")
-    time.sleep(5)
-    f1, t1, working = browser.evaluate("[window.hbmlab.frames, performance.now(), window.hbmlab.working]")
-    print(f"keys: Page Down, H, Esc, B, 4 (Timeline tab), B, 5 (Measured tab): {f1 - f0} frames in {(t1 - t0) / 1000:.1f} s while the "
-          f"timing engine predicts the records ({'still working' if working else 'done'})")
-    if f1 - f0 < 3:
-        raise RuntimeError("the page stopped drawing while the Measured tab's records were predicted")
+    if args.from_disk:  # the rest of the keys are the served page's test
+        print("keys: Page Down, H, Esc")
+    else:
+        keys_and_tabs(browser)
 
     # Another embedded scenario through the address: the explorer with the runs recorded on an H100.
     browser.evaluate("window.location.hash = '#scenario=workloads/h100-flash2-4k'")
@@ -332,6 +400,11 @@ def run(browser, url, args):
     print(f"#scenario=workloads/h100-flash2-4k, key 3 (explorer): {cells} cells measured on an H100")
 
     problems = browser.problems()
+    if args.from_disk:
+        asked = [u for u in browser.requests() if u != url]
+        print(f"requests: {len(browser.requests())} (" + ", ".join(browser.requests()) + ")")
+        if asked:
+            problems.append("the page in one file asked for other files: " + ", ".join(asked))
     for line in browser.console_lines():
         print("page: " + line)
     if problems:

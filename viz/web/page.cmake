@@ -1,5 +1,6 @@
 # The page (`make web`): hbmlab's window compiled by Emscripten for WebAssembly and WebGL 2 into
-# build-web/ (index.html, hbmlab.js, hbmlab.wasm; nothing else is fetched when it runs).
+# build-web/ (index.html, hbmlab.js, hbmlab.wasm; nothing else is fetched when it runs), and the
+# same page in one file, hbmlab.html, that opens from disk with no server.
 # Included by the top-level CMakeLists.txt when the compiler is Emscripten (the `web` preset).
 #
 # The libraries sim/ uses are Debian's header-only ones (fmt in header-only mode, nlohmann-json,
@@ -66,4 +67,15 @@ function(hbmlab_page_target)
                       -sEXPORTED_RUNTIME_METHODS=[] -sENVIRONMENT=web)
   set_property(TARGET hbmlab_page APPEND PROPERTY LINK_DEPENDS ${measurements})
   configure_file(${PROJECT_SOURCE_DIR}/viz/web/index.html ${CMAKE_BINARY_DIR}/index.html COPYONLY)
+
+  # The same page in one file, hbmlab.html, that opens from disk: no second link, the linked
+  # hbmlab.js and hbmlab.wasm written into index.html (viz/web/single_file.py).
+  find_package(Python3 COMPONENTS Interpreter REQUIRED)
+  set(single_file ${PROJECT_SOURCE_DIR}/viz/web/single_file.py)
+  add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/hbmlab.html
+                     COMMAND ${Python3_EXECUTABLE} ${single_file} ${CMAKE_BINARY_DIR}/index.html
+                             $<TARGET_FILE:hbmlab_page> ${CMAKE_BINARY_DIR}/hbmlab.wasm ${CMAKE_BINARY_DIR}/hbmlab.html
+                     DEPENDS hbmlab_page $<TARGET_FILE:hbmlab_page> ${CMAKE_BINARY_DIR}/index.html ${single_file}
+                     COMMENT "hbmlab.html: the page in one file")
+  add_custom_target(hbmlab_page_single_file ALL DEPENDS ${CMAKE_BINARY_DIR}/hbmlab.html)
 endfunction()
