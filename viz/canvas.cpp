@@ -31,6 +31,7 @@ constexpr ImU32 kFrame = IM_COL32(150, 150, 165, 255);
 constexpr ImU32 kText = IM_COL32(235, 235, 240, 255);
 constexpr ImU32 kDim = IM_COL32(160, 160, 175, 255);
 constexpr ImU32 kMeasured = IM_COL32(255, 110, 200, 255);  // what a real GPU measured
+constexpr ImU32 kDoesNotFit = IM_COL32(200, 70, 70, 255);   // blocks whose working set exceeds the SRAM
 
 ImU32 mix(ImU32 a, ImU32 b, float t) {
   const ImVec4 x = ImGui::ColorConvertU32ToFloat4(a), y = ImGui::ColorConvertU32ToFloat4(b);
@@ -51,12 +52,28 @@ void TextCentred(ImDrawList* dl, ImVec2 centre, ImU32 col, const std::string& s)
   DrawText(dl, ImVec2(centre.x - sz.x / 2, centre.y - sz.y / 2), col, s);
 }
 
-// Stripes mark what is shaded (does not fit, masked). Horizontal ones: a diagonal line costs
-// Mesa's software rasterizer its whole bounding box, a thin axis-aligned rectangle only its area.
-void Hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float spacing) {
+}  // namespace
+
+// Horizontal stripes: a diagonal line costs Mesa's software rasterizer its whole bounding box, a thin
+// axis-aligned rectangle only its area.
+void Hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float spacing, ImVec2 keep_a, ImVec2 keep_b) {
   const float t = std::max(1.0f, spacing * 0.25f);
-  for (float y = a.y + spacing * 0.5f; y + t <= b.y; y += spacing) dl->AddRectFilled(ImVec2(a.x, y), ImVec2(b.x, y + t), col);
+  auto stripe = [&](float x0, float x1, float y) {
+    if (x1 - x0 < 1.0f) return;
+    dl->AddRectFilled(ImVec2(x0, y), ImVec2(x1, y + t), col);
+    NoteStripe(dl, ImVec2(x0, y), ImVec2(x1, y + t));
+  };
+  for (float y = a.y + spacing * 0.5f; y + t <= b.y; y += spacing) {
+    if (y + t <= keep_a.y || y >= keep_b.y) {
+      stripe(a.x, b.x, y);
+    } else {  // beside the label only
+      stripe(a.x, std::min(b.x, keep_a.x), y);
+      stripe(std::max(a.x, keep_b.x), b.x, y);
+    }
+  }
 }
+
+namespace {
 
 std::string tile_name(const view::Tile& t) {
   const std::string sym(tensor_symbol(t.tensor));
@@ -641,6 +658,20 @@ ImU32 ramp(float t) {
 }
 
 std::string compact(double v) { return format_si(v, ""); }
+// Shorter forms for a narrow cell: "104M", "7.2M"; "1.23ms".
+std::string two_digits(double v) {
+  static const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
+  int k = 0;
+  while (v >= 999.5 && k < 5) {
+    v /= 1000;
+    ++k;
+  }
+  return fmt::format("{:.{}f}{}", v, v < 9.95 && k > 0 ? 1 : 0, prefixes[k]);
+}
+std::string without_spaces(std::string s) {
+  std::erase(s, ' ');
+  return s;
+}
 
 // What a GPU measured at each recorded (Br, Bc) beside what the engine predicts, one line per cell,
 // the fastest on the GPU in the measured colour: which block size really wins, and whether the model
@@ -692,7 +723,7 @@ void ShowExplorerPanel(AppState& app) {
   const view::ExplorerView& x = *app.explorer;
   const view::ReplayView& r = *app.replay[0];
   ImGui::TextWrapped("%s, N = %lld, d = %lld: HBM accesses of the whole problem for each (Br, Bc), SRAM per CTA %s. "
-                     "Striped, darkened cells do not fit; the framed cell is the current choice.",
+                     "Darkened cells framed and striped in red do not fit; the white frame is the current choice.",
                      to_string(r.algo()).data(), static_cast<long long>(r.result().problem.seq_len),
                      static_cast<long long>(r.result().problem.head_dim), format_bytes(double(x.sram_bytes)).c_str());
   ImGui::RadioButton("colour: HBM accesses", &app.explorer_colour, 0);
@@ -743,12 +774,26 @@ void ShowExplorerPanel(AppState& app) {
       const SweepPoint& pt = x.cells[i * C + j];
       const ImVec2 p(left + cw * float(j), top + ch * float(i)), q(p.x + cw - 2, p.y + ch - 2);
       const float t = hi > lo ? static_cast<float>(1.0 - (value(pt) - lo) / (hi - lo)) : 1.0f;
-      dl->AddRectFilled(p, q, pt.fits ? ramp(t) : mix(ramp(t), IM_COL32(20, 20, 24, 255), 0.75f), 3.0f);
-      if (!pt.fits) Hatch(dl, p, q, IM_COL32(120, 60, 60, 255), fs * 0.6f);
-      const std::string label = !by_time ? compact(double(pt.total.accesses()))
-                                : std::isfinite(pt.predicted_s) ? format_seconds(pt.predicted_s) : "—";
-      if (ImGui::CalcTextSize(label.c_str()).x < cw - 4)
-        TextCentred(dl, ImVec2((p.x + q.x) / 2, (p.y + q.y) / 2), pt.fits && t > 0.55f ? IM_COL32(15, 15, 20, 255) : kText, label);
+      const ImU32 fill = pt.fits ? ramp(t) : mix(ramp(t), IM_COL32(20, 20, 24, 255), 0.75f);
+      dl->AddRectFilled(p, q, fill, 3.0f);
+      // The figure as it fits the cell: "103.6 M", else two or three digits ("104M"), as a large ui scale needs.
+      const std::string label =
+          !by_time ? Fitting({compact(double(pt.total.accesses())), two_digits(double(pt.total.accesses()))}, cw - 4)
+          : std::isfinite(pt.predicted_s) ? Fitting({format_seconds(pt.predicted_s), without_spaces(format_seconds(pt.predicted_s))}, cw - 4)
+                                          : "—";
+      const ImVec2 label_size = ImGui::CalcTextSize(label.c_str()), centre((p.x + q.x) / 2, (p.y + q.y) / 2);
+      const bool labelled = label_size.x < cw - 4;
+      if (!pt.fits) {  // darkened, framed in red, striped where the figure leaves room
+        const float pad = fs * 0.2f, frame = std::max(2.0f, fs * 0.1f);
+        const ImVec2 half(label_size.x / 2 + pad, label_size.y / 2 + pad * 0.5f);
+        Hatch(dl, p, q, kDoesNotFit, fs * 0.6f, labelled ? ImVec2(centre.x - half.x, centre.y - half.y) : ImVec2(0, 0),
+              labelled ? ImVec2(centre.x + half.x, centre.y + half.y) : ImVec2(0, 0));
+        dl->AddRect(ImVec2(p.x + frame / 2, p.y + frame / 2), ImVec2(q.x - frame / 2, q.y - frame / 2), kDoesNotFit, 3.0f, 0, frame);
+      }
+      if (labelled) {  // dark or light figures, whichever reads better on the cell
+        const ImU32 dark = IM_COL32(15, 15, 20, 255);
+        TextCentred(dl, centre, ContrastRatio(fill, dark) > ContrastRatio(fill, kText) ? dark : kText, label);
+      }
       if (static_cast<std::int64_t>(i) == x.current_r && static_cast<std::int64_t>(j) == x.current_c)
         dl->AddRect(ImVec2(p.x - 2, p.y - 2), ImVec2(q.x + 2, q.y + 2), IM_COL32_WHITE, 3.0f, 0, 3.5f);
       const view::MeasuredCell* run = measured[i * C + j];
