@@ -122,6 +122,11 @@ ImU32 ReadableOn(ImU32 background, ImU32 colour, float ratio) {
   return target;
 }
 
+ImU32 TextOn(ImU32 fill) {
+  constexpr ImU32 dark = IM_COL32(12, 12, 16, 255), light = IM_COL32(235, 235, 240, 255);
+  return ContrastRatio(fill, dark) >= ContrastRatio(fill, light) ? dark : light;
+}
+
 HighlightedRow::HighlightedRow(bool on) : on_(on) {
   if (!on_) return;
   ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, kRowHighlight);
@@ -625,7 +630,7 @@ void StackedBar(const Counts& c, double scale, float width, float height) {
     if (w <= 0) continue;
     dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + w, p.y + height), tensor_colour(t));
     if (w > ImGui::CalcTextSize(tensor_symbol(t).data()).x + 6)  // the name where it fits in its segment
-      DrawText(dl, ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(10, 10, 10, 255), tensor_symbol(t));
+      DrawText(dl, ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), TextOn(tensor_colour(t)), tensor_symbol(t));
     x += w;
   }
   ImGui::Dummy(ImVec2(width, height));

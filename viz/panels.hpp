@@ -45,6 +45,8 @@ std::vector<const ValidationRow*> MeasuredOnChipRows(const AppState& app, const 
 inline constexpr float kReadable = 4.5f;
 float ContrastRatio(ImU32 a, ImU32 b);
 ImU32 ReadableOn(ImU32 background, ImU32 colour, float ratio = kReadable);
+// Text on a filled shape (a tile, a bar, a cell): near-black or near-white, whichever reads better on `fill`.
+ImU32 TextOn(ImU32 fill);
 
 // A highlighted table row (the latest block, the split just combined): its background, and every text
 // of the row readable on it. While it lives, plain and disabled text are lifted to 4.5:1 against the
