@@ -1034,6 +1034,12 @@ void ShowTimelinePanel(AppState& app) {
     for (const view::LaneRun& r : t.lanes[l])
       dl->AddRectFilled(ImVec2(tx(r.start_s), y), ImVec2(std::max(tx(r.end_s), tx(r.start_s) + 1), y + lane_h - 2), kernel_colour(r.kernel));
   }
+  // Lanes thinner than a line: the first and the last named, where the lanes leave room for both.
+  const float lanes_bottom = c.p0.y + fs * 1.4f + lane_h * float(t.lanes.size());
+  if (lane_h < fs * 0.9f && t.lanes.size() > 1 && lanes_bottom - (c.p0.y + fs * 1.4f) >= fs * 2.2f) {
+    Text(dl, ImVec2(c.p0.x, c.p0.y + fs * 1.4f), kDim, "SM 0");
+    Text(dl, ImVec2(c.p0.x, lanes_bottom - fs - 2), kDim, fmt::format("SM {}", t.lanes.size() - 1));
+  }
   // HBM bandwidth against the GPU's peak.
   const float by0 = c.p0.y + lanes_h + fs * 1.6f, by1 = c.p1.y - fs * 1.4f;
   double most = t.peak_gbps * 1.15;  // headroom, so the peak line and its label sit inside the plot
