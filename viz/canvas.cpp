@@ -495,6 +495,9 @@ void DrawMatrixGrid(const view::MatrixView& m, Algo algo, Tensor fill_tensor, in
       if (m.cells[static_cast<std::size_t>(r * m.cols + col)].current) {
         const ImVec2 p(g0.x + cw * float(col), g0.y + ch * float(r));
         dl->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(p.x + cw, p.y + ch), kCurrent, 0, 0, 3.0f);
+        // Cells a few pixels wide (N in the thousands): a ring around the current one, seen across a room.
+        if (std::min(cw, ch) < fs * 0.5f)
+          dl->AddCircle(ImVec2(p.x + cw / 2, p.y + ch / 2), fs * 0.6f, kCurrent, 0, std::max(2.0f, fs * 0.12f));
       }
   // Loop order, as the room says it (flash1 walks down a column, flash2 along a row).
   const ImVec2 g1(g0.x + cw * float(m.cols), g0.y + ch * float(m.rows));
