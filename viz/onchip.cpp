@@ -238,7 +238,11 @@ void ShowRoofline(const AppState& app) {
   NoteDrawingItem();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   // The y axis's labels in a margin as wide as the widest, the x axis's labels and title under the plot.
-  auto y_label = [](double e) { return format_si(std::pow(10, e), "FLOP/s"); };
+  auto y_label = [](double e) {  // a power of ten with its prefix and no decimals: "100 TFLOP/s", "1 PFLOP/s"
+    static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+    const int k = std::clamp(static_cast<int>(std::floor(e / 3)), 0, 6);
+    return fmt::format("{:g} {}FLOP/s", std::pow(10, e - 3 * k), prefixes[k]);
+  };
   auto x_label = [](double e) { return e < 6 ? fmt::format("{:g}", std::pow(10, e)) : fmt::format("1e{:.0f}", e); };
   float y_label_w = 0;
   for (double e = std::ceil(ly0); e <= ly1; e += 1) y_label_w = std::max(y_label_w, ImGui::CalcTextSize(y_label(e).c_str()).x);
