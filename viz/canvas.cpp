@@ -797,7 +797,8 @@ void ShowExplorerPanel(AppState& app) {
       const ImVec2 label_size = ImGui::CalcTextSize(label.c_str()), centre((p.x + q.x) / 2, (p.y + q.y) / 2);
       const bool labelled = label_size.x < cw - 4;
       if (!pt.fits) {  // darkened, framed in red, striped where the figure leaves room
-        const float pad = fs * 0.2f, frame = std::max(2.0f, fs * 0.1f);
+        // The frame no thicker than the margin the figure leaves (short cells when the measured table is shown).
+        const float pad = fs * 0.2f, frame = std::clamp((ch - 2 - label_size.y) / 2, 1.5f, std::max(1.5f, fs * 0.1f));
         const ImVec2 half(label_size.x / 2 + pad, label_size.y / 2 + pad * 0.5f);
         Hatch(dl, p, q, kDoesNotFit, fs * 0.6f, labelled ? ImVec2(centre.x - half.x, centre.y - half.y) : ImVec2(0, 0),
               labelled ? ImVec2(centre.x + half.x, centre.y + half.y) : ImVec2(0, 0));
