@@ -93,8 +93,11 @@ void setup_style(float scale) {
   style.Colors[ImGuiCol_ChildBg] = ImVec4(0, 0, 0, 0);
   style.Colors[ImGuiCol_Text] = ImVec4(0.93f, 0.93f, 0.95f, 1.0f);
   style.Colors[ImGuiCol_TextDisabled] = ImVec4(0.62f, 0.62f, 0.68f, 1.0f);
-  // A progress bar's fill in a green that its white label reads on (Dear ImGui's is a light yellow).
-  style.Colors[ImGuiCol_PlotHistogram] = ImVec4(0.16f, 0.50f, 0.36f, 1.0f);
+  // A progress bar's fill in a green that its white label reads on at 5:1 (Dear ImGui's is a light
+  // yellow); a slider's grab in a blue that its value, written across it, reads on at 4.5:1.
+  style.Colors[ImGuiCol_PlotHistogram] = ImVec4(0.13f, 0.44f, 0.31f, 1.0f);
+  style.Colors[ImGuiCol_SliderGrab] = ImVec4(0.18f, 0.40f, 0.78f, 1.0f);
+  style.Colors[ImGuiCol_SliderGrabActive] = ImVec4(0.18f, 0.40f, 0.78f, 1.0f);
   style.ScaleAllSizes(scale);
 }
 
@@ -258,7 +261,8 @@ void ShowStacked(AppState& app, ImVec2 o, float W, float H) {
   ImGui::EndChild();
 }
 
-// The script's overlap probe: two texts on a drawing and two buttons, each over the one before.
+// The script's overlap probe: two texts on a drawing and two buttons, each over the one before; a text
+// across stripes; a dim text on a highlighted table row.
 bool show_overlap_probe = false;
 void ShowOverlapProbe(ImVec2 o) {
   const float fs = ImGui::GetFontSize();
@@ -269,6 +273,17 @@ void ShowOverlapProbe(ImVec2 o) {
   ImGui::Button("overlap probe button A");
   ImGui::SetCursorScreenPos(ImVec2(o.x + fs, o.y + fs * 0.5f));
   ImGui::Button("overlap probe button B");
+  const ImVec2 s(o.x, o.y + fs * 3);
+  Hatch(dl, s, ImVec2(s.x + fs * 12, s.y + fs * 2), IM_COL32(200, 70, 70, 255), fs * 0.6f);
+  DrawText(dl, ImVec2(s.x, s.y + fs * 0.5f), IM_COL32(255, 255, 255, 255), "overlap probe striped");
+  ImGui::SetCursorScreenPos(ImVec2(o.x, o.y + fs * 6));
+  if (ImGui::BeginTable("overlap probe table", 1, ImGuiTableFlags_SizingFixedFit)) {
+    ImGui::TableNextRow();
+    ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, kRowHighlight);
+    ImGui::TableNextColumn();
+    ImGui::TextDisabled("overlap probe dim row");
+    ImGui::EndTable();
+  }
 }
 
 // One window over the whole viewport: side by side from 1280×720 points, else stacked.
@@ -500,6 +515,8 @@ void print_problems(const LayoutCheck& check, const std::string& where) {
     std::cout << "layout: " << where << "drawing shorter than its minimum (it scrolls), " << n << "\n";
   for (const std::string& o : check.overlaps) std::cout << "layout: " << where << "text drawn over text: " << o << "\n";
   for (const std::string& o : check.widget_overlaps) std::cout << "layout: " << where << "widget drawn over: " << o << "\n";
+  for (const std::string& o : check.over_stripes) std::cout << "layout: " << where << "text drawn over stripes: " << o << "\n";
+  for (const std::string& o : check.low_contrast) std::cout << "layout: " << where << "text hard to read: " << o << "\n";
 }
 
 // What the screenshot's frame showed: the scale, the layout, each drawing's room in points; then its
@@ -517,9 +534,10 @@ void print_layout(const LayoutCheck& check, float scale) {
   for (const std::string& d : check.drawings) rooms += (rooms.empty() ? "" : ", ") + d;
   std::cout << "; drawings (points): " << (rooms.empty() ? "none" : rooms) << "; " << check.widgets_seen << " widgets\n";
   print_problems(check, "");
-  if (check.narrow.empty() && check.overlaps.empty() && check.widget_overlaps.empty())
+  if (check.narrow.empty() && check.overlaps.empty() && check.widget_overlaps.empty() && check.over_stripes.empty() &&
+      check.low_contrast.empty())
     std::cout << "layout: every drawing at least its minimum width, no text drawn over other text, no widget over another "
-                 "or over a drawing's text\n";
+                 "or over a drawing's text, no text over stripes, every highlighted row's text at least 4.5:1\n";
 }
 
 std::string glfw_error;

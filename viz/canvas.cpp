@@ -31,6 +31,9 @@ constexpr ImU32 kFrame = IM_COL32(150, 150, 165, 255);
 constexpr ImU32 kText = IM_COL32(235, 235, 240, 255);
 constexpr ImU32 kDim = IM_COL32(160, 160, 175, 255);
 constexpr ImU32 kMeasured = IM_COL32(255, 110, 200, 255);  // what a real GPU measured
+constexpr ImU32 kDoesNotFit = IM_COL32(200, 70, 70, 255);   // blocks whose working set exceeds the SRAM
+constexpr ImU32 kSkippedStripe = IM_COL32(90, 90, 100, 255);
+constexpr ImU32 kSramBox = IM_COL32(36, 38, 46, 255);
 
 ImU32 mix(ImU32 a, ImU32 b, float t) {
   const ImVec4 x = ImGui::ColorConvertU32ToFloat4(a), y = ImGui::ColorConvertU32ToFloat4(b);
@@ -51,12 +54,28 @@ void TextCentred(ImDrawList* dl, ImVec2 centre, ImU32 col, const std::string& s)
   DrawText(dl, ImVec2(centre.x - sz.x / 2, centre.y - sz.y / 2), col, s);
 }
 
-// Stripes mark what is shaded (does not fit, masked). Horizontal ones: a diagonal line costs
-// Mesa's software rasterizer its whole bounding box, a thin axis-aligned rectangle only its area.
-void Hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float spacing) {
+}  // namespace
+
+// Horizontal stripes: a diagonal line costs Mesa's software rasterizer its whole bounding box, a thin
+// axis-aligned rectangle only its area.
+void Hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float spacing, ImVec2 keep_a, ImVec2 keep_b) {
   const float t = std::max(1.0f, spacing * 0.25f);
-  for (float y = a.y + spacing * 0.5f; y + t <= b.y; y += spacing) dl->AddRectFilled(ImVec2(a.x, y), ImVec2(b.x, y + t), col);
+  auto stripe = [&](float x0, float x1, float y) {
+    if (x1 - x0 < 1.0f) return;
+    dl->AddRectFilled(ImVec2(x0, y), ImVec2(x1, y + t), col);
+    NoteStripe(dl, ImVec2(x0, y), ImVec2(x1, y + t));
+  };
+  for (float y = a.y + spacing * 0.5f; y + t <= b.y; y += spacing) {
+    if (y + t <= keep_a.y || y >= keep_b.y) {
+      stripe(a.x, b.x, y);
+    } else {  // beside the label only
+      stripe(a.x, std::min(b.x, keep_a.x), y);
+      stripe(std::max(a.x, keep_b.x), b.x, y);
+    }
+  }
 }
+
+namespace {
 
 std::string tile_name(const view::Tile& t) {
   const std::string sym(tensor_symbol(t.tensor));
@@ -269,7 +288,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
   const ImVec2 box_a(sm_a.x, box_top),
       box_b(sm_b.x - pad,
             sm_b.y - (compact ? under_h + fs * 0.4f : strip_h + std::max(fs * 4.6f, under_h + fs * 0.8f) + (sm_line ? fs * 1.3f : 0.0f)));
-  dl->AddRectFilled(box_a, box_b, IM_COL32(36, 38, 46, 255), 6.0f);
+  dl->AddRectFilled(box_a, box_b, kSramBox, 6.0f);
   dl->AddRect(box_a, box_b, kFrame, 6.0f, 0, 1.5f);
   // Fill level against the SRAM one CTA may use (M = that / element size).
   const float bar_w = fs * 1.1f, box_h = box_b.y - box_a.y - pad * 2;
@@ -310,7 +329,8 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
     const ImVec2 s0(sx, sy), s1(sx + column_w, std::min(sy + h, box_b.y - pad));
     slots.push_back({t, {s0, s1}});
     const bool moved = last && (last->kind == StepKind::load || last->kind == StepKind::store) && last->tensor == t.tensor;
-    dl->AddRectFilled(s0, s1, tensor_colour(t.tensor, moved ? 0.95f : 0.6f), 4.0f);
+    const ImU32 slot_fill = mix(kSramBox, tensor_colour(t.tensor), moved ? 0.95f : 0.6f);
+    dl->AddRectFilled(s0, s1, slot_fill, 4.0f);
     if (moved) dl->AddRect(s0, s1, kCurrent, 4.0f, 0, 2.5f);
     // The whole name where it fits, on two lines where the slot is tall enough, else shorter forms;
     // the slot's tooltip always has all of it.
@@ -325,7 +345,7 @@ void DrawMemoryView(const AppState& app, const view::ReplayView& r, std::int64_t
       const ClipScope in_slot(dl, s0, s1);
       const float text_h = ImGui::CalcTextSize(label.c_str()).y;
       const float y = text_h > fs * 1.5f ? s0.y + (s1.y - s0.y - text_h) / 2 : s0.y + (std::min(s1.y - s0.y, min_slot) - fs) / 2;
-      Text(dl, ImVec2(s0.x + pad * 0.3f, y), IM_COL32(12, 12, 16, 255), label);
+      Text(dl, ImVec2(s0.x + pad * 0.3f, y), TextOn(slot_fill), label);
     }
     if (c.hovered && ImGui::IsMouseHoveringRect(s0, s1)) hovered_tile = &t;
     sy = s1.y + slot_gap;
@@ -462,16 +482,22 @@ void DrawMatrixGrid(const view::MatrixView& m, Algo algo, Tensor fill_tensor, in
       ImU32 col_fill = mix(kPending, tensor_colour(fill_tensor), f * 0.85f);
       if (cell.skipped >= 1.0f) col_fill = cell.masked >= 1.0f ? kMasked : kSkipped;
       dl->AddRectFilled(p, q, col_fill);
-      if (cell.skipped > 0 && cw >= 6) Hatch(dl, p, q, IM_COL32(90, 90, 100, 255), std::max(4.0f, cw / 4));
-      if (numbers && cell.visit > 0 && cell.skipped < 1.0f)
-        TextCentred(dl, ImVec2((p.x + q.x) / 2, (p.y + q.y) / 2), f > 0.5f ? IM_COL32(15, 15, 20, 255) : kDim,
-                    std::to_string(cell.visit));
+      const bool numbered = numbers && cell.visit > 0 && cell.skipped < 1.0f;
+      const std::string visit = std::to_string(cell.visit);
+      const ImVec2 centre((p.x + q.x) / 2, (p.y + q.y) / 2), half(ImGui::CalcTextSize(visit.c_str()).x / 2 + 2, fs / 2);
+      if (cell.skipped > 0 && cw >= 6)  // a diagonal block: stripes beside its number, not through it
+        Hatch(dl, p, q, kSkippedStripe, std::max(4.0f, cw / 4), numbered ? ImVec2(centre.x - half.x, centre.y - half.y) : ImVec2(0, 0),
+              numbered ? ImVec2(centre.x + half.x, centre.y + half.y) : ImVec2(0, 0));
+      if (numbered) TextCentred(dl, centre, TextOn(col_fill), visit);
     }
   for (std::int64_t r = 0; r < m.rows; ++r)
     for (std::int64_t col = 0; col < m.cols; ++col)
       if (m.cells[static_cast<std::size_t>(r * m.cols + col)].current) {
         const ImVec2 p(g0.x + cw * float(col), g0.y + ch * float(r));
         dl->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(p.x + cw, p.y + ch), kCurrent, 0, 0, 3.0f);
+        // Cells a few pixels wide (N in the thousands): a ring around the current one, seen across a room.
+        if (std::min(cw, ch) < fs * 0.5f)
+          dl->AddCircle(ImVec2(p.x + cw / 2, p.y + ch / 2), fs * 0.6f, kCurrent, 0, std::max(2.0f, fs * 0.12f));
       }
   // Loop order, as the room says it (flash1 walks down a column, flash2 along a row).
   const ImVec2 g1(g0.x + cw * float(m.cols), g0.y + ch * float(m.rows));
@@ -568,7 +594,11 @@ void DrawMatrixView(const view::ReplayView& r, std::int64_t pos, const Canvas& c
       ly += fs * 1.3f;
       a.y += fs * 1.3f;
     }
-    dl->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs * 0.9f, ly + fs * 0.9f + 2), col);
+    // Framed, and striped as the grid's skipped cells are: a swatch as dark as the pane still shows.
+    const ImVec2 sw_a(lx, ly + 2), sw_b(lx + fs * 0.9f, ly + fs * 0.9f + 2);
+    dl->AddRectFilled(sw_a, sw_b, col);
+    if (col == kSkipped || col == kMasked) Hatch(dl, sw_a, sw_b, kSkippedStripe, std::max(4.0f, fs * 0.3f));
+    dl->AddRect(sw_a, sw_b, kFrame);
     Text(dl, ImVec2(lx + fs * 1.2f, ly), kDim, name);
     lx += fs * 1.6f + ImGui::CalcTextSize(name).x;
   }
@@ -641,6 +671,20 @@ ImU32 ramp(float t) {
 }
 
 std::string compact(double v) { return format_si(v, ""); }
+// Shorter forms for a narrow cell: "104M", "7.2M"; "1.23ms".
+std::string two_digits(double v) {
+  static const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
+  int k = 0;
+  while (v >= 999.5 && k < 5) {
+    v /= 1000;
+    ++k;
+  }
+  return fmt::format("{:.{}f}{}", v, v < 9.95 && k > 0 ? 1 : 0, prefixes[k]);
+}
+std::string without_spaces(std::string s) {
+  std::erase(s, ' ');
+  return s;
+}
 
 // What a GPU measured at each recorded (Br, Bc) beside what the engine predicts, one line per cell,
 // the fastest on the GPU in the measured colour: which block size really wins, and whether the model
@@ -692,7 +736,7 @@ void ShowExplorerPanel(AppState& app) {
   const view::ExplorerView& x = *app.explorer;
   const view::ReplayView& r = *app.replay[0];
   ImGui::TextWrapped("%s, N = %lld, d = %lld: HBM accesses of the whole problem for each (Br, Bc), SRAM per CTA %s. "
-                     "Striped, darkened cells do not fit; the framed cell is the current choice.",
+                     "Darkened cells framed and striped in red do not fit; the white frame is the current choice.",
                      to_string(r.algo()).data(), static_cast<long long>(r.result().problem.seq_len),
                      static_cast<long long>(r.result().problem.head_dim), format_bytes(double(x.sram_bytes)).c_str());
   ImGui::RadioButton("colour: HBM accesses", &app.explorer_colour, 0);
@@ -743,12 +787,24 @@ void ShowExplorerPanel(AppState& app) {
       const SweepPoint& pt = x.cells[i * C + j];
       const ImVec2 p(left + cw * float(j), top + ch * float(i)), q(p.x + cw - 2, p.y + ch - 2);
       const float t = hi > lo ? static_cast<float>(1.0 - (value(pt) - lo) / (hi - lo)) : 1.0f;
-      dl->AddRectFilled(p, q, pt.fits ? ramp(t) : mix(ramp(t), IM_COL32(20, 20, 24, 255), 0.75f), 3.0f);
-      if (!pt.fits) Hatch(dl, p, q, IM_COL32(120, 60, 60, 255), fs * 0.6f);
-      const std::string label = !by_time ? compact(double(pt.total.accesses()))
-                                : std::isfinite(pt.predicted_s) ? format_seconds(pt.predicted_s) : "—";
-      if (ImGui::CalcTextSize(label.c_str()).x < cw - 4)
-        TextCentred(dl, ImVec2((p.x + q.x) / 2, (p.y + q.y) / 2), pt.fits && t > 0.55f ? IM_COL32(15, 15, 20, 255) : kText, label);
+      const ImU32 fill = pt.fits ? ramp(t) : mix(ramp(t), IM_COL32(20, 20, 24, 255), 0.75f);
+      dl->AddRectFilled(p, q, fill, 3.0f);
+      // The figure as it fits the cell: "103.6 M", else two or three digits ("104M"), as a large ui scale needs.
+      const std::string label =
+          !by_time ? Fitting({compact(double(pt.total.accesses())), two_digits(double(pt.total.accesses()))}, cw - 4)
+          : std::isfinite(pt.predicted_s) ? Fitting({format_seconds(pt.predicted_s), without_spaces(format_seconds(pt.predicted_s))}, cw - 4)
+                                          : "—";
+      const ImVec2 label_size = ImGui::CalcTextSize(label.c_str()), centre((p.x + q.x) / 2, (p.y + q.y) / 2);
+      const bool labelled = label_size.x < cw - 4;
+      if (!pt.fits) {  // darkened, framed in red, striped where the figure leaves room
+        // The frame no thicker than the margin the figure leaves (short cells when the measured table is shown).
+        const float pad = fs * 0.2f, frame = std::clamp((ch - 2 - label_size.y) / 2, 1.5f, std::max(1.5f, fs * 0.1f));
+        const ImVec2 half(label_size.x / 2 + pad, label_size.y / 2 + pad * 0.5f);
+        Hatch(dl, p, q, kDoesNotFit, fs * 0.6f, labelled ? ImVec2(centre.x - half.x, centre.y - half.y) : ImVec2(0, 0),
+              labelled ? ImVec2(centre.x + half.x, centre.y + half.y) : ImVec2(0, 0));
+        dl->AddRect(ImVec2(p.x + frame / 2, p.y + frame / 2), ImVec2(q.x - frame / 2, q.y - frame / 2), kDoesNotFit, 3.0f, 0, frame);
+      }
+      if (labelled) TextCentred(dl, centre, TextOn(fill), label);
       if (static_cast<std::int64_t>(i) == x.current_r && static_cast<std::int64_t>(j) == x.current_c)
         dl->AddRect(ImVec2(p.x - 2, p.y - 2), ImVec2(q.x + 2, q.y + 2), IM_COL32_WHITE, 3.0f, 0, 3.5f);
       const view::MeasuredCell* run = measured[i * C + j];
@@ -892,7 +948,6 @@ void ShowWarpgroupRoles(const SimulationResult& res, const Pipeline& pipe) {
                      main->name.c_str(), static_cast<long long>(shown), static_cast<long long>(res.Tc),
                      format_seconds(step_s).c_str());
   const float fs = ImGui::GetFontSize(), row_h = fs * 1.35f, gap = 2;
-  const ImU32 kTextOnBox = IM_COL32(10, 10, 10, 255);
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   const ImVec2 size(ImGui::GetContentRegionAvail().x, row_h * float(G + 1) + fs * 0.3f);
   ImGui::InvisibleButton("warpgroups", size);
@@ -903,7 +958,7 @@ void ShowWarpgroupRoles(const SimulationResult& res, const Pipeline& pipe) {
     const ImVec2 a(x0 + gap, p0.y + row_h * float(row)), b(x1 - gap, p0.y + row_h * float(row + 1) - gap);
     dl->AddRectFilled(a, b, fill, 3.0f);
     dl->PushClipRect(a, b, true);
-    DrawText(dl, ImVec2(a.x + 3, a.y + (row_h - gap - fs) / 2), kTextOnBox, text);
+    DrawText(dl, ImVec2(a.x + 3, a.y + (row_h - gap - fs) / 2), TextOn(fill), text);
     dl->PopClipRect();
   };
   Text(dl, ImVec2(p0.x, p0.y + (row_h - fs) / 2), kDim, "producer");
@@ -958,9 +1013,12 @@ void ShowTimelinePanel(AppState& app) {
   if (t.dram_bytes > 0) {
     const bool memory_bound = t.flop_per_dram_byte < t.ridge_flop_per_byte;
     ImGui::PushStyleColor(ImGuiCol_Text, kCurrent);
-    ImGui::TextWrapped("Roofline: %.3g FLOP per DRAM byte against the GPU's ridge point of %.0f (tensor FLOP/s ÷ HBM bytes/s): %s. "
+    // 2,590 rather than 2.59e+03: a class reads digits, not exponents.
+    const std::string intensity = t.flop_per_dram_byte >= 1000 ? format_count(std::round(t.flop_per_dram_byte))
+                                                               : fmt::format("{:.3g}", t.flop_per_dram_byte);
+    ImGui::TextWrapped("Roofline: %s FLOP per DRAM byte against the GPU's ridge point of %.0f (tensor FLOP/s ÷ HBM bytes/s): %s. "
                        "Its %s at full bandwidth take %s; predicted %s.",
-                       t.flop_per_dram_byte, t.ridge_flop_per_byte,
+                       intensity.c_str(), t.ridge_flop_per_byte,
                        memory_bound ? "memory-bound, time ≈ bytes ÷ bandwidth" : "compute-bound: arithmetic sets the time",
                        format_bytes(t.dram_bytes).c_str(), format_seconds(t.bandwidth_floor_s).c_str(),
                        format_seconds(res.time.predicted_s).c_str());
@@ -980,6 +1038,12 @@ void ShowTimelinePanel(AppState& app) {
     for (const view::LaneRun& r : t.lanes[l])
       dl->AddRectFilled(ImVec2(tx(r.start_s), y), ImVec2(std::max(tx(r.end_s), tx(r.start_s) + 1), y + lane_h - 2), kernel_colour(r.kernel));
   }
+  // Lanes thinner than a line: the first and the last named, where the lanes leave room for both.
+  const float lanes_bottom = c.p0.y + fs * 1.4f + lane_h * float(t.lanes.size());
+  if (lane_h < fs * 0.9f && t.lanes.size() > 1 && lanes_bottom - (c.p0.y + fs * 1.4f) >= fs * 2.2f) {
+    Text(dl, ImVec2(c.p0.x, c.p0.y + fs * 1.4f), kDim, "SM 0");
+    Text(dl, ImVec2(c.p0.x, lanes_bottom - fs - 2), kDim, fmt::format("SM {}", t.lanes.size() - 1));
+  }
   // HBM bandwidth against the GPU's peak.
   const float by0 = c.p0.y + lanes_h + fs * 1.6f, by1 = c.p1.y - fs * 1.4f;
   double most = t.peak_gbps * 1.15;  // headroom, so the peak line and its label sit inside the plot
@@ -994,8 +1058,9 @@ void ShowTimelinePanel(AppState& app) {
   const float peak_y = by1 - (by1 - by0) * static_cast<float>(t.peak_gbps / most);
   dl->AddLine(ImVec2(left, peak_y), ImVec2(right, peak_y), kCurrent, 1.5f);
   Text(dl, ImVec2(left + 4, peak_y - fs * 1.1f), kCurrent, fmt::format("peak {:.0f} GB/s", t.peak_gbps));
-  Text(dl, ImVec2(left, by1 + fs * 0.2f), kDim, "0");
   const std::string end = format_seconds(t.end_s);
+  const std::size_t unit = end.rfind(' ');  // "0 µs": the time axis's unit at both ends
+  Text(dl, ImVec2(left, by1 + fs * 0.2f), kDim, unit == std::string::npos ? std::string("0") : fmt::format("0{}", end.substr(unit)));
   Text(dl, ImVec2(right - ImGui::CalcTextSize(end.c_str()).x, by1 + fs * 0.2f), kDim, end);
   EndCanvas(c);
 }

@@ -1,7 +1,8 @@
 // The window's layout check (viz/panels.hpp: LayoutCheck), for the screenshot runs of the tests: on
 // one frame, every text drawn on a drawing (DrawText) and every Dear ImGui widget is recorded with the
 // box it shows in, and End reports text drawn over text, widgets over widgets or over a drawing's text,
-// and drawings given less room than their minimum.
+// and drawings given less room than their minimum; also a drawing's text over stripes (the shading of
+// what does not fit), and text on a highlighted table row under 4.5:1 against it.
 //
 // Widgets are seen where Dear ImGui registers each one, ImGui::ItemAdd(): on Linux the linker routes
 // the calls of Dear ImGui's widget code through NoteWidget below (--wrap, viz/CMakeLists.txt), so
@@ -36,6 +37,7 @@ struct Recorder {
   bool on = false;
   std::vector<Seen> texts;    // drawings' text
   std::vector<Seen> widgets;  // Dear ImGui's items, labelled by the first text each renders
+  std::vector<Seen> stripes;  // Hatch's stripes
   bool widget_labelled = true;  // the last widget has its label (or none is due)
   LayoutCheck check;
 };
@@ -54,6 +56,11 @@ bool Overlap(const Seen& p, const Seen& q, float line_h) {
   const float w = std::min(p.b.x, q.b.x) - std::max(p.a.x, q.a.x);
   const float h = std::min(p.b.y, q.b.y) - std::max(p.a.y, q.a.y);
   return w > 1.0f && h > line_h * 0.25f;
+}
+
+// Whether two boxes share any area more than a pixel across (a stripe may be one pixel thin).
+bool Touch(const Seen& p, const Seen& q) {
+  return std::min(p.b.x, q.b.x) - std::max(p.a.x, q.a.x) > 1.0f && std::min(p.b.y, q.b.y) > std::max(p.a.y, q.a.y);
 }
 
 std::string Quoted(const std::string& what) { return what.empty() ? std::string("(no text)") : "'" + what + "'"; }
@@ -111,6 +118,44 @@ void NoteDrawingItem() {
   recorder.widget_labelled = true;
 }
 
+void NoteStripe(ImDrawList* dl, ImVec2 a, ImVec2 b) {
+  Seen seen;
+  if (recorder.on && Clip(a, b, dl->GetClipRectMin(), dl->GetClipRectMax(), seen)) recorder.stripes.push_back(seen);
+}
+
+#if defined(HBMLAB_LAYOUT_SEES_WIDGETS)
+namespace {
+
+// `top` over `under`, by its alpha.
+ImU32 Over(ImU32 under, ImU32 top) {
+  const ImVec4 u = ImGui::ColorConvertU32ToFloat4(under), t = ImGui::ColorConvertU32ToFloat4(top);
+  return ImGui::ColorConvertFloat4ToU32(
+      ImVec4(u.x + (t.x - u.x) * t.w, u.y + (t.y - u.y) * t.w, u.z + (t.z - u.z) * t.w, 1.0f));
+}
+
+// Dear ImGui draws a text of the window's layout: on a table row with a background of its own (a
+// highlighted row), the text's colour against that background.
+void NoteRowText(const char* begin, const char* end) {
+  if (!recorder.on || !begin) return;
+  ImGuiContext& g = *GImGui;
+  const ImGuiTable* table = g.CurrentTable;
+  if (!table || !InLayout(g.CurrentWindow) || table->InnerWindow != g.CurrentWindow) return;
+  if (table->RowBgColor[0] == IM_COL32_DISABLE && table->RowBgColor[1] == IM_COL32_DISABLE) return;
+  if (!end) end = begin + std::strlen(begin);
+  const char* hash = std::search(begin, end, "##", "##" + 2);
+  const std::string text(begin, hash);
+  if (text.find_first_not_of(' ') == std::string::npos) return;
+  ImU32 bg = ImGui::GetColorU32(ImGuiCol_WindowBg);
+  for (ImU32 row : table->RowBgColor)
+    if (row != IM_COL32_DISABLE) bg = Over(bg, row);
+  const ImU32 fg = Over(bg, ImGui::GetColorU32(ImGuiCol_Text));
+  if (const float ratio = ContrastRatio(fg, bg); ratio < kReadable)
+    recorder.check.low_contrast.push_back(fmt::format("'{}' {:.1f}:1 on a highlighted row", text, ratio));
+}
+
+}  // namespace
+#endif
+
 void BeginLayoutCheck() {
   recorder = Recorder{};
   recorder.on = true;
@@ -136,6 +181,9 @@ LayoutCheck EndLayoutCheck() {
   for (std::size_t i = 0; i < t.size(); ++i)
     for (std::size_t j = i + 1; j < t.size(); ++j)
       if (Overlap(t[i], t[j], fs)) check.overlaps.push_back(fmt::format("'{}' over '{}'", t[j].what, t[i].what));
+  for (const Seen& text : t)
+    if (std::any_of(recorder.stripes.begin(), recorder.stripes.end(), [&](const Seen& s) { return Touch(text, s); }))
+      check.over_stripes.push_back(fmt::format("'{}' over stripes", text.what));
   for (std::size_t i = 0; i < w.size(); ++i) {
     for (std::size_t j = i + 1; j < w.size(); ++j)
       if (Overlap(w[i], w[j], fs)) check.widget_overlaps.push_back(fmt::format("{} over {}", Quoted(w[j].what), Quoted(w[i].what)));
@@ -162,11 +210,13 @@ bool __wrap__ZN5ImGui7ItemAddERK6ImRectjPS1_i(const ImRect& bb, ImGuiID id, cons
 void __real__ZN5ImGui10RenderTextE6ImVec2PKcS2_b(ImVec2 pos, const char* text, const char* text_end, bool hide_after_hash);
 void __wrap__ZN5ImGui10RenderTextE6ImVec2PKcS2_b(ImVec2 pos, const char* text, const char* text_end, bool hide_after_hash) {
   hbmlab::viz::NoteWidgetText(text, text_end);
+  hbmlab::viz::NoteRowText(text, text_end);
   __real__ZN5ImGui10RenderTextE6ImVec2PKcS2_b(pos, text, text_end, hide_after_hash);
 }
 void __real__ZN5ImGui17RenderTextWrappedE6ImVec2PKcS2_f(ImVec2 pos, const char* text, const char* text_end, float wrap_width);
 void __wrap__ZN5ImGui17RenderTextWrappedE6ImVec2PKcS2_f(ImVec2 pos, const char* text, const char* text_end, float wrap_width) {
   hbmlab::viz::NoteWidgetText(text, text_end);
+  hbmlab::viz::NoteRowText(text, text_end);
   __real__ZN5ImGui17RenderTextWrappedE6ImVec2PKcS2_f(pos, text, text_end, wrap_width);
 }
 void __real__ZN5ImGui17RenderTextClippedERK6ImVec2S2_PKcS4_PS1_S2_PK6ImRect(const ImVec2& pos_min, const ImVec2& pos_max,
@@ -178,6 +228,7 @@ void __wrap__ZN5ImGui17RenderTextClippedERK6ImVec2S2_PKcS4_PS1_S2_PK6ImRect(cons
                                                                             const ImVec2* text_size, const ImVec2& align,
                                                                             const ImRect* clip_rect) {
   hbmlab::viz::NoteWidgetText(text, text_end);
+  hbmlab::viz::NoteRowText(text, text_end);
   __real__ZN5ImGui17RenderTextClippedERK6ImVec2S2_PKcS4_PS1_S2_PK6ImRect(pos_min, pos_max, text, text_end, text_size, align,
                                                                          clip_rect);
 }
@@ -190,6 +241,7 @@ void __wrap__ZN5ImGui18RenderTextEllipsisEP10ImDrawListRK6ImVec2S4_ffPKcS6_PS3_(
                                                                                float ellipsis_max_x, const char* text,
                                                                                const char* text_end, const ImVec2* text_size) {
   hbmlab::viz::NoteWidgetText(text, text_end);
+  hbmlab::viz::NoteRowText(text, text_end);
   __real__ZN5ImGui18RenderTextEllipsisEP10ImDrawListRK6ImVec2S4_ffPKcS6_PS3_(dl, pos_min, pos_max, clip_max_x, ellipsis_max_x,
                                                                             text, text_end, text_size);
 }

@@ -17,7 +17,6 @@ namespace {
 
 const ImU32 kHbmColour = IM_COL32(235, 90, 80, 255);
 const ImU32 kFillColour = IM_COL32(120, 120, 135, 255);
-const ImU32 kTextOnBar = IM_COL32(10, 10, 10, 255);
 const ImU32 kLimiter = IM_COL32(255, 215, 60, 255);
 
 // A labelled bar of `bytes` against `most`, in one colour or stacked by tensor, with the figure after it.
@@ -36,7 +35,7 @@ void BytesBar(const char* label, float label_w, double most, double bytes, ImU32
     if (w <= 0) return;
     dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + std::max(w, 2.0f), p.y + height), c);
     if (name && w > ImGui::CalcTextSize(name).x + 6)
-      DrawText(dl, ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), kTextOnBar, name);
+      DrawText(dl, ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), TextOn(c), name);
     x += std::max(w, 2.0f);
   };
   if (by_tensor) {
@@ -164,7 +163,7 @@ void ShowPipeline(const view::ReplayView& r, std::int64_t pos) {
   auto box = [&](ImVec2 p, float w, ImU32 fill, const std::string& text) {
     dl->AddRectFilled(p, ImVec2(p.x + w, p.y + height), fill, 4.0f);
     dl->PushClipRect(p, ImVec2(p.x + w, p.y + height), true);
-    DrawText(dl, ImVec2(p.x + 5, p.y + (height - fs) / 2), kTextOnBar, text);
+    DrawText(dl, ImVec2(p.x + 5, p.y + (height - fs) / 2), TextOn(fill), text);
     dl->PopClipRect();
   };
   ImGui::Text("K/V ring in shared memory: %lld stages (at K_%lld of %lld)", static_cast<long long>(pipe->stages),
@@ -239,7 +238,11 @@ void ShowRoofline(const AppState& app) {
   NoteDrawingItem();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   // The y axis's labels in a margin as wide as the widest, the x axis's labels and title under the plot.
-  auto y_label = [](double e) { return format_si(std::pow(10, e), "FLOP/s"); };
+  auto y_label = [](double e) {  // a power of ten with its prefix and no decimals: "100 TFLOP/s", "1 PFLOP/s"
+    static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+    const int k = std::clamp(static_cast<int>(std::floor(e / 3)), 0, 6);
+    return fmt::format("{:g} {}FLOP/s", std::pow(10, e - 3 * k), prefixes[k]);
+  };
   auto x_label = [](double e) { return e < 6 ? fmt::format("{:g}", std::pow(10, e)) : fmt::format("1e{:.0f}", e); };
   float y_label_w = 0;
   for (double e = std::ceil(ly0); e <= ly1; e += 1) y_label_w = std::max(y_label_w, ImGui::CalcTextSize(y_label(e).c_str()).x);

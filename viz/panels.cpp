@@ -97,6 +97,52 @@ void TextWrappedAtSpaces(std::string_view text) {
   ImGui::TextUnformatted(out.c_str());
 }
 
+namespace {
+float luminance(ImU32 c) {  // WCAG's relative luminance of an sRGB colour
+  const ImVec4 v = ImGui::ColorConvertU32ToFloat4(c);
+  auto linear = [](float x) { return x <= 0.04045f ? x / 12.92f : std::pow((x + 0.055f) / 1.055f, 2.4f); };
+  return 0.2126f * linear(v.x) + 0.7152f * linear(v.y) + 0.0722f * linear(v.z);
+}
+}  // namespace
+
+float ContrastRatio(ImU32 a, ImU32 b) {
+  const float la = luminance(a), lb = luminance(b);
+  return (std::max(la, lb) + 0.05f) / (std::min(la, lb) + 0.05f);
+}
+
+ImU32 ReadableOn(ImU32 background, ImU32 colour, float ratio) {
+  const ImU32 target = ContrastRatio(background, IM_COL32_WHITE) >= ContrastRatio(background, IM_COL32_BLACK) ? IM_COL32_WHITE
+                                                                                                               : IM_COL32_BLACK;
+  const ImVec4 c = ImGui::ColorConvertU32ToFloat4(colour), t = ImGui::ColorConvertU32ToFloat4(target);
+  for (int k = 0; k <= 20; ++k) {  // towards the target in twentieths, keeping the hue as long as it can
+    const float f = float(k) / 20.0f;
+    const ImU32 m = ImGui::ColorConvertFloat4ToU32(ImVec4(c.x + (t.x - c.x) * f, c.y + (t.y - c.y) * f, c.z + (t.z - c.z) * f, c.w));
+    if (ContrastRatio(background, m) >= ratio) return m;
+  }
+  return target;
+}
+
+ImU32 TextOn(ImU32 fill) {
+  constexpr ImU32 dark = IM_COL32(12, 12, 16, 255), light = IM_COL32(235, 235, 240, 255);
+  return ContrastRatio(fill, dark) >= ContrastRatio(fill, light) ? dark : light;
+}
+
+HighlightedRow::HighlightedRow(bool on) : on_(on) {
+  if (!on_) return;
+  ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, kRowHighlight);
+  ImGui::PushStyleColor(ImGuiCol_Text, ReadableOn(kRowHighlight, ImGui::GetColorU32(ImGuiCol_Text)));
+  ImGui::PushStyleColor(ImGuiCol_TextDisabled, ReadableOn(kRowHighlight, ImGui::GetColorU32(ImGuiCol_TextDisabled)));
+}
+
+HighlightedRow::~HighlightedRow() {
+  if (on_) ImGui::PopStyleColor(2);
+}
+
+ImVec4 HighlightedRow::operator()(ImVec4 colour) const {
+  if (!on_) return colour;
+  return ImGui::ColorConvertU32ToFloat4(ReadableOn(kRowHighlight, ImGui::ColorConvertFloat4ToU32(colour)));
+}
+
 void TextWrappedColoured(ImU32 colour, const char* text) {
   ImGui::PushStyleColor(ImGuiCol_Text, colour);
   TextWrappedAtSpaces(text);
@@ -396,10 +442,10 @@ void ShowSplitSoftmax(const view::SoftmaxView& sm, std::int64_t pos) {
         if (!sm.events[e].combine && sm.events[e].split == static_cast<std::int64_t>(s)) state = &sm.events[e];
       const bool combined = part.combined_step >= 0 && pos > part.combined_step;
       ImGui::TableNextRow();
-      if (combined && (s + 1 == sm.splits.size() || pos <= sm.splits[s + 1].combined_step))
-        ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(90, 80, 20, 255));  // the split the combine just took
+      // the split the combine just took
+      const HighlightedRow row(combined && (s + 1 == sm.splits.size() || pos <= sm.splits[s + 1].combined_step));
       ImGui::TableNextColumn();
-      ImGui::TextColored(tensor_colour_v(Tensor::K), "%zu (K_%lld…K_%lld)", s + 1, static_cast<long long>(part.j_first + 1),
+      ImGui::TextColored(row(tensor_colour_v(Tensor::K)), "%zu (K_%lld…K_%lld)", s + 1, static_cast<long long>(part.j_first + 1),
                          static_cast<long long>(part.j_last + 1));
       const bool done = part.done_step >= 0 && pos > part.done_step;
       ImGui::TableNextColumn();
@@ -431,7 +477,7 @@ void ShowSplitSoftmax(const view::SoftmaxView& sm, std::int64_t pos) {
       if (!lse_known) {
         ImGui::TextDisabled("·");
       } else if (combined) {  // rescaled by its weight; on the unified path only added (the share is ℓ_s / ℓ)
-        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), unified ? "%.4f, added" : "× %.4f", part.weight);
+        ImGui::TextColored(row(ImVec4(1.0f, 0.8f, 0.3f, 1.0f)), unified ? "%.4f, added" : "× %.4f", part.weight);
       } else {
         ImGui::Text("%.4f", part.weight);
       }
@@ -465,9 +511,9 @@ void ShowBlockSoftmax(const view::SoftmaxView& sm, std::size_t shown, std::int64
       const bool done = e < shown;
       const bool latest = done && e + 1 == shown;
       ImGui::TableNextRow();
-      if (latest) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(90, 80, 20, 255));
+      const HighlightedRow row(latest);
       ImGui::TableNextColumn();
-      ImGui::TextColored(tensor_colour_v(Tensor::K), "K_%lld", static_cast<long long>(ev.j + 1));
+      ImGui::TextColored(row(tensor_colour_v(Tensor::K)), "K_%lld", static_cast<long long>(ev.j + 1));
       if (!done) {
         for (int c = 0; c < 4; ++c) {
           ImGui::TableNextColumn();
@@ -482,7 +528,7 @@ void ShowBlockSoftmax(const view::SoftmaxView& sm, std::size_t shown, std::int64
       if (std::isinf(ev.m_old)) {
         ImGui::TextDisabled("first block");
       } else if (ev.rescale < 1) {
-        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.3f, 1.0f), "× %.4f", ev.rescale);
+        ImGui::TextColored(row(ImVec4(1.0f, 0.8f, 0.3f, 1.0f)), "× %.4f", ev.rescale);
       } else {
         ImGui::Text("× %.4f", ev.rescale);
       }
@@ -584,7 +630,7 @@ void StackedBar(const Counts& c, double scale, float width, float height) {
     if (w <= 0) continue;
     dl->AddRectFilled(ImVec2(x, p.y), ImVec2(x + w, p.y + height), tensor_colour(t));
     if (w > ImGui::CalcTextSize(tensor_symbol(t).data()).x + 6)  // the name where it fits in its segment
-      DrawText(dl, ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), IM_COL32(10, 10, 10, 255), tensor_symbol(t));
+      DrawText(dl, ImVec2(x + 3, p.y + (height - ImGui::GetFontSize()) / 2), TextOn(tensor_colour(t)), tensor_symbol(t));
     x += w;
   }
   ImGui::Dummy(ImVec2(width, height));

@@ -38,6 +38,38 @@ void HandleShortcuts(AppState& app);
 bool IsMeasuredOnChipOf(const ValidationRow& row, Algo algo, const AttentionProblem& problem);
 std::vector<const ValidationRow*> MeasuredOnChipRows(const AppState& app, const SimulationResult& res);
 
+// Colours a class can read from the back of a room. ContrastRatio: WCAG's ratio of two colours'
+// relative luminance, 1 (the same) to 21 (black on white). ReadableOn: `colour`, or it moved towards
+// white or black (whichever the background leaves more room to) until it is `ratio` against
+// `background`; text takes 4.5 (WCAG AA for body text).
+inline constexpr float kReadable = 4.5f;
+float ContrastRatio(ImU32 a, ImU32 b);
+ImU32 ReadableOn(ImU32 background, ImU32 colour, float ratio = kReadable);
+// Text on a filled shape (a tile, a bar, a cell): near-black or near-white, whichever reads better on `fill`.
+ImU32 TextOn(ImU32 fill);
+
+// A highlighted table row (the latest block, the split just combined): its background, and every text
+// of the row readable on it. While it lives, plain and disabled text are lifted to 4.5:1 against the
+// highlight; a coloured text takes its colour through operator().
+inline constexpr ImU32 kRowHighlight = IM_COL32(90, 80, 20, 255);
+class HighlightedRow {
+ public:
+  explicit HighlightedRow(bool on);
+  ~HighlightedRow();
+  HighlightedRow(const HighlightedRow&) = delete;
+  HighlightedRow& operator=(const HighlightedRow&) = delete;
+  ImVec4 operator()(ImVec4 colour) const;
+
+ private:
+  bool on_;
+};
+
+// Stripes over [a, b] mark what is shaded (blocks that do not fit, masked blocks). They stop short of
+// [keep_a, keep_b], where a label sits on the plain fill: a stripe through a figure makes it unreadable
+// from the back of a room (the layout check reports a drawing's text over a stripe).
+void Hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float spacing, ImVec2 keep_a = ImVec2(0, 0),
+           ImVec2 keep_b = ImVec2(0, 0));
+
 // Text helpers shared by the panels.
 void TextWrappedColoured(ImU32 colour, const char* text);
 void PanelTitle(const char* title, bool highlighted);
@@ -64,6 +96,8 @@ struct LayoutCheck {
   std::vector<std::string> narrow;           // "memory: 300 of 432 points wide"
   std::vector<std::string> short_ones;       // "measured: 180 of 256 points tall"
   std::vector<std::string> drawings;         // every drawing shown, with its room: "memory 643×520"
+  std::vector<std::string> over_stripes;     // a drawing's text over stripes (Hatch): "'2.40 M' over stripes"
+  std::vector<std::string> low_contrast;     // text on a highlighted table row under 4.5:1: "'first block' 3.1:1"
   std::size_t widgets_seen = 0;              // none where widgets are not checked (the page)
 };
 // The window that holds the layout: widgets of other windows (tooltips, lists, help) are not checked.
@@ -77,5 +111,7 @@ void NoteWidget(ImVec2 a, ImVec2 b);
 void NoteWidgetText(const char* begin, const char* end);
 // The widget just submitted (an InvisibleButton) is a drawing's canvas, whose texts are checked one by one.
 void NoteDrawingItem();
+// Called for each stripe that marks a shaded area (canvas.cpp: Hatch): no drawing's text may cross one.
+void NoteStripe(ImDrawList* dl, ImVec2 a, ImVec2 b);
 
 }  // namespace hbmlab::viz
