@@ -96,7 +96,7 @@ public:
       if (options.launch.ctas) plan.persistent = *options.launch.ctas < plan.tiles();
       else plan.persistent = !(options.launch.hbmlab_kernels && p.block_mask);
       if (options.launch.hbmlab_kernels) charge_whole_tiles(p, b, plan);
-      if (options.launch.hbmlab_kernels && plan.persistent) walk_as_v4(p, b, plan, gpu, options.launch);
+      if (options.launch.hbmlab_kernels && plan.persistent) walk_as_v4(p, plan, gpu, options.launch);
       if (!options.launch.threads_per_cta) plan.threads_per_cta = 128 * (1 + consumer_warpgroups(b));
       if (!options.launch.smem_bytes_per_cta) plan.smem_bytes_per_cta = working_set_bytes(p, b);
       // The kernel's own on-chip traffic: wgmma's operands from shared memory, not flash2's ldmatrix.
@@ -192,7 +192,7 @@ private:
   // by two, positions 2c and 2c + 1 then 2c + 2·grid and 2c + 2·grid + 1, …, and a head's positions
   // are ordered longest, shortest, second longest, second shortest, … (every second head backwards
   // when Tr is odd), so each pair holds rows i and Tr − 1 − i.
-  static void walk_as_v4(const AttentionProblem& p, Blocks b, KernelPlan& plan, const GpuSpec& gpu,
+  static void walk_as_v4(const AttentionProblem& p, KernelPlan& plan, const GpuSpec& gpu,
                          const LaunchOverride& launch) {
     const auto Tr = static_cast<std::int64_t>(plan.programs.size());
     const bool paired = p.causal && !p.block_mask;
