@@ -262,9 +262,18 @@ std::string simulation_csv(std::span<const SimulationResult> results) {
   return out;
 }
 
+// An option that applies to some of the rooms run and not to the others: it is applied to those that
+// take it, and the report says which rooms it leaves as they are (`rooms`).
+struct OptionNote {
+  std::string text;         // "--kv-descending applies to flash2; standard, flash1 and flash3 have no K/V order to reverse"
+  std::vector<Algo> rooms;  // the rooms it does not apply to
+};
+
 // An option that would change nothing in this run is refused, naming it, rather than ignored: what
-// needs the timing engine under --counts-only, what a room does not model, what only text shows.
-void refuse_ignored(const SimulateFlags& f, std::span<const Algo> rooms) {
+// needs the timing engine under --counts-only, what no room run models, what only text shows. An
+// option that some of the rooms take and others do not is applied where it means something, with a
+// note naming the others.
+std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, std::span<const Algo> rooms) {
   const bool numerics_given = f.o_numerics->count() > 0, seed_given = f.o_seed->count() > 0;
   const std::pair<bool, std::string_view> launch_options[] = {{f.o_launch_threads->count() > 0, "--launch-threads"},
                                                               {f.o_launch_registers->count() > 0, "--launch-registers"},
@@ -283,22 +292,59 @@ void refuse_ignored(const SimulateFlags& f, std::span<const Algo> rooms) {
   if (seed_given && f.numerics == "off") fail_input("--seed: seeds the numerics check, which --numerics off skips");
   if (f.o_steps_limit->count() > 0 && !f.steps) fail_input("--steps-limit: goes with --steps");
   if (f.steps && (f.json || f.csv)) fail_input("--steps: narrates in the text report, not with {}", f.json ? "--json" : "--csv");
-  std::vector<Algo> kv_order;  // the rooms for which --kv-descending means something
-  for (Pass pass : {Pass::forward, Pass::backward})
-    for (Algo a : algorithms(pass))
-      if (a->has_kv_order()) kv_order.push_back(a);
-  for (Algo a : rooms) {
-    if (f.kv_descending && !a->has_kv_order())
-      fail_input("--kv-descending: {} has no K/V order to reverse ({} {})", to_string(a), names_of(kv_order),
-                 kv_order.size() == 1 ? "has one" : "have one");
-    for (const auto& [given, option] : launch_options)
-      if (given && !a->takes_launch())
-        fail_input("{}: {} launches library GEMMs, whose launch hbmlab does not set (the other rooms take it)", option,
-                   to_string(a));
+
+  // "standard, flash1 and flash2 backward": rooms by their display names, as the report heads them.
+  auto display_names = [](std::span<const Algo> list) {
+    std::string text;
+    for (std::size_t k = 0; k < list.size(); ++k)
+      text += fmt::format("{}{}", k == 0 ? "" : k + 1 == list.size() ? " and " : ", ", to_string(list[k]));
+    return text;
+  };
+  std::vector<OptionNote> notes;
+  // The rooms run split by whether they take the option: none, refused; some, a note on the others.
+  // options: one, or several joined by " and " (the note then says "apply").
+  auto split_rooms = [&](bool (*takes)(Algo), const std::string& options, bool several, auto&& refusal,
+                         std::string_view why_not, std::string_view why_not_many) {
+    std::vector<Algo> taking, not_taking;
+    for (Algo a : rooms) (takes(a) ? taking : not_taking).push_back(a);
+    if (taking.empty()) refusal(not_taking);
+    if (!not_taking.empty())
+      notes.push_back({fmt::format("{} {} to {}; {} {}", options, several ? "apply" : "applies", display_names(taking),
+                                   display_names(not_taking), not_taking.size() == 1 ? why_not : why_not_many),
+                       not_taking});
+  };
+  if (f.kv_descending) {
+    std::vector<Algo> kv_order;  // the rooms for which --kv-descending means something
+    for (Pass pass : {Pass::forward, Pass::backward})
+      for (Algo a : algorithms(pass))
+        if (a->has_kv_order()) kv_order.push_back(a);
+    split_rooms([](Algo a) { return a->has_kv_order(); }, "--kv-descending", false,
+                [&](std::span<const Algo> none) {
+                  fail_input("--kv-descending: {} {} no K/V order to reverse ({} {})", display_names(none),
+                             none.size() == 1 ? "has" : "have", names_of(kv_order), kv_order.size() == 1 ? "has one" : "have one");
+                },
+                "has no K/V order to reverse", "have no K/V order to reverse");
   }
+  std::vector<std::string_view> launch_given;
+  for (const auto& [given, option] : launch_options)
+    if (given) launch_given.push_back(option);
+  if (!launch_given.empty()) {
+    std::string options;
+    for (std::string_view option : launch_given) options += fmt::format("{}{}", options.empty() ? "" : " and ", option);
+    split_rooms([](Algo a) { return a->takes_launch(); }, options, launch_given.size() > 1,
+                [&](std::span<const Algo> none) {
+                  fail_input("{}: {} {} library GEMMs, whose launch hbmlab does not set (the other rooms take it)",
+                             launch_given.front(), display_names(none), none.size() == 1 ? "launches" : "launch");
+                },
+                "launches library GEMMs, whose launch hbmlab does not set",
+                "launch library GEMMs, whose launch hbmlab does not set");
+  }
+  return notes;
 }
 
-std::vector<SimulationResult> simulate_scenario(const Scenario& s, const SimulateFlags* flags) {
+// notes: where an option applies to some of the rooms only (refuse_ignored).
+std::vector<SimulationResult> simulate_scenario(const Scenario& s, const SimulateFlags* flags,
+                                                std::vector<OptionNote>* notes = nullptr) {
   SimulateRequest request = request_for(s);
   if (flags) {
     if (*flags->o_block_rows) request.block_rows = flags->block_rows;
@@ -308,7 +354,8 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     request.seed = static_cast<std::uint64_t>(flags->seed);
     request.l2_enabled = !flags->no_l2;
     request.counts_only = flags->counts_only;
-    refuse_ignored(*flags, rooms_of(s));
+    const std::vector<OptionNote> option_notes = refuse_ignored(*flags, rooms_of(s));
+    if (notes) *notes = option_notes;
     request.record_timeline = !flags->timeline.empty();
     auto positive = [](std::int64_t v, std::string_view option) {
       if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);
@@ -336,8 +383,17 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
                      : (fail_input("--numerics: unknown mode '{}' (expected auto, full, sampled or off)", n), NumericsMode::off);
   }
   std::vector<SimulationResult> results;
+  const LaunchOverride launch = request.launch;
   for (Algo algo : rooms_of(s)) {
     request.algo = algo;
+    // A room that does not take an option runs as it would without it (the notes say so).
+    request.launch = launch;
+    if (!algo->has_kv_order()) request.launch.kv_descending = false;
+    if (!algo->takes_launch()) {
+      request.launch.threads_per_cta.reset();
+      request.launch.registers_per_thread.reset();
+      request.launch.smem_bytes_per_cta.reset();
+    }
     results.push_back(simulate(request));
   }
   return results;
@@ -375,11 +431,14 @@ void print_steps(std::ostream& out, const SimulationResult& r, std::int64_t limi
     fmt::print(out, "  ... {} more steps (--steps-limit to show more)\n", format_count(double(counter.count - limit)));
 }
 
-int run_simulate(const SimulateFlags& f, std::ostream& out) {
+// Notes (an option some rooms run do not take) go where the output's reader looks: a line of the text
+// report, a `notes` list in the JSON objects of the rooms they concern, stderr beside CSV.
+int run_simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
   if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
   if (f.steps_limit < 0) fail_input("--steps-limit: must be 0 or more, got {}", f.steps_limit);
   const Scenario s = f.problem.resolve(/*auto_allowed=*/true);
-  const std::vector<SimulationResult> results = simulate_scenario(s, &f);
+  std::vector<OptionNote> notes;
+  const std::vector<SimulationResult> results = simulate_scenario(s, &f, &notes);
   if (!f.mask_out.empty()) {
     if (results.size() != 1) fail_input("--mask-out: choose one algorithm (--algo) for a mask file");
     // From the room's own steps: a pair is visited unless the stream skips it.
@@ -402,19 +461,22 @@ int run_simulate(const SimulateFlags& f, std::ostream& out) {
     write_output("--timeline", f.timeline, timeline_chrome_trace(results.front().engine, results.front().gpu));
   }
   if (f.json) {
-    if (results.size() == 1) {
-      out << simulation_json(results.front()).dump(2) << "\n";
-    } else {
-      Json all = Json::array();
-      for (const SimulationResult& r : results) all.push_back(simulation_json(r));
-      out << all.dump(2) << "\n";
+    Json all = Json::array();
+    for (const SimulationResult& r : results) {
+      Json j = simulation_json(r);
+      for (const OptionNote& note : notes)
+        if (std::find(note.rooms.begin(), note.rooms.end(), r.algo) != note.rooms.end()) j["notes"].push_back(note.text);
+      all.push_back(std::move(j));
     }
+    out << (results.size() == 1 ? all.front() : all).dump(2) << "\n";
     return 0;
   }
+  for (const OptionNote& note : notes) fmt::print(f.csv ? err : out, "note: {}\n", note.text);
   if (f.csv) {
     out << simulation_csv(results);
     return 0;
   }
+  if (!notes.empty()) out << "\n";
   for (const SimulationResult& r : results) {
     print_simulation(out, r);
     if (f.steps) print_steps(out, r, f.steps_limit);
@@ -725,7 +787,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return 2;
     }
 
-    if (app.got_subcommand("simulate")) return run_simulate(simulate_flags, out);
+    if (app.got_subcommand("simulate")) return run_simulate(simulate_flags, out, err);
     if (app.got_subcommand("bounds")) return run_bounds_command(bounds_flags, out);
     if (app.got_subcommand("sweep")) return run_sweep_command(sweep_flags, out, err);
     if (app.got_subcommand("validate")) {
