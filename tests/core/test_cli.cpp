@@ -88,6 +88,28 @@ TEST_CASE("simulate --counts-only: the paper's counts with a roofline time", "[c
   CHECK(run({"simulate", "--counts-only", "--timeline", "t.json"}).code == 2);
 }
 
+TEST_CASE("simulate --counts-only --json leaves out the grid, which only the timing engine plans", "[cli]") {
+  // flash3's persistent grid: 132 CTAs walk the tiles on an H100; counts alone cannot say 132.
+  const std::vector<std::string> args = {"simulate", "--gpu", "h100-sxm", "--algo", "flash3", "--seq-len", "4096",
+                                         "--batch", "4", "--heads", "16", "--json", "--numerics", "off"};
+  std::vector<std::string> counts_args(args.begin(), args.end() - 2);
+  counts_args.push_back("--counts-only");
+  const Run timed = run(args), counts = run(counts_args);
+  REQUIRE(timed.code == 0);
+  REQUIRE(counts.code == 0);
+  const auto t = nlohmann::json::parse(timed.out)["time"], c = nlohmann::json::parse(counts.out)["time"];
+  CHECK(t["ctas"] == 132);
+  CHECK(t["tiles"].get<std::int64_t>() > 132);
+  CHECK(c["model"] == "roofline");
+  for (const char* key : {"ctas", "tiles", "ctas_per_sm", "waves"}) {
+    INFO(key);
+    CHECK(t.contains(key));
+    CHECK_FALSE(c.contains(key));
+  }
+  CHECK(c["kernels"].empty());
+  CHECK(c["predicted_s"].get<double>() > 0);
+}
+
 TEST_CASE("flags override a scenario", "[cli]") {
   const Run r = run({"simulate", "--scenario", "gpt2-medium", "--algo", "flash2", "--batch", "1", "--heads", "1", "--json"});
   REQUIRE(r.code == 0);
