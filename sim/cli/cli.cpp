@@ -370,6 +370,11 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     if (request.launch.threads_per_cta && *request.launch.threads_per_cta > gpu.max_threads_per_sm)
       fail_input("--launch-threads: {} threads per CTA are more than an SM of {} holds ({})",
                  *request.launch.threads_per_cta, gpu.name, gpu.max_threads_per_sm);
+    // CUDA encodes at most 255 registers per thread in an instruction (every architecture since sm_30).
+    constexpr std::int64_t kMaxRegistersPerThread = 255;
+    if (request.launch.registers_per_thread && *request.launch.registers_per_thread > kMaxRegistersPerThread)
+      fail_input("--launch-registers: a thread holds at most {} registers, got {}", kMaxRegistersPerThread,
+                 *request.launch.registers_per_thread);
     const std::int64_t cta_smem = request.sram_bytes.value_or(gpu.sram_bytes_per_block);
     if (request.launch.smem_bytes_per_cta && *request.launch.smem_bytes_per_cta > cta_smem)
       fail_input("--launch-smem-bytes: {} B per CTA are more than one CTA may use on {} ({} B)",
@@ -571,6 +576,26 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
       throw InputError(fmt::format("{}{}", list_option, what));
     }
   };
+  // Proposition 3's bound N²d²/M holds for M in [d, N d]: past N d a flash room reads Q, K, V once
+  // whatever M is, and the fit of the exponent in M would fail for a reason that is not the count's.
+  // Checked for the M values given (the default M against a short --seq-lens is the verdict's to judge).
+  const std::int64_t least_N = *std::min_element(config.seq_lens.begin(), config.seq_lens.end());
+  const std::int64_t least_d = *std::min_element(config.head_dims.begin(), config.head_dims.end());
+  const std::int64_t most_d = *std::max_element(config.head_dims.begin(), config.head_dims.end());
+  auto check_M = [&](std::int64_t M, std::int64_t N, std::int64_t d_low, std::int64_t d_high, std::string_view option) {
+    if (M > N * d_low)
+      fail_input("{}: M = {} elements is more than N·d = {}·{}: the bound N^2 d^2 / M holds for M in [d, N d]", option,
+                 M, N, d_low);
+    if (M < d_high)
+      fail_input("{}: M = {} elements is less than d = {}: the bound N^2 d^2 / M holds for M in [d, N d]", option, M,
+                 d_high);
+  };
+  if (!f.sram_elements.empty())
+    for (std::int64_t M : config.sram_elems) check_M(M, config.base_N, config.base_d, config.base_d, "--sram-elements");
+  if (*f.o_base_M) {
+    check_M(config.base_M, least_N, config.base_d, config.base_d, "--sram-element-count");  // the N sweep
+    check_M(config.base_M, config.base_N, least_d, most_d, "--sram-element-count");        // the d sweep
+  }
   for (std::int64_t N : config.seq_lens) check_swept({1, 1, N, config.base_d, config.dtype, false}, "--seq-lens", "--seq-len");
   for (std::int64_t d : config.head_dims) check_swept({1, 1, config.base_N, d, config.dtype, false}, "--head-dims", "--head-dim");
   AttentionProblem{1, 1, config.base_N, config.base_d, config.dtype, false}.validate();
