@@ -399,7 +399,18 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
       request.launch.registers_per_thread.reset();
       request.launch.smem_bytes_per_cta.reset();
     }
-    results.push_back(simulate(request));
+    try {
+      results.push_back(simulate(request));
+    } catch (const InputError& e) {
+      // A CTA of the room's plan that the GPU cannot hold (its threads, shared memory or registers):
+      // the launch options were checked above, so the blocks made it; named by the option that
+      // changes them rather than by the preset's number alone.
+      const std::string_view what = e.what();
+      if (!flags || !what.starts_with(request.gpu.origin + ": numbers.") || what.find("cannot hold one") == what.npos) throw;
+      const bool registers = what.find("numbers.registers_per_sm") != what.npos && request.launch.registers_per_thread;
+      fail_input("{}: {}; {}", registers ? "--launch-registers" : "--block-rows", what,
+                 registers ? "fewer registers per thread fit" : "smaller blocks (--block-rows, --block-cols) fit");
+    }
   }
   return results;
 }

@@ -110,6 +110,10 @@ TEST_CASE("bad input everywhere: exit 2, one line naming the option or file key,
       {{"simulate", "--launch-registers", "100000"}, "--launch-registers: a thread holds at most 255 registers"},
       {{"simulate", "--steps", "--steps-limit", "-1"}, "--steps-limit: "},
       {{"simulate", "--algo", "standard", "--hbmlab-kernels", "--head-dim", "24"}, "--hbmlab-kernels: "},
+      // A CTA the GPU cannot hold is the blocks' doing (flash3's paper blocks at d = 8: 17 warpgroups).
+      {{"simulate", "--algo", "flash3", "--head-dim", "8"}, "--block-rows: scenarios/gpus/a100-40gb.toml: numbers.max_threads_per_sm: "},
+      {{"simulate", "--algo", "flash2", "--launch-registers", "255", "--launch-threads", "1024"},
+       "--launch-registers: scenarios/gpus/a100-40gb.toml: numbers.registers_per_sm: "},
       // Names that name nothing.
       {{"simulate", "--gpu", "v100"}, "--gpu: unknown preset"},
       {{"simulate", "--algo", "flash9"}, "--algo: unknown algorithm"},
