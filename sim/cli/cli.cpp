@@ -407,9 +407,11 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
       // changes them rather than by the preset's number alone.
       const std::string_view what = e.what();
       if (!flags || !what.starts_with(request.gpu.origin + ": numbers.") || what.find("cannot hold one") == what.npos) throw;
-      const bool registers = what.find("numbers.registers_per_sm") != what.npos && request.launch.registers_per_thread;
-      fail_input("{}: {}; {}", registers ? "--launch-registers" : "--block-rows", what,
-                 registers ? "fewer registers per thread fit" : "smaller blocks (--block-rows, --block-cols) fit");
+      const LaunchOverride& l = request.launch;
+      const bool registers = what.find("numbers.registers_per_sm") != what.npos;
+      if (registers && l.registers_per_thread) fail_input("--launch-registers: {}; fewer registers per thread fit", what);
+      if (registers && l.threads_per_cta) fail_input("--launch-threads: {}; fewer threads per CTA fit", what);
+      fail_input("--block-rows: {}; smaller blocks (--block-rows, --block-cols) fit", what);
     }
   }
   return results;
