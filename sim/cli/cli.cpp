@@ -825,6 +825,14 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return 2;
     }
 
+    // CLI11 takes a whole number past 64 bits as the nearest one; the value as given is refused instead.
+    for (const CLI::App* sub : app.get_subcommands())
+      for (const CLI::Option* o : sub->get_options([](const CLI::Option* o) { return o->get_type_name() == "INT"; }))
+        for (const std::string& given : o->results()) {
+          std::int64_t v = 0;
+          if (std::from_chars(given.data(), given.data() + given.size(), v).ec == std::errc::result_out_of_range)
+            fail_input("{}: '{}' is outside the 64-bit whole numbers", o->get_name(), given);
+        }
     if (app.got_subcommand("simulate")) return run_simulate(simulate_flags, out, err);
     if (app.got_subcommand("bounds")) return run_bounds_command(bounds_flags, out);
     if (app.got_subcommand("sweep")) return run_sweep_command(sweep_flags, out, err);
