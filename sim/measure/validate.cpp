@@ -163,8 +163,9 @@ AttentionProblem problem_of(const Json& j, const std::string& where) {
 
 // An SDPA record's problem: B, H, N, d, dtype and causal, as calibrate_h100.py writes them.
 AttentionProblem sdpa_problem(const Json& r, const std::string& where) {
-  return problem_of({{"batch", r.at("B")}, {"heads", r.at("H")}, {"seq_len", r.at("N")}, {"head_dim", r.at("d")},
-                     {"dtype", r.value("dtype", "fp16")}, {"causal", r.value("causal", false)}},
+  return problem_of({{"batch", member(r, "B", where)}, {"heads", member(r, "H", where)}, {"seq_len", member(r, "N", where)},
+                     {"head_dim", member(r, "d", where)}, {"dtype", r.value("dtype", "fp16")},
+                     {"causal", flag_or(r, "causal", false, where)}},
                     where);
 }
 
@@ -364,9 +365,11 @@ void read_cudnn_forward(const Json& r, const std::string& where, const std::stri
 void read_sdpa(const Json& file, const std::string& path, const std::string& gpu, ValidationReport& report) {
   static const std::regex traits(R"(Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
   const Json& records = file.at("sdpa");
+  if (!records.is_array()) fail_input("{}: sdpa: expected an array of records, got {}", path, records.type_name());
   for (std::size_t n = 0; n < records.size(); ++n) {
     const Json& r = records[n];
     const std::string where = fmt::format("{}: sdpa[{}]", path, n);
+    if (!r.is_object()) fail_input("{}: expected an object, got {}", where, r.type_name());
     const std::string backend = r.value("backend", "");
     if (r.value("pass", "forward") == "backward" && backend == "flash") {
       read_sdpa_backward(r, where, path, gpu, report);
@@ -426,11 +429,13 @@ void read_sdpa_decode(const Json& file, const std::string& path, const std::stri
   static const std::regex traits(R"(Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
   static const std::regex grid_dims(R"(\((\d+), (\d+), (\d+)\))");
   const Json& records = file.at("sdpa_decode");
+  if (!records.is_array()) fail_input("{}: sdpa_decode: expected an array of records, got {}", path, records.type_name());
   const bool cache_control_all = file.contains("method") && file.at("method").is_object() &&
                                  file.at("method").value("counters", "").find("--cache-control all") != std::string::npos;
   for (std::size_t n = 0; n < records.size(); ++n) {
     const Json& r = records[n];
     const std::string where = fmt::format("{}: sdpa_decode[{}]", path, n);
+    if (!r.is_object()) fail_input("{}: expected an object, got {}", where, r.type_name());
     if (!r.contains("ncu_kernels") || r.at("ncu_kernels").empty()) {
       report.skipped.push_back(where + ": no kernels were profiled");
       continue;

@@ -61,6 +61,16 @@ public:
       r["problem"]["head_dim"] = 7;
       r["blocks"] = {{"Br", 64}, {"Bc", 64}};
     });
+    // A calibration file's first SDPA record, without its B or with causal as a number.
+    std::ifstream calibration(std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/calibration-h100.json");
+    const nlohmann::json calibrated = nlohmann::json::parse(calibration);
+    auto sdpa_with = [&](const char* name, auto&& change) {
+      nlohmann::json r = calibrated.at("sdpa").at(0);
+      change(r);
+      write(name, nlohmann::json{{"device", calibrated.at("device")}, {"sdpa", {r}}}.dump());
+    };
+    sdpa_with("sdpa-without-B.json", [](nlohmann::json& r) { r.erase("B"); });
+    sdpa_with("sdpa-causal-number.json", [](nlohmann::json& r) { r["causal"] = 1; });
     write("records-not-array.json", R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": "x"})");
     write("record-not-object.json", R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": [5]})");
   }
@@ -169,6 +179,8 @@ TEST_CASE("bad input everywhere: exit 2, one line naming the option or file key,
       {{"validate", "--measurements", file("negative-time.json")}, file("negative-time.json") + ": records[0].time_ms_median: "},
       {{"validate", "--measurements", file("unknown-kernel.json")}, file("unknown-kernel.json") + ": records[0].kernel: "},
       {{"validate", "--measurements", file("odd-head-dim.json")}, file("odd-head-dim.json") + ": records[0]: "},
+      {{"validate", "--measurements", file("sdpa-without-B.json")}, file("sdpa-without-B.json") + ": sdpa[0].B: missing"},
+      {{"validate", "--measurements", file("sdpa-causal-number.json")}, file("sdpa-causal-number.json") + ": sdpa[0].causal: "},
       {{"validate", "--measurements", file("records-not-array.json")}, file("records-not-array.json") + ": records: "},
       {{"validate", "--measurements", file("record-not-object.json")}, file("record-not-object.json") + ": records[0]: "},
       {{"validate", "--measurements", file("valid.json"), "--gpu", "v100"}, "--gpu: "},
