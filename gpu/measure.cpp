@@ -270,6 +270,40 @@ Options parse(const std::vector<std::string>& args) {
     if (!has_kernels(*algo)) throw BadOption("--algo: " + std::string(to_string(*algo)) + " has no CUDA kernel in this build");
     o.algos.push_back(*algo);
   }
+  // Sizes and shapes refused here, before the device is looked for: the error names the option on any
+  // machine, and a run never starts on a list that holds a value no kernel takes.
+  for (std::int64_t N : o.seq_lens) {
+    try {
+      AttentionProblem(1, 1, N, 64).validate();
+    } catch (const InputError& e) {
+      throw BadOption(e.what());
+    }
+  }
+  auto compiled = [&](auto&& match) {
+    for (const KernelShape& shape : compiled_shapes())
+      if (std::find(o.algos.begin(), o.algos.end(), shape.algo) != o.algos.end() &&
+          std::find(o.dtypes.begin(), o.dtypes.end(), shape.dtype) != o.dtypes.end() && match(shape))
+        return true;
+    return false;
+  };
+  for (int d : o.head_dims)
+    if (!compiled([&](const KernelShape& shape) { return shape.d == d; }))
+      throw BadOption("--head-dim: no kernel of the rooms and dtypes asked for takes d = " + std::to_string(d) +
+                      " (hbmlab measure --list shows the compiled shapes)");
+  if (o.blocks != "default" && o.blocks != "all") {
+    const std::vector<std::string> items = split(o.blocks);
+    if (items.empty()) throw BadOption("--blocks: '" + o.blocks + "' (expected BRxBC, default or all)");
+    for (const std::string& item : items) {
+      const auto x = item.find('x');
+      if (x == std::string::npos) throw BadOption("--blocks: '" + item + "' (expected BRxBC, default or all)");
+      const Blocks b{to_int("--blocks", item.substr(0, x)), to_int("--blocks", item.substr(x + 1))};
+      if (!compiled([&](const KernelShape& shape) {
+            return shape.blocks == b && std::find(o.head_dims.begin(), o.head_dims.end(), shape.d) != o.head_dims.end();
+          }))
+        throw BadOption("--blocks: no kernel of the rooms, dtypes and d asked for is compiled with " + item +
+                        " (hbmlab measure --list shows the compiled shapes)");
+    }
+  }
   // Refused now, not after the whole run: the records would have nowhere to go.
   if (!o.out.empty()) check_output("--out", o.out);
   return o;

@@ -262,9 +262,18 @@ std::string simulation_csv(std::span<const SimulationResult> results) {
   return out;
 }
 
+// An option that applies to some of the rooms run and not to the others: it is applied to those that
+// take it, and the report says which rooms it leaves as they are (`rooms`).
+struct OptionNote {
+  std::string text;         // "--kv-descending applies to flash2; standard, flash1 and flash3 have no K/V order to reverse"
+  std::vector<Algo> rooms;  // the rooms it does not apply to
+};
+
 // An option that would change nothing in this run is refused, naming it, rather than ignored: what
-// needs the timing engine under --counts-only, what a room does not model, what only text shows.
-void refuse_ignored(const SimulateFlags& f, std::span<const Algo> rooms) {
+// needs the timing engine under --counts-only, what no room run models, what only text shows. An
+// option that some of the rooms take and others do not is applied where it means something, with a
+// note naming the others.
+std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, std::span<const Algo> rooms) {
   const bool numerics_given = f.o_numerics->count() > 0, seed_given = f.o_seed->count() > 0;
   const std::pair<bool, std::string_view> launch_options[] = {{f.o_launch_threads->count() > 0, "--launch-threads"},
                                                               {f.o_launch_registers->count() > 0, "--launch-registers"},
@@ -283,22 +292,59 @@ void refuse_ignored(const SimulateFlags& f, std::span<const Algo> rooms) {
   if (seed_given && f.numerics == "off") fail_input("--seed: seeds the numerics check, which --numerics off skips");
   if (f.o_steps_limit->count() > 0 && !f.steps) fail_input("--steps-limit: goes with --steps");
   if (f.steps && (f.json || f.csv)) fail_input("--steps: narrates in the text report, not with {}", f.json ? "--json" : "--csv");
-  std::vector<Algo> kv_order;  // the rooms for which --kv-descending means something
-  for (Pass pass : {Pass::forward, Pass::backward})
-    for (Algo a : algorithms(pass))
-      if (a->has_kv_order()) kv_order.push_back(a);
-  for (Algo a : rooms) {
-    if (f.kv_descending && !a->has_kv_order())
-      fail_input("--kv-descending: {} has no K/V order to reverse ({} {})", to_string(a), names_of(kv_order),
-                 kv_order.size() == 1 ? "has one" : "have one");
-    for (const auto& [given, option] : launch_options)
-      if (given && !a->takes_launch())
-        fail_input("{}: {} launches library GEMMs, whose launch hbmlab does not set (the other rooms take it)", option,
-                   to_string(a));
+
+  // "standard, flash1 and flash2 backward": rooms by their display names, as the report heads them.
+  auto display_names = [](std::span<const Algo> list) {
+    std::string text;
+    for (std::size_t k = 0; k < list.size(); ++k)
+      text += fmt::format("{}{}", k == 0 ? "" : k + 1 == list.size() ? " and " : ", ", to_string(list[k]));
+    return text;
+  };
+  std::vector<OptionNote> notes;
+  // The rooms run split by whether they take the option: none, refused; some, a note on the others.
+  // options: one, or several joined by " and " (the note then says "apply").
+  auto split_rooms = [&](bool (*takes)(Algo), const std::string& options, bool several, auto&& refusal,
+                         std::string_view why_not, std::string_view why_not_many) {
+    std::vector<Algo> taking, not_taking;
+    for (Algo a : rooms) (takes(a) ? taking : not_taking).push_back(a);
+    if (taking.empty()) refusal(not_taking);
+    if (!not_taking.empty())
+      notes.push_back({fmt::format("{} {} to {}; {} {}", options, several ? "apply" : "applies", display_names(taking),
+                                   display_names(not_taking), not_taking.size() == 1 ? why_not : why_not_many),
+                       not_taking});
+  };
+  if (f.kv_descending) {
+    std::vector<Algo> kv_order;  // the rooms for which --kv-descending means something
+    for (Pass pass : {Pass::forward, Pass::backward})
+      for (Algo a : algorithms(pass))
+        if (a->has_kv_order()) kv_order.push_back(a);
+    split_rooms([](Algo a) { return a->has_kv_order(); }, "--kv-descending", false,
+                [&](std::span<const Algo> none) {
+                  fail_input("--kv-descending: {} {} no K/V order to reverse ({} {})", display_names(none),
+                             none.size() == 1 ? "has" : "have", names_of(kv_order), kv_order.size() == 1 ? "has one" : "have one");
+                },
+                "has no K/V order to reverse", "have no K/V order to reverse");
   }
+  std::vector<std::string_view> launch_given;
+  for (const auto& [given, option] : launch_options)
+    if (given) launch_given.push_back(option);
+  if (!launch_given.empty()) {
+    std::string options;
+    for (std::string_view option : launch_given) options += fmt::format("{}{}", options.empty() ? "" : " and ", option);
+    split_rooms([](Algo a) { return a->takes_launch(); }, options, launch_given.size() > 1,
+                [&](std::span<const Algo> none) {
+                  fail_input("{}: {} {} library GEMMs, whose launch hbmlab does not set (the other rooms take it)",
+                             launch_given.front(), display_names(none), none.size() == 1 ? "launches" : "launch");
+                },
+                "launches library GEMMs, whose launch hbmlab does not set",
+                "launch library GEMMs, whose launch hbmlab does not set");
+  }
+  return notes;
 }
 
-std::vector<SimulationResult> simulate_scenario(const Scenario& s, const SimulateFlags* flags) {
+// notes: where an option applies to some of the rooms only (refuse_ignored).
+std::vector<SimulationResult> simulate_scenario(const Scenario& s, const SimulateFlags* flags,
+                                                std::vector<OptionNote>* notes = nullptr) {
   SimulateRequest request = request_for(s);
   if (flags) {
     if (*flags->o_block_rows) request.block_rows = flags->block_rows;
@@ -308,7 +354,8 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     request.seed = static_cast<std::uint64_t>(flags->seed);
     request.l2_enabled = !flags->no_l2;
     request.counts_only = flags->counts_only;
-    refuse_ignored(*flags, rooms_of(s));
+    const std::vector<OptionNote> option_notes = refuse_ignored(*flags, rooms_of(s));
+    if (notes) *notes = option_notes;
     request.record_timeline = !flags->timeline.empty();
     auto positive = [](std::int64_t v, std::string_view option) {
       if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);
@@ -323,6 +370,11 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     if (request.launch.threads_per_cta && *request.launch.threads_per_cta > gpu.max_threads_per_sm)
       fail_input("--launch-threads: {} threads per CTA are more than an SM of {} holds ({})",
                  *request.launch.threads_per_cta, gpu.name, gpu.max_threads_per_sm);
+    // CUDA encodes at most 255 registers per thread in an instruction (every architecture since sm_30).
+    constexpr std::int64_t kMaxRegistersPerThread = 255;
+    if (request.launch.registers_per_thread && *request.launch.registers_per_thread > kMaxRegistersPerThread)
+      fail_input("--launch-registers: a thread holds at most {} registers, got {}", kMaxRegistersPerThread,
+                 *request.launch.registers_per_thread);
     const std::int64_t cta_smem = request.sram_bytes.value_or(gpu.sram_bytes_per_block);
     if (request.launch.smem_bytes_per_cta && *request.launch.smem_bytes_per_cta > cta_smem)
       fail_input("--launch-smem-bytes: {} B per CTA are more than one CTA may use on {} ({} B)",
@@ -336,9 +388,31 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
                      : (fail_input("--numerics: unknown mode '{}' (expected auto, full, sampled or off)", n), NumericsMode::off);
   }
   std::vector<SimulationResult> results;
+  const LaunchOverride launch = request.launch;
   for (Algo algo : rooms_of(s)) {
     request.algo = algo;
-    results.push_back(simulate(request));
+    // A room that does not take an option runs as it would without it (the notes say so).
+    request.launch = launch;
+    if (!algo->has_kv_order()) request.launch.kv_descending = false;
+    if (!algo->takes_launch()) {
+      request.launch.threads_per_cta.reset();
+      request.launch.registers_per_thread.reset();
+      request.launch.smem_bytes_per_cta.reset();
+    }
+    try {
+      results.push_back(simulate(request));
+    } catch (const InputError& e) {
+      // A CTA of the room's plan that the GPU cannot hold (its threads, shared memory or registers):
+      // the launch options were checked above, so the blocks made it; named by the option that
+      // changes them rather than by the preset's number alone.
+      const std::string_view what = e.what();
+      if (!flags || !what.starts_with(request.gpu.origin + ": numbers.") || what.find("cannot hold one") == what.npos) throw;
+      const LaunchOverride& l = request.launch;
+      const bool registers = what.find("numbers.registers_per_sm") != what.npos;
+      if (registers && l.registers_per_thread) fail_input("--launch-registers: {}; fewer registers per thread fit", what);
+      if (registers && l.threads_per_cta) fail_input("--launch-threads: {}; fewer threads per CTA fit", what);
+      fail_input("--block-rows: {}; smaller blocks (--block-rows, --block-cols) fit", what);
+    }
   }
   return results;
 }
@@ -375,11 +449,14 @@ void print_steps(std::ostream& out, const SimulationResult& r, std::int64_t limi
     fmt::print(out, "  ... {} more steps (--steps-limit to show more)\n", format_count(double(counter.count - limit)));
 }
 
-int run_simulate(const SimulateFlags& f, std::ostream& out) {
+// Notes (an option some rooms run do not take) go where the output's reader looks: a line of the text
+// report, a `notes` list in the JSON objects of the rooms they concern, stderr beside CSV.
+int run_simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
   if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
   if (f.steps_limit < 0) fail_input("--steps-limit: must be 0 or more, got {}", f.steps_limit);
   const Scenario s = f.problem.resolve(/*auto_allowed=*/true);
-  const std::vector<SimulationResult> results = simulate_scenario(s, &f);
+  std::vector<OptionNote> notes;
+  const std::vector<SimulationResult> results = simulate_scenario(s, &f, &notes);
   if (!f.mask_out.empty()) {
     if (results.size() != 1) fail_input("--mask-out: choose one algorithm (--algo) for a mask file");
     // From the room's own steps: a pair is visited unless the stream skips it.
@@ -402,19 +479,22 @@ int run_simulate(const SimulateFlags& f, std::ostream& out) {
     write_output("--timeline", f.timeline, timeline_chrome_trace(results.front().engine, results.front().gpu));
   }
   if (f.json) {
-    if (results.size() == 1) {
-      out << simulation_json(results.front()).dump(2) << "\n";
-    } else {
-      Json all = Json::array();
-      for (const SimulationResult& r : results) all.push_back(simulation_json(r));
-      out << all.dump(2) << "\n";
+    Json all = Json::array();
+    for (const SimulationResult& r : results) {
+      Json j = simulation_json(r);
+      for (const OptionNote& note : notes)
+        if (std::find(note.rooms.begin(), note.rooms.end(), r.algo) != note.rooms.end()) j["notes"].push_back(note.text);
+      all.push_back(std::move(j));
     }
+    out << (results.size() == 1 ? all.front() : all).dump(2) << "\n";
     return 0;
   }
+  for (const OptionNote& note : notes) fmt::print(f.csv ? err : out, "note: {}\n", note.text);
   if (f.csv) {
     out << simulation_csv(results);
     return 0;
   }
+  if (!notes.empty()) out << "\n";
   for (const SimulationResult& r : results) {
     print_simulation(out, r);
     if (f.steps) print_steps(out, r, f.steps_limit);
@@ -509,6 +589,26 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
       throw InputError(fmt::format("{}{}", list_option, what));
     }
   };
+  // Proposition 3's bound N²d²/M holds for M in [d, N d]: past N d a flash room reads Q, K, V once
+  // whatever M is, and the fit of the exponent in M would fail for a reason that is not the count's.
+  // Checked for the M values given (the default M against a short --seq-lens is the verdict's to judge).
+  const std::int64_t least_N = *std::min_element(config.seq_lens.begin(), config.seq_lens.end());
+  const std::int64_t least_d = *std::min_element(config.head_dims.begin(), config.head_dims.end());
+  const std::int64_t most_d = *std::max_element(config.head_dims.begin(), config.head_dims.end());
+  auto check_M = [&](std::int64_t M, std::int64_t N, std::int64_t d_low, std::int64_t d_high, std::string_view option) {
+    if (M > N * d_low)
+      fail_input("{}: M = {} elements is more than N·d = {}·{}: the bound N^2 d^2 / M holds for M in [d, N d]", option,
+                 M, N, d_low);
+    if (M < d_high)
+      fail_input("{}: M = {} elements is less than d = {}: the bound N^2 d^2 / M holds for M in [d, N d]", option, M,
+                 d_high);
+  };
+  if (!f.sram_elements.empty())
+    for (std::int64_t M : config.sram_elems) check_M(M, config.base_N, config.base_d, config.base_d, "--sram-elements");
+  if (*f.o_base_M) {
+    check_M(config.base_M, least_N, config.base_d, config.base_d, "--sram-element-count");  // the N sweep
+    check_M(config.base_M, config.base_N, least_d, most_d, "--sram-element-count");        // the d sweep
+  }
   for (std::int64_t N : config.seq_lens) check_swept({1, 1, N, config.base_d, config.dtype, false}, "--seq-lens", "--seq-len");
   for (std::int64_t d : config.head_dims) check_swept({1, 1, config.base_N, d, config.dtype, false}, "--head-dims", "--head-dim");
   AttentionProblem{1, 1, config.base_N, config.base_d, config.dtype, false}.validate();
@@ -725,7 +825,15 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return 2;
     }
 
-    if (app.got_subcommand("simulate")) return run_simulate(simulate_flags, out);
+    // CLI11 takes a whole number past 64 bits as the nearest one; the value as given is refused instead.
+    for (const CLI::App* sub : app.get_subcommands())
+      for (const CLI::Option* o : sub->get_options([](const CLI::Option* o) { return o->get_type_name() == "INT"; }))
+        for (const std::string& given : o->results()) {
+          std::int64_t v = 0;
+          if (std::from_chars(given.data(), given.data() + given.size(), v).ec == std::errc::result_out_of_range)
+            fail_input("{}: '{}' is outside the 64-bit whole numbers", o->get_name(), given);
+        }
+    if (app.got_subcommand("simulate")) return run_simulate(simulate_flags, out, err);
     if (app.got_subcommand("bounds")) return run_bounds_command(bounds_flags, out);
     if (app.got_subcommand("sweep")) return run_sweep_command(sweep_flags, out, err);
     if (app.got_subcommand("validate")) {

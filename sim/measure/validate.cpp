@@ -26,6 +26,29 @@
 namespace hbmlab {
 namespace {
 
+// nlohmann's "[json.exception.type_error.302] type must be number, but is string" without its
+// bracketed id, for a one-line error that reads as the rest of hbmlab's.
+std::string json_error_text(const Json::exception& e) {
+  const std::string_view what = e.what();
+  const std::size_t close = what.starts_with("[json.exception.") ? what.find("] ") : std::string_view::npos;
+  return std::string(close == std::string_view::npos ? what : what.substr(close + 2));
+}
+
+// j[key], or an error naming `where.key` when the record has no such key.
+const Json& member(const Json& j, const char* key, const std::string& where) {
+  if (!j.is_object()) fail_input("{}: expected an object, got {}", where, j.type_name());
+  const auto it = j.find(key);
+  if (it == j.end()) fail_input("{}.{}: missing", where, key);
+  return *it;
+}
+// j[key] as true or false, `fallback` when absent.
+bool flag_or(const Json& j, const char* key, bool fallback, const std::string& where) {
+  const auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (!it->is_boolean()) fail_input("{}.{}: expected true or false, got {}", where, key, it->dump());
+  return it->get<bool>();
+}
+
 
 // [SECTION] Reading the two file kinds
 
@@ -99,8 +122,10 @@ std::int64_t launch_figure(double v, std::string_view where) {
 }
 
 // Blocks of a record: positive, and no more than the engine takes (sim/common/limits.hpp), checked
-// as the file is read so that `validate` refuses it before any engine work.
-void check_row(const ValidationRow& row, const std::string& where) {
+// as the file is read so that `validate` refuses it before any engine work. Keeps `where` for the
+// errors that only the engine finds (a kernel that cannot take the record's shape).
+void check_row(ValidationRow& row, const std::string& where) {
+  row.where = where;
   if (row.blocks.Br < 1 || row.blocks.Bc < 1)
     fail_input("{}.blocks: Br = {}, Bc = {}: blocks must hold at least one row", where, row.blocks.Br, row.blocks.Bc);
   try {
@@ -113,14 +138,14 @@ void check_row(const ValidationRow& row, const std::string& where) {
 AttentionProblem problem_of(const Json& j, const std::string& where) {
   try {
     AttentionProblem p;
-    p.batch = whole_number(j.at("batch"), where + ".batch");
-    p.heads = whole_number(j.at("heads"), where + ".heads");
-    p.seq_len = whole_number(j.at("seq_len"), where + ".seq_len");
-    p.head_dim = whole_number(j.at("head_dim"), where + ".head_dim");
+    p.batch = whole_number(member(j, "batch", where), where + ".batch");
+    p.heads = whole_number(member(j, "heads", where), where + ".heads");
+    p.seq_len = whole_number(member(j, "seq_len", where), where + ".seq_len");
+    p.head_dim = whole_number(member(j, "head_dim", where), where + ".head_dim");
     const auto dtype = parse_dtype(j.value("dtype", "fp16"));
     if (!dtype) fail_input("{}.dtype: unknown dtype", where);
     p.dtype = *dtype;
-    p.causal = j.value("causal", false);
+    p.causal = flag_or(j, "causal", false, where);
     if (j.contains("block_mask")) p.block_mask = parse_block_mask(j.at("block_mask").get<std::string>());
     p.query_len = whole_number_or(j, "query_len", 0, where);
     p.kv_heads = whole_number_or(j, "kv_heads", 0, where);
@@ -129,7 +154,7 @@ AttentionProblem problem_of(const Json& j, const std::string& where) {
     p.validate();
     return p;
   } catch (const Json::exception& e) {
-    fail_input("{}: {}", where, e.what());
+    fail_input("{}: {}", where, json_error_text(e));
   } catch (const InputError& e) {
     if (std::string_view(e.what()).starts_with(where)) throw;  // already names the record's key
     throw InputError(problem_error_at(where, e.what()));
@@ -138,8 +163,9 @@ AttentionProblem problem_of(const Json& j, const std::string& where) {
 
 // An SDPA record's problem: B, H, N, d, dtype and causal, as calibrate_h100.py writes them.
 AttentionProblem sdpa_problem(const Json& r, const std::string& where) {
-  return problem_of({{"batch", r.at("B")}, {"heads", r.at("H")}, {"seq_len", r.at("N")}, {"head_dim", r.at("d")},
-                     {"dtype", r.value("dtype", "fp16")}, {"causal", r.value("causal", false)}},
+  return problem_of({{"batch", member(r, "B", where)}, {"heads", member(r, "H", where)}, {"seq_len", member(r, "N", where)},
+                     {"head_dim", member(r, "d", where)}, {"dtype", r.value("dtype", "fp16")},
+                     {"causal", flag_or(r, "causal", false, where)}},
                     where);
 }
 
@@ -339,9 +365,11 @@ void read_cudnn_forward(const Json& r, const std::string& where, const std::stri
 void read_sdpa(const Json& file, const std::string& path, const std::string& gpu, ValidationReport& report) {
   static const std::regex traits(R"(Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
   const Json& records = file.at("sdpa");
+  if (!records.is_array()) fail_input("{}: sdpa: expected an array of records, got {}", path, records.type_name());
   for (std::size_t n = 0; n < records.size(); ++n) {
     const Json& r = records[n];
     const std::string where = fmt::format("{}: sdpa[{}]", path, n);
+    if (!r.is_object()) fail_input("{}: expected an object, got {}", where, r.type_name());
     const std::string backend = r.value("backend", "");
     if (r.value("pass", "forward") == "backward" && backend == "flash") {
       read_sdpa_backward(r, where, path, gpu, report);
@@ -401,11 +429,13 @@ void read_sdpa_decode(const Json& file, const std::string& path, const std::stri
   static const std::regex traits(R"(Flash_fwd_kernel_traits<(\d+), (\d+), (\d+), (\d+))");
   static const std::regex grid_dims(R"(\((\d+), (\d+), (\d+)\))");
   const Json& records = file.at("sdpa_decode");
+  if (!records.is_array()) fail_input("{}: sdpa_decode: expected an array of records, got {}", path, records.type_name());
   const bool cache_control_all = file.contains("method") && file.at("method").is_object() &&
                                  file.at("method").value("counters", "").find("--cache-control all") != std::string::npos;
   for (std::size_t n = 0; n < records.size(); ++n) {
     const Json& r = records[n];
     const std::string where = fmt::format("{}: sdpa_decode[{}]", path, n);
+    if (!r.is_object()) fail_input("{}: expected an object, got {}", where, r.type_name());
     if (!r.contains("ncu_kernels") || r.at("ncu_kernels").empty()) {
       report.skipped.push_back(where + ": no kernels were profiled");
       continue;
@@ -485,6 +515,7 @@ MeasuredOnChip read_on_chip(const Json& r, const std::string& where) {
 // "backward" names the room of the backward pass (absent: the forward).
 void read_records(const Json& file, const std::string& path, const std::string& gpu, ValidationReport& report) {
   const Json& records = file.at("records");
+  if (!records.is_array()) fail_input("{}: records: expected an array of records, got {}", path, records.type_name());
   // `hbmlab measure` times with CUDA events ("cuda-events median ..."); --on-chip files profiled
   // under Nsight Compute say "ncu gpu__time_duration ...".
   const bool events = file.contains("method") && file.at("method").is_object() &&
@@ -492,6 +523,7 @@ void read_records(const Json& file, const std::string& path, const std::string& 
   for (std::size_t n = 0; n < records.size(); ++n) {
     const Json& r = records[n];
     const std::string where = fmt::format("{}: records[{}]", path, n);
+    if (!r.is_object()) fail_input("{}: expected an object, got {}", where, r.type_name());
     const std::optional<Pass> pass = parse_pass(r.value("pass", "forward"));
     if (!pass) fail_input("{}.pass: '{}' is not forward or backward", where, r.value("pass", ""));
     const auto algo = parse_algo(r.value("kernel", ""), *pass);
@@ -505,9 +537,10 @@ void read_records(const Json& file, const std::string& path, const std::string& 
     row.source = std::string(to_string(*algo));
     row.gpu = gpu;
     row.algo = *algo;
-    row.problem = problem_of(r.at("problem"), where + ".problem");
-    row.blocks = {whole_number(r.at("blocks").at("Br"), where + ".blocks.Br"),
-                  whole_number(r.at("blocks").at("Bc"), where + ".blocks.Bc")};
+    row.problem = problem_of(member(r, "problem", where), where + ".problem");
+    const Json& blocks = member(r, "blocks", where);
+    row.blocks = {whole_number(member(blocks, "Br", where + ".blocks"), where + ".blocks.Br"),
+                  whole_number(member(blocks, "Bc", where + ".blocks"), where + ".blocks.Bc")};
     row.launch.hbmlab_kernels = true;  // these records time gpu/'s kernels, not the reference launch
     if (r.contains("launch")) {  // optional: how the kernel was launched, when the file records it
       const Json& l = r.at("launch");
@@ -519,7 +552,7 @@ void read_records(const Json& file, const std::string& path, const std::string& 
           const std::string at = fmt::format("{}.launch.{}", where, key);
           row.launch.*field = launch_figure(whole_number(l.at(key), at), at);
         }
-      row.launch.kv_descending = l.value("kv_descending", false);
+      row.launch.kv_descending = flag_or(l, "kv_descending", false, where + ".launch");
     }
     row.measured_time_s = measured_figure(r, "time_ms_median", where, true) * 1e-3;
     row.timed_by_events = events;
@@ -632,7 +665,7 @@ ValidationReport parse_measurements(std::string_view json_text, const std::strin
   try {
     file = Json::parse(json_text);
   } catch (const Json::exception& e) {
-    fail_input("{}: not JSON: {}", path, e.what());
+    fail_input("{}: not JSON: {}", path, json_error_text(e));
   }
   try {
     if (!file.is_object() || (!file.contains("sdpa") && !file.contains("sdpa_decode") && !file.contains("records")))
@@ -643,7 +676,7 @@ ValidationReport parse_measurements(std::string_view json_text, const std::strin
     else if (file.contains("sdpa_decode")) read_sdpa_decode(file, path, preset, one);
     else read_records(file, path, preset, one);
   } catch (const Json::exception& e) {
-    fail_input("{}: {}", path, e.what());
+    fail_input("{}: {}", path, json_error_text(e));
   }
   return one;
 }
@@ -687,7 +720,16 @@ void predict_measurements(ValidationReport& report, const Progress& progress) {
         EngineOptions options;
         options.launch = row.launch;
         options.l2_flushed_between_kernels = row.l2_flushed_between_kernels;
-        const EngineResult e = run_engine(row.algo, row.problem, row.blocks, spec, options);
+        EngineResult e;
+        try {
+          e = run_engine(row.algo, row.problem, row.blocks, spec, options);
+        } catch (const InputError& error) {
+          // The record named, not the option a simulate run would have set (`--hbmlab-kernels: `).
+          const std::string_view what = error.what();
+          const std::size_t colon = what.starts_with("--") ? what.find(": ") : std::string_view::npos;
+          fail_input("{}: {}", row.where.empty() ? row.file : row.where,
+                     colon == std::string_view::npos ? what : what.substr(colon + 2));
+        }
         // The engine's time is the kernels' own, as Nsight Compute measures them one by one; CUDA events
         // around the sequence also see the events themselves and the gaps between its kernels.
         row.predicted_time_s = e.predicted_s;

@@ -38,6 +38,7 @@ struct MeasuredOnChip {
 
 struct ValidationRow {
   std::string file, source;  // source: "sdpa flash" or the kernel name of a measurement record
+  std::string where;         // "FILE: records[3]": what an error of its prediction names
   std::string gpu;           // preset the prediction used
   AttentionProblem problem;
   Algo algo = default_algo();

@@ -102,10 +102,16 @@ Json engine_time_json(const SimulationResult& r) {
                                     {"l2", k.bound_l2_s}, {"sram", k.bound_sram_s}}},
                        {"dram_read_bytes", k.dram_read_bytes}, {"dram_write_bytes", k.dram_write_bytes},
                        {"on_chip", on_chip_json(k.on_chip, k.time_s, r.gpu)}});
-  return {{"model", r.time.model}, {"predicted_s", r.time.predicted_s}, {"hbm_s", r.time.hbm_s},
-          {"compute_s", r.time.compute_s}, {"l2_s", r.engine.l2_s}, {"ctas", r.time.ctas},
-          {"tiles", r.time.tiles}, {"ctas_per_sm", r.time.ctas_per_sm}, {"waves", r.time.waves},
-          {"launch", r.launch.hbmlab_kernels ? "hbmlab-kernels" : "reference"}, {"kernels", kernels}};
+  Json time = {{"model", r.time.model}, {"predicted_s", r.time.predicted_s}, {"hbm_s", r.time.hbm_s},
+               {"compute_s", r.time.compute_s}, {"l2_s", r.engine.l2_s}, {"ctas", r.time.ctas},
+               {"tiles", r.time.tiles}, {"ctas_per_sm", r.time.ctas_per_sm}, {"waves", r.time.waves},
+               {"launch", r.launch.hbmlab_kernels ? "hbmlab-kernels" : "reference"}, {"kernels", kernels}};
+  // The grid (CTAs launched, tiles, CTAs per SM, waves) is the launch plan's, which only the timing
+  // engine builds: under --counts-only (the roofline) it is left out rather than guessed — a
+  // persistent grid launches fewer CTAs than it has tiles, and standard's GEMMs tile their own way.
+  if (r.time.model == "roofline")
+    for (const char* key : {"ctas", "tiles", "ctas_per_sm", "waves"}) time.erase(key);
+  return time;
 }
 
 Json l2_json(const EngineResult& e, const GpuSpec& gpu) {

@@ -276,6 +276,7 @@ Scenario load_scenario(std::string_view name_or_path) {
     const std::string path = candidate.ends_with(".toml") ? candidate : candidate + ".toml";
     if (auto text = find_embedded(path)) return parse_scenario(*text, "scenarios/" + path);
   }
+  if (exists_on_disk(key)) (void)read_text_file(key);  // a folder: "PATH: cannot read: Is a directory"
   std::string known;
   for (const std::string& name : scenario_names()) known += fmt::format("{}{}", known.empty() ? "" : ", ", name);
   fail_input("--scenario: no file or embedded scenario '{}' (embedded: {})", key, known);

@@ -63,7 +63,8 @@ void AttentionProblem::validate() const {
   if (head_dim <= 0) fail_input("--head-dim: must be a positive integer, got {}", head_dim);
   if (seq_len > kMaxSeqLen) fail_input("--seq-len: {} is more than hbmlab models ({})", seq_len, kMaxSeqLen);
   if (head_dim > kMaxHeadDim) fail_input("--head-dim: {} is more than hbmlab models ({})", head_dim, kMaxHeadDim);
-  if (batch > kMaxInstances || heads > kMaxInstances || batch * heads > kMaxInstances)
+  if (heads > kMaxInstances) fail_input("--heads: {} is more than hbmlab models ({})", heads, kMaxInstances);
+  if (batch > kMaxInstances || batch * heads > kMaxInstances)
     fail_input("--batch: B·H = {}·{} is more than hbmlab models ({})", batch, heads, kMaxInstances);
   if (query_len < 0) fail_input("--query-len: must be a positive integer, got {}", query_len);
   if (query_len > seq_len)

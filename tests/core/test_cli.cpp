@@ -88,6 +88,28 @@ TEST_CASE("simulate --counts-only: the paper's counts with a roofline time", "[c
   CHECK(run({"simulate", "--counts-only", "--timeline", "t.json"}).code == 2);
 }
 
+TEST_CASE("simulate --counts-only --json leaves out the grid, which only the timing engine plans", "[cli]") {
+  // flash3's persistent grid: 132 CTAs walk the tiles on an H100; counts alone cannot say 132.
+  const std::vector<std::string> args = {"simulate", "--gpu", "h100-sxm", "--algo", "flash3", "--seq-len", "4096",
+                                         "--batch", "4", "--heads", "16", "--json", "--numerics", "off"};
+  std::vector<std::string> counts_args(args.begin(), args.end() - 2);
+  counts_args.push_back("--counts-only");
+  const Run timed = run(args), counts = run(counts_args);
+  REQUIRE(timed.code == 0);
+  REQUIRE(counts.code == 0);
+  const auto t = nlohmann::json::parse(timed.out)["time"], c = nlohmann::json::parse(counts.out)["time"];
+  CHECK(t["ctas"] == 132);
+  CHECK(t["tiles"].get<std::int64_t>() > 132);
+  CHECK(c["model"] == "roofline");
+  for (const char* key : {"ctas", "tiles", "ctas_per_sm", "waves"}) {
+    INFO(key);
+    CHECK(t.contains(key));
+    CHECK_FALSE(c.contains(key));
+  }
+  CHECK(c["kernels"].empty());
+  CHECK(c["predicted_s"].get<double>() > 0);
+}
+
 TEST_CASE("flags override a scenario", "[cli]") {
   const Run r = run({"simulate", "--scenario", "gpt2-medium", "--algo", "flash2", "--batch", "1", "--heads", "1", "--json"});
   REQUIRE(r.code == 0);
@@ -193,8 +215,14 @@ TEST_CASE("an option that would change nothing in the run is refused naming it, 
   for (const char* algo : {"flash1", "flash3", "standard"})
     CHECK(refusal({"--algo", algo, "--kv-descending"}) ==
           head + "--kv-descending: " + algo + " has no K/V order to reverse (flash2 has one)\n");
-  CHECK(refusal({"--algo", "flash2", "--pass", "both", "--kv-descending"}) ==
-        head + "--kv-descending: flash2 backward has no K/V order to reverse (flash2 has one)\n");
+  // Refused when no room of the list takes it; a list with one that does is run (next test case).
+  CHECK(refusal({"--algo", "standard,flash1", "--kv-descending"}) ==
+        head + "--kv-descending: standard and flash1 have no K/V order to reverse (flash2 has one)\n");
+  CHECK(refusal({"--algo", "flash1", "--pass", "backward", "--kv-descending"}) ==
+        head + "--kv-descending: flash1 backward has no K/V order to reverse (flash2 has one)\n");
+  CHECK(refusal({"--algo", "standard", "--pass", "both", "--launch-threads", "64"}) ==
+        head + "--launch-threads: standard and standard backward launch library GEMMs, whose launch hbmlab does not "
+               "set (the other rooms take it)\n");
   // What only the timing engine uses, under --counts-only.
   for (const std::vector<std::string>& option :
        {std::vector<std::string>{"--hbmlab-kernels"}, {"--kv-descending"}, {"--no-l2"}, {"--launch-threads", "64"},
@@ -229,6 +257,70 @@ TEST_CASE("an option that would change nothing in the run is refused naming it, 
   CHECK(run({"bounds", "--algo", "standard", "--densities", "0.5,1"}).err ==
         "hbmlab bounds: --densities: standard takes no block mask, so there is no density sweep (flash1, flash2 and "
         "flash3 take one)\n");
+}
+
+TEST_CASE("an option some rooms of the list take: applied to those, a note names the others", "[cli]") {
+  const std::vector<std::string> toy = {"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = toy;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  // The text report opens with the note; flash2's figures are those of flash2 run alone.
+  const Run all = with({"--algo", "all", "--kv-descending"});
+  REQUIRE(all.code == 0);
+  CHECK(all.err.empty());
+  CHECK(all.out.starts_with(
+      "note: --kv-descending applies to flash2; standard, flash1 and flash3 have no K/V order to reverse\n\n"));
+  const Run json = with({"--algo", "all", "--kv-descending", "--json"});
+  const Run alone = with({"--algo", "flash2", "--kv-descending", "--json"});
+  REQUIRE(json.code == 0);
+  REQUIRE(alone.code == 0);
+  const auto j = nlohmann::json::parse(json.out), a = nlohmann::json::parse(alone.out);
+  REQUIRE(j.size() == 4);
+  CHECK(j[2]["algorithm"] == "flash2");
+  CHECK(j[2] == a);  // no note where the option applies
+  CHECK_FALSE(a.contains("notes"));
+  // The rooms that ignore it carry the note, and their figures are those of a run without the option.
+  const Run flash1 = with({"--algo", "flash1", "--json"});
+  auto f1 = nlohmann::json::parse(flash1.out);
+  REQUIRE(j[1]["notes"].size() == 1);
+  CHECK(j[1]["notes"][0] == "--kv-descending applies to flash2; standard, flash1 and flash3 have no K/V order to reverse");
+  nlohmann::json j1 = j[1];
+  j1.erase("notes");
+  CHECK(j1 == f1);
+  // The option reached flash2, and only flash2: its report alone names the launch the options set.
+  const std::string set_by_options = "launch    the reference launch as the --launch-* and --kv-descending options set it";
+  const std::size_t at = all.out.find(set_by_options);
+  REQUIRE(at != std::string::npos);
+  CHECK(all.out.rfind("\nflash2 — ", at) > all.out.rfind("\nflash1 — ", at));
+  CHECK(all.out.find(set_by_options, at + 1) == std::string::npos);
+  // --pass both: the backward has no K/V order.
+  const Run both = with({"--algo", "flash2", "--pass", "both", "--kv-descending", "--numerics", "off"});
+  REQUIRE(both.code == 0);
+  CHECK(both.out.starts_with("note: --kv-descending applies to flash2; flash2 backward has no K/V order to reverse\n"));
+  // --launch-*: standard's GEMMs are a library's; CSV keeps its rows clean and says it on stderr.
+  const Run csv = with({"--algo", "all", "--launch-threads", "64", "--launch-registers", "128", "--csv"});
+  REQUIRE(csv.code == 0);
+  CHECK(csv.err == "note: --launch-threads and --launch-registers apply to flash1, flash2 and flash3; standard "
+                   "launches library GEMMs, whose launch hbmlab does not set\n");
+  CHECK(csv.out.starts_with("algorithm,"));
+  const Run launched_text = with({"--algo", "standard,flash1", "--launch-threads", "64"});
+  REQUIRE(launched_text.code == 0);
+  const std::size_t flash1_at = launched_text.out.find("\nflash1 — ");
+  REQUIRE(flash1_at != std::string::npos);
+  const std::size_t set_at = launched_text.out.find(set_by_options);
+  CHECK(set_at != std::string::npos);
+  CHECK(set_at > flash1_at);  // standard runs its library launch
+  const Run launched = with({"--algo", "standard,flash1", "--launch-threads", "64", "--json"});
+  const Run flash1_64 = with({"--algo", "flash1", "--launch-threads", "64", "--json"});
+  const Run standard = with({"--algo", "standard", "--json"});
+  REQUIRE(launched.code == 0);
+  const auto l = nlohmann::json::parse(launched.out);
+  CHECK(l[1] == nlohmann::json::parse(flash1_64.out));
+  nlohmann::json l0 = l[0];
+  l0.erase("notes");
+  CHECK(l0 == nlohmann::json::parse(standard.out));
 }
 
 TEST_CASE("what a command does not take is named in the order it was given", "[cli][errors]") {

@@ -136,6 +136,7 @@ std::shared_ptr<const BlockMask> parse_block_mask(std::string_view spec) {
     return std::make_shared<RandomMask>(d, seed, text);
   }
   if (is_file(std::string(text))) return parse_mask_text(read_text_file(text), text);  // InputError naming the path when unreadable
+  if (exists_on_disk(std::string(text))) (void)read_text_file(text);  // a folder: "PATH: cannot read: Is a directory"
   fail_input("--block-mask: '{}' is not local:W, butterfly, random:DENSITY[:SEED] or a mask file", text);
 }
 

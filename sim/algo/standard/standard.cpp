@@ -15,6 +15,7 @@
 #include "sim/algo/algorithm.hpp"
 #include "sim/algo/emitter.hpp"
 #include "sim/algo/library_gemm.hpp"
+#include "sim/common/error.hpp"
 #include "sim/numerics/tiles.hpp"
 
 namespace hbmlab {
@@ -199,7 +200,10 @@ public:
     }
     if (!hbmlab_kernels) return plans;
 
-    // gpu/standard.cu: 4-warp WMMA CTAs, one Br × Bc tile of S or Br × d of O each.
+    // gpu/standard.cu: 4-warp WMMA CTAs, one Br × Bc tile of S or Br × d of O each. Its rows are
+    // copied 16 bytes at a time and multiplied 16 columns at a time: d a multiple of 16.
+    if (d % 16 != 0)
+      fail_input("--hbmlab-kernels: hbmlab's standard kernel (gpu/standard.cu) takes d a multiple of 16, got d = {}", d);
     constexpr std::int64_t kPad = 8;
     qk.name = "qk_kernel S = QKᵀ";
     qk.overlap = "none inside a CTA: Q_i, K_j load, the tile is computed, S_ij is stored; CTAs on an SM overlap";

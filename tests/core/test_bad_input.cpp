@@ -1,0 +1,223 @@
+// Bad input on every command, from one table: each case must end with exit code 2, nothing on
+// standard output, one line on standard error that starts with the command and names the option (or
+// the file and its key), and no output file left behind. The window's options are checked with a
+// stand-in for the window that must never be opened.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/cli/cli.hpp"
+
+using namespace hbmlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A folder of broken inputs: scenario and measurement files, a folder named like a file, empty files.
+class BadFiles {
+public:
+  BadFiles() : dir_(fs::temp_directory_path() / fmt::format("hbmlab-bad-input-{}", ::getpid())) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "folder.toml");
+    fs::create_directories(dir_ / "folder.json");
+    write("empty.toml", "");
+    write("empty.json", "");
+    write("wrong-type.toml", "[workload]\ntitle = \"x\"\n[problem]\nbatch = \"two\"\nseq_len = 1024\nhead_dim = 64\n");
+    write("unknown-key.toml", "[workload]\ntitle = \"x\"\n[problem]\nseq_len = 1024\nhead_dim = 64\nbogus = 3\n");
+    write("negative.toml", "[workload]\ntitle = \"x\"\n[problem]\nseq_len = 1024\nhead_dim = 64\nheads = -1\n");
+    write("syntax.toml", "[workload\ntitle = \"x\"\n");
+    write("gpu-wrong-type.toml", "name = \"g\"\n[numbers]\nsm_count = \"many\"\n");
+    write("not-json.json", "not json");
+    const nlohmann::json record = {
+        {"kernel", "flash2"},
+        {"problem", {{"batch", 1}, {"heads", 16}, {"seq_len", 1024}, {"head_dim", 64}, {"dtype", "fp16"}, {"causal", false}}},
+        {"blocks", {{"Br", 128}, {"Bc", 64}}},
+        {"time_ms_median", 0.1},
+        {"dram_read_bytes", 1000000},
+        {"dram_write_bytes", 1000000}};
+    auto file_with = [&](const char* name, auto&& change) {
+      nlohmann::json r = record;
+      change(r);
+      write(name, nlohmann::json{{"device", {{"name", "NVIDIA H100 80GB HBM3"}}}, {"records", {r}}}.dump());
+    };
+    file_with("valid.json", [](nlohmann::json&) {});
+    file_with("missing-blocks.json", [](nlohmann::json& r) { r["blocks"].erase("Bc"); });
+    file_with("missing-problem.json", [](nlohmann::json& r) { r.erase("problem"); });
+    file_with("string-seq-len.json", [](nlohmann::json& r) { r["problem"]["seq_len"] = "1024"; });
+    file_with("string-causal.json", [](nlohmann::json& r) { r["problem"]["causal"] = "yes"; });
+    file_with("negative-time.json", [](nlohmann::json& r) { r["time_ms_median"] = -1; });
+    file_with("unknown-kernel.json", [](nlohmann::json& r) { r["kernel"] = "flash9"; });
+    // hbmlab's standard kernel multiplies 16 columns at a time: d = 7 once divided by zero.
+    file_with("odd-head-dim.json", [](nlohmann::json& r) {
+      r["kernel"] = "standard";
+      r["problem"]["head_dim"] = 7;
+      r["blocks"] = {{"Br", 64}, {"Bc", 64}};
+    });
+    // A calibration file's first SDPA record, without its B or with causal as a number.
+    std::ifstream calibration(std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/calibration-h100.json");
+    const nlohmann::json calibrated = nlohmann::json::parse(calibration);
+    auto sdpa_with = [&](const char* name, auto&& change) {
+      nlohmann::json r = calibrated.at("sdpa").at(0);
+      change(r);
+      write(name, nlohmann::json{{"device", calibrated.at("device")}, {"sdpa", {r}}}.dump());
+    };
+    sdpa_with("sdpa-without-B.json", [](nlohmann::json& r) { r.erase("B"); });
+    sdpa_with("sdpa-causal-number.json", [](nlohmann::json& r) { r["causal"] = 1; });
+    write("records-not-array.json", R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": "x"})");
+    write("record-not-object.json", R"({"device": {"name": "NVIDIA H100 80GB HBM3"}, "records": [5]})");
+  }
+  ~BadFiles() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string operator()(const std::string& name) const { return (dir_ / name).string(); }
+
+private:
+  void write(const std::string& name, const std::string& text) const { std::ofstream(dir_ / name) << text; }
+  fs::path dir_;
+};
+
+struct Case {
+  std::vector<std::string> args;
+  std::string starts;  // what the line says first after "hbmlab COMMAND: "
+  std::string output;  // a file the command must not leave behind
+};
+
+}  // namespace
+
+TEST_CASE("bad input everywhere: exit 2, one line naming the option or file key, no output file", "[cli][errors]") {
+  const BadFiles file;
+  const std::string big = "1099511627776";  // 2^40
+  const std::string out_file = file("out.csv");
+  const std::vector<Case> cases = {
+      // simulate: values missing, zero, negative, huge, of the wrong kind.
+      {{"simulate", "--seq-len"}, "--seq-len: "},
+      {{"simulate", "--seq-len", "0"}, "--seq-len: must be a positive integer"},
+      {{"simulate", "--seq-len", big}, "--seq-len: " + big + " is more than hbmlab models"},
+      {{"simulate", "--seq-len", big, "--counts-only"}, "--seq-len: "},
+      {{"simulate", "--seq-len", "99999999999999999999"}, "--seq-len: '99999999999999999999' is outside the 64-bit whole numbers"},
+      {{"gui", "--frames", "99999999999999999999"}, "--frames: "},
+      {{"simulate", "--head-dim", "0"}, "--head-dim: "},
+      {{"simulate", "--head-dim", "100000"}, "--head-dim: "},
+      {{"simulate", "--heads", "-1"}, "--heads: must be a positive integer"},
+      {{"simulate", "--heads", big}, "--heads: " + big + " is more than hbmlab models"},
+      {{"simulate", "--batch", big}, "--batch: "},
+      {{"simulate", "--block-rows", "0"}, "--block-rows: "},
+      {{"simulate", "--block-cols", "-3"}, "--block-cols: "},
+      {{"simulate", "--block-rows", big}, "--block-rows: "},
+      {{"simulate", "--sram-bytes", big}, "--sram-bytes: "},
+      {{"simulate", "--query-len", "5000"}, "--query-len: "},
+      {{"simulate", "--kv-heads", "3", "--heads", "4"}, "--kv-heads: "},
+      {{"simulate", "--splits", "0"}, "--splits: "},
+      {{"simulate", "--unified-max", "inf", "--algo", "flashdecoding++", "--query-len", "1"}, "--unified-max: "},
+      {{"simulate", "--launch-threads", "0"}, "--launch-threads: "},
+      {{"simulate", "--launch-registers", "100000"}, "--launch-registers: a thread holds at most 255 registers"},
+      {{"simulate", "--steps", "--steps-limit", "-1"}, "--steps-limit: "},
+      {{"simulate", "--algo", "standard", "--hbmlab-kernels", "--head-dim", "24"}, "--hbmlab-kernels: "},
+      // A CTA the GPU cannot hold is the blocks' doing (flash3's paper blocks at d = 8: 17 warpgroups).
+      {{"simulate", "--algo", "flash3", "--head-dim", "8"}, "--block-rows: scenarios/gpus/a100-40gb.toml: numbers.max_threads_per_sm: "},
+      {{"simulate", "--algo", "flash2", "--launch-registers", "255", "--launch-threads", "1024"},
+       "--launch-registers: scenarios/gpus/a100-40gb.toml: numbers.registers_per_sm: "},
+      // Names that name nothing.
+      {{"simulate", "--gpu", "v100"}, "--gpu: unknown preset"},
+      {{"simulate", "--algo", "flash9"}, "--algo: unknown algorithm"},
+      {{"simulate", "--algo", "flash1,"}, "--algo: "},
+      {{"simulate", "--pass", "sideways"}, "--pass: "},
+      {{"simulate", "--scenario", "no-such-scenario"}, "--scenario: "},
+      {{"simulate", "--block-mask", "random:2"}, "--block-mask: "},
+      // Files: missing, a folder, empty, of the wrong shape.
+      {{"simulate", "--scenario", file("missing.toml")}, "--scenario: "},
+      {{"simulate", "--scenario", file("folder.toml")}, file("folder.toml") + ": cannot read"},
+      {{"simulate", "--scenario", file("empty.toml")}, file("empty.toml") + ":1: workload: "},
+      {{"simulate", "--scenario", file("wrong-type.toml")}, file("wrong-type.toml") + ":4: problem.batch: "},
+      {{"simulate", "--scenario", file("unknown-key.toml")}, file("unknown-key.toml") + ":6: problem.bogus: unknown key"},
+      {{"simulate", "--scenario", file("negative.toml")}, file("negative.toml") + ":6: problem.heads: "},
+      {{"simulate", "--scenario", file("syntax.toml")}, file("syntax.toml") + ":1: "},
+      {{"simulate", "--gpu", file("folder.toml")}, file("folder.toml") + ": cannot read"},
+      {{"simulate", "--gpu", file("empty.toml")}, file("empty.toml") + ":1: name: missing"},
+      {{"simulate", "--gpu", file("gpu-wrong-type.toml")}, file("gpu-wrong-type.toml") + ":3: numbers.sm_count: "},
+      {{"simulate", "--block-mask", file("folder.json")}, file("folder.json") + ": cannot read"},
+      {{"simulate", "--block-mask", file("empty.toml")}, file("empty.toml") + ":1: "},
+      {{"simulate", "--timeline", file("folder.json"), "--algo", "flash1"}, "--timeline: "},
+      {{"simulate", "--mask-out", file("missing-dir/x.txt"), "--algo", "flash1"}, "--mask-out: ", file("missing-dir/x.txt")},
+      // bounds
+      {{"bounds", "--seq-lens"}, "--seq-lens: "},
+      {{"bounds", "--seq-lens", "0,1024"}, "--seq-lens: "},
+      {{"bounds", "--head-dims", "0,64"}, "--head-dims: "},
+      {{"bounds", "--seq-len", "0"}, "--seq-len: "},
+      {{"bounds", "--sram-elements", big + ",1099511627777"}, "--sram-elements: M = " + big + " elements is more than N·d"},
+      {{"bounds", "--sram-elements", "16,65536"}, "--sram-elements: M = 16 elements is less than d = 64"},
+      {{"bounds", "--sram-element-count", big}, "--sram-element-count: "},
+      {{"bounds", "--tolerance", "-1"}, "--tolerance: "},
+      {{"bounds", "--densities", "0,1"}, "--densities: "},
+      {{"bounds", "--algo", "flash9"}, "--algo: "},
+      // sweep
+      {{"sweep", "--block-rows", "0"}, "--block-rows: "},
+      {{"sweep", "--sram-bytes", big}, "--sram-bytes: "},
+      {{"sweep", "--head-dim", "0"}, "--head-dim: "},
+      {{"sweep", "--splits", "auto"}, "--splits: "},
+      {{"sweep", "--seq-len", "0", "--out", out_file}, "--seq-len: ", out_file},
+      {{"sweep", "--out", file("folder.json")}, "--out: "},
+      // validate: files missing, empty, a folder, not JSON, records of the wrong shape.
+      {{"validate"}, "--measurements"},
+      {{"validate", "--measurements", file("missing.json")}, file("missing.json") + ": cannot read"},
+      {{"validate", "--measurements", file("empty.json")}, file("empty.json") + ": not JSON: "},
+      {{"validate", "--measurements", file("not-json.json")}, file("not-json.json") + ": not JSON: "},
+      {{"validate", "--measurements", file("folder.json")}, "--measurements: " + file("folder.json") + ": no *.json"},
+      {{"validate", "--measurements", file("missing-blocks.json")}, file("missing-blocks.json") + ": records[0].blocks.Bc: missing"},
+      {{"validate", "--measurements", file("missing-problem.json")}, file("missing-problem.json") + ": records[0].problem: missing"},
+      {{"validate", "--measurements", file("string-seq-len.json")}, file("string-seq-len.json") + ": records[0].problem.seq_len: "},
+      {{"validate", "--measurements", file("string-causal.json")}, file("string-causal.json") + ": records[0].problem.causal: "},
+      {{"validate", "--measurements", file("negative-time.json")}, file("negative-time.json") + ": records[0].time_ms_median: "},
+      {{"validate", "--measurements", file("unknown-kernel.json")}, file("unknown-kernel.json") + ": records[0].kernel: "},
+      {{"validate", "--measurements", file("odd-head-dim.json")}, file("odd-head-dim.json") + ": records[0]: "},
+      {{"validate", "--measurements", file("sdpa-without-B.json")}, file("sdpa-without-B.json") + ": sdpa[0].B: missing"},
+      {{"validate", "--measurements", file("sdpa-causal-number.json")}, file("sdpa-causal-number.json") + ": sdpa[0].causal: "},
+      {{"validate", "--measurements", file("records-not-array.json")}, file("records-not-array.json") + ": records: "},
+      {{"validate", "--measurements", file("record-not-object.json")}, file("record-not-object.json") + ": records[0]: "},
+      {{"validate", "--measurements", file("valid.json"), "--gpu", "v100"}, "--gpu: "},
+      {{"validate", "--measurements", file("valid.json"), "--time-within", "0"}, "--time-within: "},
+      // presets, gui and the command itself
+      {{"presets", "--gpu", "x"}, "--gpu x: not expected"},
+      {{"gui", "--frames", "-1"}, "--frames: "},
+      {{"gui", "--frames"}, "--frames: "},
+      {{"gui", "--ui-scale", "100"}, "--ui-scale: "},
+      {{"gui", "--width", "10"}, "--width: "},
+      {{"gui", "--height", "0"}, "--height: "},
+      {{"gui", "--lesson", "0"}, "--lesson: "},
+      {{"gui", "--lesson", "99"}, "--lesson: "},
+      {{"gui", "--scenario", "no-such-scenario"}, "--scenario: "},
+      {{"gui", "--scenario", file("folder.toml")}, file("folder.toml") + ": cannot read"},
+      {{"gui", "--scenario", file("empty.toml")}, file("empty.toml") + ":1: "},
+      {{"gui", "--stage", "0"}, "--stage: "},
+      {{"gui", "--scenario", "gpt2-medium", "--stage", "1"}, "--stage: "},
+      {{"frobnicate"}, "frobnicate: not expected"},
+  };
+  bool window_opened = false;
+  Frontends frontends;
+  frontends.gui = [&](const GuiOptions&) {
+    window_opened = true;
+    return 0;
+  };
+  for (const Case& c : cases) {
+    INFO(fmt::format("hbmlab {}", fmt::join(c.args, " ")));
+    std::ostringstream out, err;
+    const int code = run_cli(c.args, out, err, frontends);
+    const std::string command = c.args.front() == "frobnicate" ? "" : " " + c.args.front(), line = err.str();
+    CHECK(code == 2);
+    CHECK(out.str().empty());
+    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+    CHECK(line.ends_with("\n"));
+    CHECK_THAT(line, Catch::StartsWith(fmt::format("hbmlab{}: {}", command, c.starts)));
+    if (!c.output.empty()) CHECK_FALSE(fs::exists(c.output));
+    CHECK_FALSE(window_opened);
+  }
+}
