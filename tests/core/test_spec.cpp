@@ -129,6 +129,26 @@ TEST_CASE("lesson captions quote sizes as the window prints them", "[spec][scena
   caption_has(four, 1, format_bytes(7 * nn) + " of the " + format_bytes(double(standard.per_instance.hbm_bytes())) +
                            " per head");
   caption_has(four, 2, "P's " + format_bytes(nn));
+  // ... and the whole backward's HBM bytes, FlashAttention-2's against standard's.
+  request.algo = algo_named("flash2", Pass::backward);
+  const SimulationResult flash2 = simulate(request);
+  caption_has(four, 4, format_bytes(double(flash2.total.hbm_bytes())) + " of backward traffic for GPT-2 medium instead of " +
+                           format_bytes(double(standard.total.hbm_bytes())));
+  // Lesson 5: the K/V cache one decode step reads, B·HKV·N·d of each in the dtype.
+  const Scenario five = load_scenario("lessons/05-decoding-one-query-a-long-cache");
+  const AttentionProblem& p5 = five.problem;
+  caption_has(five, five.stages.size() - 1,
+              format_bytes(double(2 * p5.batch * p5.Hkv() * p5.seq_len * p5.head_dim * p5.elem_bytes())) + " of cache");
+  // Lesson 7: what crosses DRAM after the L2, as the timing engine replays it (the IO panel's DRAM line).
+  const Scenario seven = load_scenario("lessons/07-past-hbm-shared-memory-and-tensor-cores");
+  SimulateRequest engine = request_for(seven);
+  engine.numerics = NumericsMode::off;
+  engine.algo = seven.algorithms.front();
+  const SimulationResult run7 = simulate(engine);
+  const double read = double(run7.engine.dram_read_bytes()), written = double(run7.engine.dram_write_bytes());
+  caption_has(seven, 0, format_bytes(read) + " comes from DRAM and " + format_bytes(written) + " goes back");
+  caption_has(seven, 1, format_bytes(read + written) + " read from and written to DRAM");
+  caption_has(seven, 0, format_bytes(double(run7.total.hbm_read_bytes())) + " read for all 40 heads");
 }
 
 TEST_CASE("malformed scenarios name file, line and key", "[spec][scenario][errors]") {
