@@ -176,7 +176,6 @@ namespace {
 // room where a centred dot is a speck, in the dim colour (HighlightedRow lifts it to 4.5:1 on its row).
 void NotReachedYet() { ImGui::TextDisabled("—"); }
 
-
 int log2_of(std::int64_t v) {
   int e = 0;
   while ((std::int64_t{1} << (e + 1)) <= v) ++e;
