@@ -282,6 +282,9 @@ void ShowOverlapProbe(ImVec2 o) {
     ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, kRowHighlight);
     ImGui::TableNextColumn();
     ImGui::TextDisabled("overlap probe dim row");
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextDisabled("·");
     ImGui::EndTable();
   }
 }
@@ -517,6 +520,7 @@ void print_problems(const LayoutCheck& check, const std::string& where) {
   for (const std::string& o : check.widget_overlaps) std::cout << "layout: " << where << "widget drawn over: " << o << "\n";
   for (const std::string& o : check.over_stripes) std::cout << "layout: " << where << "text drawn over stripes: " << o << "\n";
   for (const std::string& o : check.low_contrast) std::cout << "layout: " << where << "text hard to read: " << o << "\n";
+  for (const std::string& o : check.specks) std::cout << "layout: " << where << "text too small to see: " << o << "\n";
 }
 
 // What the screenshot's frame showed: the scale, the layout, each drawing's room in points; then its
@@ -535,9 +539,10 @@ void print_layout(const LayoutCheck& check, float scale) {
   std::cout << "; drawings (points): " << (rooms.empty() ? "none" : rooms) << "; " << check.widgets_seen << " widgets\n";
   print_problems(check, "");
   if (check.narrow.empty() && check.overlaps.empty() && check.widget_overlaps.empty() && check.over_stripes.empty() &&
-      check.low_contrast.empty())
+      check.low_contrast.empty() && check.specks.empty())
     std::cout << "layout: every drawing at least its minimum width, no text drawn over other text, no widget over another "
-                 "or over a drawing's text, no text over stripes, every highlighted row's text at least 4.5:1\n";
+                 "or over a drawing's text, no text over stripes, every highlighted row's text at least 4.5:1, no "
+                 "table cell a dot alone\n";
 }
 
 std::string glfw_error;

@@ -133,18 +133,20 @@ ImU32 Over(ImU32 under, ImU32 top) {
       ImVec4(u.x + (t.x - u.x) * t.w, u.y + (t.y - u.y) * t.w, u.z + (t.z - u.z) * t.w, 1.0f));
 }
 
-// Dear ImGui draws a text of the window's layout: on a table row with a background of its own (a
-// highlighted row), the text's colour against that background.
+// Dear ImGui draws a text of the window's layout in a table: a dot alone, too small to see; on a row
+// with a background of its own (a highlighted row), the text's colour against that background.
 void NoteRowText(const char* begin, const char* end) {
   if (!recorder.on || !begin) return;
   ImGuiContext& g = *GImGui;
   const ImGuiTable* table = g.CurrentTable;
   if (!table || !InLayout(g.CurrentWindow) || table->InnerWindow != g.CurrentWindow) return;
-  if (table->RowBgColor[0] == IM_COL32_DISABLE && table->RowBgColor[1] == IM_COL32_DISABLE) return;
   if (!end) end = begin + std::strlen(begin);
   const char* hash = std::search(begin, end, "##", "##" + 2);
   const std::string text(begin, hash);
   if (text.find_first_not_of(' ') == std::string::npos) return;
+  // A cell that is a dot alone (a placeholder) is a speck on a projector.
+  if (text == "·" || text == "." || text == "•") recorder.check.specks.push_back(fmt::format("'{}' alone in a table cell", text));
+  if (table->RowBgColor[0] == IM_COL32_DISABLE && table->RowBgColor[1] == IM_COL32_DISABLE) return;
   ImU32 bg = ImGui::GetColorU32(ImGuiCol_WindowBg);
   for (ImU32 row : table->RowBgColor)
     if (row != IM_COL32_DISABLE) bg = Over(bg, row);

@@ -98,6 +98,7 @@ struct LayoutCheck {
   std::vector<std::string> drawings;         // every drawing shown, with its room: "memory 643×520"
   std::vector<std::string> over_stripes;     // a drawing's text over stripes (Hatch): "'2.40 M' over stripes"
   std::vector<std::string> low_contrast;     // text on a highlighted table row under 4.5:1: "'first block' 3.1:1"
+  std::vector<std::string> specks;           // a table cell that is only a dot, a speck from the back of a room: "'·' alone in a table cell"
   std::size_t widgets_seen = 0;              // none where widgets are not checked (the page)
 };
 // The window that holds the layout: widgets of other windows (tooltips, lists, help) are not checked.

@@ -136,6 +136,7 @@ struct ProblemFlags {
   }
 
   bool auto_splits() const { return *o_splits && splits == "auto"; }
+  bool all() const { return *o_algo && algo == "all"; }
 
   // auto_allowed: only simulate searches the split counts (--splits auto).
   Scenario resolve(bool auto_allowed = false) const {
@@ -263,17 +264,36 @@ std::string simulation_csv(std::span<const SimulationResult> results) {
 }
 
 // An option that applies to some of the rooms run and not to the others: it is applied to those that
-// take it, and the report says which rooms it leaves as they are (`rooms`).
+// take it, and the report says which rooms it leaves as they are (`rooms`) or leaves out (`left_out`).
 struct OptionNote {
   std::string text;         // "--kv-descending applies to flash2; standard, flash1 and flash3 have no K/V order to reverse"
   std::vector<Algo> rooms;  // the rooms it does not apply to
+  bool left_out = false;    // those rooms are not run: their figures beside the others' would mislead
 };
+
+// `all` as simulate reads it: the rooms of the problem's kind (self-attention, or decoding when
+// --query-len, --kv-heads, --splits or --unified-max makes it one), before an option that only some of
+// them take narrows the list; refuse_ignored() then leaves those out with a note, rather than silently.
+std::vector<Algo> all_rooms_before_options(const AttentionProblem& p, bool auto_splits) {
+  AttentionProblem shape = p;
+  shape.kv_splits = 0;
+  shape.unified_max.reset();
+  const std::vector<Algo> plain = all_rooms_for(shape);
+  const bool decoding_by_option = p.kv_splits > 0 || auto_splits || p.unified_max;
+  std::vector<Algo> out;
+  for (Algo a : algorithms())
+    if (std::find(plain.begin(), plain.end(), a) != plain.end() || (decoding_by_option && a->supports().splits))
+      out.push_back(a);
+  return out;
+}
 
 // An option that would change nothing in this run is refused, naming it, rather than ignored: what
 // needs the timing engine under --counts-only, what no room run models, what only text shows. An
 // option that some of the rooms take and others do not is applied where it means something, with a
-// note naming the others.
-std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, std::span<const Algo> rooms) {
+// note naming the others. A shape option (--block-mask, --splits, --unified-max) leaves the rooms that
+// do not take it out of `rooms`: an unmasked, unsplit or running-max figure beside the others would
+// read as theirs.
+std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, const AttentionProblem& p, std::vector<Algo>& rooms) {
   const bool numerics_given = f.o_numerics->count() > 0, seed_given = f.o_seed->count() > 0;
   const std::pair<bool, std::string_view> launch_options[] = {{f.o_launch_threads->count() > 0, "--launch-threads"},
                                                               {f.o_launch_registers->count() > 0, "--launch-registers"},
@@ -313,6 +333,35 @@ std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, std::span<const A
                                    display_names(not_taking), not_taking.size() == 1 ? why_not : why_not_many),
                        not_taking});
   };
+  // A shape the problem has that some rooms do not take: those rooms are left out of the run.
+  struct ShapeOption {
+    bool given;
+    bool ShapeSupport::*shape;
+    std::string_view option, one_does_not, many_do_not, taking_one, taking_many;
+  };
+  const ShapeOption shape_options[] = {
+      {p.block_mask != nullptr, &ShapeSupport::block_mask, "--block-mask", "does not take a block mask",
+       "do not take a block mask", "does", "do"},
+      {p.kv_splits > 0 || f.problem.auto_splits(), &ShapeSupport::splits, "--splits", "does not split the K/V cache",
+       "do not split the K/V cache", "does", "do"},
+      {p.unified_max.has_value(), &ShapeSupport::unified_max, "--unified-max", "does not take a unified max",
+       "do not take a unified max", "takes one", "take one"}};
+  for (const ShapeOption& o : shape_options) {
+    if (!o.given) continue;
+    std::vector<Algo> taking, not_taking;
+    for (Algo a : rooms) (a->supports().*o.shape ? taking : not_taking).push_back(a);
+    const std::vector<Algo> anywhere = rooms_supporting(o.shape);
+    if (taking.empty())
+      fail_input("{}: {} {} ({} {})", o.option, display_names(not_taking),
+                 not_taking.size() == 1 ? o.one_does_not : o.many_do_not, names_of(anywhere),
+                 anywhere.size() == 1 ? o.taking_one : o.taking_many);
+    if (not_taking.empty()) continue;
+    notes.push_back({fmt::format("{} applies to {}; {} {} and {} left out", o.option, display_names(taking),
+                                 display_names(not_taking), not_taking.size() == 1 ? o.one_does_not : o.many_do_not,
+                                 not_taking.size() == 1 ? "is" : "are"),
+                     not_taking, /*left_out=*/true});
+    rooms = taking;
+  }
   if (f.kv_descending) {
     std::vector<Algo> kv_order;  // the rooms for which --kv-descending means something
     for (Pass pass : {Pass::forward, Pass::backward})
@@ -346,6 +395,7 @@ std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, std::span<const A
 std::vector<SimulationResult> simulate_scenario(const Scenario& s, const SimulateFlags* flags,
                                                 std::vector<OptionNote>* notes = nullptr) {
   SimulateRequest request = request_for(s);
+  std::vector<Algo> rooms = rooms_of(s);  // less those an option leaves out
   if (flags) {
     if (*flags->o_block_rows) request.block_rows = flags->block_rows;
     if (*flags->o_block_cols) request.block_cols = flags->block_cols;
@@ -354,7 +404,7 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     request.seed = static_cast<std::uint64_t>(flags->seed);
     request.l2_enabled = !flags->no_l2;
     request.counts_only = flags->counts_only;
-    const std::vector<OptionNote> option_notes = refuse_ignored(*flags, rooms_of(s));
+    const std::vector<OptionNote> option_notes = refuse_ignored(*flags, s.problem, rooms);
     if (notes) *notes = option_notes;
     request.record_timeline = !flags->timeline.empty();
     auto positive = [](std::int64_t v, std::string_view option) {
@@ -389,7 +439,7 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
   }
   std::vector<SimulationResult> results;
   const LaunchOverride launch = request.launch;
-  for (Algo algo : rooms_of(s)) {
+  for (Algo algo : rooms) {
     request.algo = algo;
     // A room that does not take an option runs as it would without it (the notes say so).
     request.launch = launch;
@@ -454,7 +504,8 @@ void print_steps(std::ostream& out, const SimulationResult& r, std::int64_t limi
 int run_simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
   if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
   if (f.steps_limit < 0) fail_input("--steps-limit: must be 0 or more, got {}", f.steps_limit);
-  const Scenario s = f.problem.resolve(/*auto_allowed=*/true);
+  Scenario s = f.problem.resolve(/*auto_allowed=*/true);
+  if (f.problem.all()) s.algorithms = all_rooms_before_options(s.problem, f.problem.auto_splits());
   std::vector<OptionNote> notes;
   const std::vector<SimulationResult> results = simulate_scenario(s, &f, &notes);
   if (!f.mask_out.empty()) {
@@ -483,7 +534,9 @@ int run_simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
     for (const SimulationResult& r : results) {
       Json j = simulation_json(r);
       for (const OptionNote& note : notes)
-        if (std::find(note.rooms.begin(), note.rooms.end(), r.algo) != note.rooms.end()) j["notes"].push_back(note.text);
+        // A note on rooms left out goes on each room run, as they have no object of their own.
+        if (note.left_out || std::find(note.rooms.begin(), note.rooms.end(), r.algo) != note.rooms.end())
+          j["notes"].push_back(note.text);
       all.push_back(std::move(j));
     }
     out << (results.size() == 1 ? all.front() : all).dump(2) << "\n";

@@ -323,6 +323,70 @@ TEST_CASE("an option some rooms of the list take: applied to those, a note names
   CHECK(l0 == nlohmann::json::parse(standard.out));
 }
 
+TEST_CASE("a shape some rooms of the list do not take: those rooms are left out, a note names them", "[cli]") {
+  const std::vector<std::string> toy = {"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = toy;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  auto rooms_in = [](const std::string& text) {  // the rooms a text report heads, in order
+    std::string out;
+    for (const char* room : {"standard", "flash1", "flash2", "flash3", "flash-decoding", "flashdecoding++"})
+      if (text.starts_with(std::string(room) + " — ") || text.find("\n" + std::string(room) + " — ") != std::string::npos)
+        out += std::string(out.empty() ? "" : " ") + room;
+    return out;
+  };
+  // --block-mask: standard has no blocks to skip; an unmasked standard beside masked rooms would mislead.
+  const std::string mask_note = "--block-mask applies to flash1, flash2 and flash3; standard does not take a block mask "
+                                "and is left out";
+  const Run text = with({"--algo", "all", "--block-mask", "butterfly"});
+  REQUIRE(text.code == 0);
+  CHECK(text.err.empty());
+  CHECK(text.out.starts_with("note: " + mask_note + "\n\n"));
+  CHECK(rooms_in(text.out) == "flash1 flash2 flash3");
+  // JSON: the left-out room has no object, so each room run carries the note; its figures are its own.
+  const Run json = with({"--algo", "all", "--block-mask", "butterfly", "--json"});
+  const Run alone = with({"--algo", "flash2", "--block-mask", "butterfly", "--json"});
+  REQUIRE(json.code == 0);
+  REQUIRE(alone.code == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  REQUIRE(j.size() == 3);
+  for (const auto& room : j) CHECK(room["notes"] == nlohmann::json::array({mask_note}));
+  CHECK(j[1]["algorithm"] == "flash2");
+  nlohmann::json j1 = j[1];
+  j1.erase("notes");
+  CHECK(j1 == nlohmann::json::parse(alone.out));
+  // CSV: rows of the rooms run only, the note on stderr.
+  const Run csv = with({"--algo", "standard,flash1", "--block-mask", "butterfly", "--counts-only", "--csv"});
+  REQUIRE(csv.code == 0);
+  CHECK(csv.err == "note: --block-mask applies to flash1; standard does not take a block mask and is left out\n");
+  CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 2);
+  CHECK(csv.out.find("\nflash1,") != std::string::npos);
+  // --splits and --unified-max: `all` and lists leave out the rooms that do not take them, with the note.
+  const Run splits = with({"--algo", "all", "--query-len", "1", "--splits", "2", "--counts-only"});
+  REQUIRE(splits.code == 0);
+  CHECK(splits.out.starts_with("note: --splits applies to flash-decoding and flashdecoding++; standard, flash1, flash2 "
+                               "and flash3 do not split the K/V cache and are left out\n"));
+  CHECK(rooms_in(splits.out) == "flash-decoding flashdecoding++");
+  const Run listed = with({"--algo", "flash1,flash-decoding", "--query-len", "1", "--splits", "2", "--counts-only"});
+  REQUIRE(listed.code == 0);
+  CHECK(listed.out.starts_with(
+      "note: --splits applies to flash-decoding; flash1 does not split the K/V cache and is left out\n"));
+  CHECK(rooms_in(listed.out) == "flash-decoding");
+  const Run unified = with({"--algo", "all", "--query-len", "1", "--unified-max", "3", "--counts-only"});
+  REQUIRE(unified.code == 0);
+  CHECK(unified.out.starts_with("note: --unified-max applies to flashdecoding++; standard, flash1, flash2, flash3 and "
+                                "flash-decoding do not take a unified max and are left out\n"));
+  CHECK(rooms_in(unified.out) == "flashdecoding++");
+  // Refused, one line, when no room of the list takes it.
+  const Run none = with({"--algo", "standard,flash-decoding", "--query-len", "1", "--block-mask", "butterfly"});
+  CHECK(none.code == 2);
+  CHECK(none.out.empty());
+  CHECK(none.err == "hbmlab simulate: --block-mask: standard and flash-decoding do not take a block mask (flash1, flash2 "
+                    "and flash3 do)\n");
+}
+
 TEST_CASE("what a command does not take is named in the order it was given", "[cli][errors]") {
   // CLI11 lists such arguments last first ("x --gpu"); hbmlab names them as they were typed.
   CHECK(run({"presets", "--gpu", "x"}).err == "hbmlab presets: --gpu x: not expected (hbmlab presets --help lists what it takes)\n");

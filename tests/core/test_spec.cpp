@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include "sim/common/error.hpp"
+#include "sim/common/units.hpp"
+#include "sim/engine/simulate.hpp"
 #include "sim/scenario/embedded.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/spec/gpu_spec.hpp"
@@ -89,6 +91,64 @@ TEST_CASE("every embedded scenario parses, lessons have stages", "[spec][scenari
   }
   CHECK(lessons >= 8);
   CHECK(load_scenario(kDefaultLesson).number == 1);
+}
+
+// A size a lesson's words quote is the one the window prints beside it (format_bytes: KiB below
+// 1 MiB, then decimal MB and GB), so a class reads the same figure in the caption and the panel.
+TEST_CASE("lesson captions quote sizes as the window prints them", "[spec][scenario]") {
+  for (const std::string& name : scenario_names()) {
+    const Scenario s = load_scenario(name);
+    INFO(name);
+    CHECK(s.summary.find("MiB") == std::string::npos);
+    CHECK(s.summary.find("GiB") == std::string::npos);
+    for (const LessonStage& stage : s.stages) {
+      INFO(stage.title);
+      CHECK(stage.caption.find("MiB") == std::string::npos);
+      CHECK(stage.caption.find("GiB") == std::string::npos);
+    }
+  }
+  auto caption_has = [](const Scenario& s, std::size_t stage, const std::string& figure) {
+    REQUIRE(stage < s.stages.size());
+    INFO(s.stages[stage].caption);
+    CHECK(s.stages[stage].caption.find(figure) != std::string::npos);
+  };
+  // Lesson 1: Q per head (the memory panel), then S per head (the matrix panel).
+  const Scenario one = load_scenario("lessons/01-why-standard-attention-is-memory-bound");
+  const AttentionProblem& p1 = one.problem;
+  caption_has(one, 0, format_bytes(double(p1.seq_len * p1.head_dim * p1.elem_bytes())) + " each");
+  caption_has(one, 1, format_bytes(double(p1.seq_len * p1.seq_len * p1.elem_bytes())) + " per head");
+  // Lesson 4: the P the standard backward reads (per head and in all), and its N×N passes of the
+  // backward's bytes per head, as the IO panel adds them.
+  const Scenario four = load_scenario("lessons/04-backward-recompute-instead-of-store");
+  SimulateRequest request = request_for(four);
+  request.algo = algo_named("standard", Pass::backward);
+  request.counts_only = true;
+  const SimulationResult standard = simulate(request);
+  const double nn = double(four.problem.seq_len * four.problem.seq_len * four.problem.elem_bytes());
+  caption_has(four, 0, format_bytes(nn) + " per head, " + format_bytes(nn * double(four.problem.batch * four.problem.heads)));
+  caption_has(four, 1, format_bytes(7 * nn) + " of the " + format_bytes(double(standard.per_instance.hbm_bytes())) +
+                           " per head");
+  caption_has(four, 2, "P's " + format_bytes(nn));
+  // ... and the whole backward's HBM bytes, FlashAttention-2's against standard's.
+  request.algo = algo_named("flash2", Pass::backward);
+  const SimulationResult flash2 = simulate(request);
+  caption_has(four, 4, format_bytes(double(flash2.total.hbm_bytes())) + " of backward traffic for GPT-2 medium instead of " +
+                           format_bytes(double(standard.total.hbm_bytes())));
+  // Lesson 5: the K/V cache one decode step reads, B·HKV·N·d of each in the dtype.
+  const Scenario five = load_scenario("lessons/05-decoding-one-query-a-long-cache");
+  const AttentionProblem& p5 = five.problem;
+  caption_has(five, five.stages.size() - 1,
+              format_bytes(double(2 * p5.batch * p5.Hkv() * p5.seq_len * p5.head_dim * p5.elem_bytes())) + " of cache");
+  // Lesson 7: what crosses DRAM after the L2, as the timing engine replays it (the IO panel's DRAM line).
+  const Scenario seven = load_scenario("lessons/07-past-hbm-shared-memory-and-tensor-cores");
+  SimulateRequest engine = request_for(seven);
+  engine.numerics = NumericsMode::off;
+  engine.algo = seven.algorithms.front();
+  const SimulationResult run7 = simulate(engine);
+  const double read = double(run7.engine.dram_read_bytes()), written = double(run7.engine.dram_write_bytes());
+  caption_has(seven, 0, format_bytes(read) + " comes from DRAM and " + format_bytes(written) + " goes back");
+  caption_has(seven, 1, format_bytes(read + written) + " read from and written to DRAM");
+  caption_has(seven, 0, format_bytes(double(run7.total.hbm_read_bytes())) + " read for all 40 heads");
 }
 
 TEST_CASE("malformed scenarios name file, line and key", "[spec][scenario][errors]") {
