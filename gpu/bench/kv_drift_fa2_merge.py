@@ -2,12 +2,14 @@
 """Sets FlashAttention-2's grid under a causal K/V sweep (gpu/bench/kv_drift_fa2.sh's OUTDIR) beside
 hbmlab: for each shape and K/V order, the DRAM reads Nsight Compute counted, the same stamps replayed
 through the engine's L2 (hbmlab_kv_drift_replay on the raw records: the preset's, and with other ways
-a partition or one partition), and `hbmlab simulate --hbmlab-kernels` at the same shape with the same
-128 × 128 blocks and with flash2's 128 × 64; with each sweep's drift and SM-sharing figures.
+a partition or one partition; and the preset's on an even-paced copy, every CTA from its GPU start at
+the median tile time), and `hbmlab simulate --hbmlab-kernels` at the same shape with the same
+128 × 128 blocks and launch (96 KiB, 128 threads: two CTAs an SM) and with flash2's own 128 × 64; with each sweep's drift and SM-sharing figures.
 Usage: kv_drift_fa2_merge.py OUTDIR BUILD_DIR   (BUILD_DIR holds hbmlab and gpu/hbmlab_kv_drift_replay;
        writes OUTDIR/h100-kv-drift-fa2.json and prints the table)"""
 import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -26,10 +28,33 @@ def replay(build, sides, record, extra):
     return float(text.strip().split("\n")[-1].split()[1])
 
 
+def even_paced(src, dst):
+    """A copy of a raw record (kv_drift.cu's write_raw) in which every CTA keeps the GPU's first stamp
+    and SM but then steps at the sweep's median tile time: what the replay reads when no CTA drifts."""
+    b = open(src, "rb").read()
+    at = 36 + struct.unpack_from("i", b, 32)[0]
+    ctas = struct.unpack_from("8i", b, 0)[1]
+    out, recs = bytearray(b[:at]), []
+    for _ in range(ctas):
+        sm, steps, items = struct.unpack_from("3i", b, at)
+        at += 12
+        its = b[at:at + 8 * items]
+        at += 8 * items
+        recs.append((sm, steps, items, its, struct.unpack_from(f"{steps}Q", b, at)))
+        at += 8 * steps
+    gaps = sorted(st[x + 1] - st[x] for *_, st in recs for x in range(len(st) - 1))
+    step = gaps[len(gaps) // 2]
+    for sm, steps, items, its, st in recs:
+        out += struct.pack("3i", sm, steps, items) + its + struct.pack(f"{steps}Q", *(st[0] + x * step for x in range(steps)))
+    open(dst, "wb").write(out)
+
+
 def engine(build, bh, n, bc, descending):
     cmd = [os.path.join(build, "hbmlab"), "simulate", "--algo", "flash2", "--gpu", "h100-sxm", "--batch", str(bh // 16),
            "--heads", "16", "--seq-len", str(n), "--head-dim", "128", "--causal", "--block-rows", "128",
            "--block-cols", str(bc), "--hbmlab-kernels", "--json"] + (["--kv-descending"] if descending else [])
+    if bc == 128:  # the synthetic grid's launch: two CTAs an SM (the engine's own 128 × 128 launch takes one)
+        cmd += ["--launch-smem-bytes", "98304", "--launch-threads", "128"]
     d = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     return {"command": " ".join(["hbmlab"] + cmd[1:]), "dram_read_mb": round(d["dram"]["read_bytes"] / MB, 1),
             "predicted_us": round(d["time"]["predicted_s"] * 1e6, 1)}
@@ -52,11 +77,15 @@ def main():
             gpu_us = [num(r["gpu__time_duration.sum"]) / 1e3 for run, r in zip(runs, ncu) if run[1] == label]
             plain = [s for s in sweeps if s["record"]["label"] == label]
             raw = os.path.join(out, "raw", label + ".bin")
+            os.makedirs(os.path.join(out, "even"), exist_ok=True)
+            even = os.path.join(out, "even", label + ".bin")
+            even_paced(raw, even)
             rows.append({
                 "label": label, "bh": bh, "seq_len": n, "head_dim": 128, "kv_order": order,
                 "gpu_dram_read_mb": [round(x, 1) for x in gpu], "gpu_ncu_us": [round(x, 1) for x in gpu_us],
                 "event_us": [s["event_us"] for s in plain],
                 "replay_dram_read_mb": {name: replay(build, sides, raw, extra) for name, extra in REPLAYS},
+                "replay_even_paced_dram_read_mb": replay(build, sides, even, []),
                 "engine_128x128": engine(build, bh, n, 128, order == "desc"),
                 "engine_128x64": engine(build, bh, n, 64, order == "desc"),
                 "sweeps": [s["record"] for s in plain],
@@ -73,7 +102,7 @@ def main():
     for r in rows:
         rp = r["replay_dram_read_mb"]
         print(f"{r['label']:<22} {' '.join(f'{x:6.1f}' for x in r['gpu_dram_read_mb']):>16}   "
-              + " / ".join(f"{rp[n]:.1f}" for n, _ in REPLAYS)
+              + " / ".join(f"{rp[n]:.1f}" for n, _ in REPLAYS) + f"; {r['replay_even_paced_dram_read_mb']:.1f}"
               + f"   {r['engine_128x128']['dram_read_mb']:.1f} / {r['engine_128x64']['dram_read_mb']:.1f}")
     print("\nSweeps (first launch of each): tile time, neighbouring rows' drift, SM sharing")
     for r in rows:
