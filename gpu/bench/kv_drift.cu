@@ -48,7 +48,7 @@
 // stamp is taken when K_j is in. The tiles stay 128 × 128 (what the analysis and the replay take);
 // the work a tile is sized to `--tile-us` (default 6 µs) with two CTAs an SM: hbmlab's flash2 takes
 // about 5,500 SM cycles per 128 × 64 K/V block with two CTAs an SM, two blocks ≈ 11,000 cycles,
-// 6 µs at the H100's 1.83 GHz.
+// 6 µs at the 1.82 GHz ncu reads on flash2 (h100-onchip-ncu.csv).
 #include <cuda_runtime.h>
 
 #include <algorithm>
