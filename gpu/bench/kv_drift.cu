@@ -34,10 +34,10 @@
 //            OUTDIR/kv-drift.jsonl (--raw: OUTDIR/raw/LABEL.bin for the balanced sweeps and every
 //            longest-asc-dynamic one with nothing set aside; --raw-every: OUTDIR/raw/LABEL-RUN.bin
 //            for those sweeps at every set-aside, RUN 0–5)
-//        kv_drift run OUTDIR --grid fa2 [--heads BH] [--seq N] [--tile-us T] [--reps R]
+//        kv_drift run OUTDIR --grid fa2 [--heads BH] [--seq N] [--tile-us T] [--reps R] [--kv-rows 128|64]
 //            FlashAttention-2's grid instead (below): K/V descending, then ascending, R times each
 //            (default 2), nothing set aside; `run` lines, OUTDIR/kv-drift-fa2.jsonl and the first
-//            repetition's records OUTDIR/raw/fa2-ORDER-hBH-nN.bin
+//            repetition's records OUTDIR/raw/fa2-ORDER-hBH-nN[-kv64].bin
 //        kv_drift analyse FILE.bin        the same analysis of a raw record (no GPU needed)
 //
 // FlashAttention-2's grid ("--grid fa2"): no persistent CTAs but one CTA a query block, grid
@@ -45,10 +45,11 @@
 // hbmlab's flash2 at d = 128, Q_i, K_j and V_j in 96 KiB of shared memory so that two CTAs share an
 // SM, K/V from the diagonal down to 0 (FlashAttention-2's order) or up from 0. As FlashAttention-2
 // does, V_j is fetched while the CTA works on Q·K_jᵀ and the next K while it works on P·V_j; the
-// stamp is taken when K_j is in. The tiles stay 128 × 128 (what the analysis and the replay take);
-// the work a tile is sized to `--tile-us` (default 6 µs) with two CTAs an SM: hbmlab's flash2 takes
-// about 5,500 SM cycles per 128 × 64 K/V block with two CTAs an SM, two blocks ≈ 11,000 cycles,
-// 6 µs at the 1.82 GHz ncu reads on flash2 (h100-onchip-ncu.csv).
+// stamp is taken when K_j is in. K/V tiles of 128 × 128, or 128 × 64 with --kv-rows 64 (flash2's
+// at d = 128; the shared memory stays 96 KiB, so still two CTAs an SM). The work of a 128 × 128 tile
+// is sized to `--tile-us` (default 6 µs) with two CTAs an SM, a 128 × 64 tile's to half: hbmlab's
+// flash2 takes about 5,500 SM cycles per 128 × 64 K/V block with two CTAs an SM, two blocks ≈
+// 11,000 cycles, 6 µs at the 1.82 GHz ncu reads on flash2 (h100-onchip-ncu.csv).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -75,6 +76,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr int kFa2Threads = 128;                          // hbmlab's flash2 at d = 128
 constexpr int kFa2SmemBytes = 3 * kTileVec * 16;          // Q_i, K_j, V_j: 96 KiB, two CTAs an SM
 constexpr int kFa2Grid = 4;                               // the raw record's flag: one CTA an item
+constexpr int kKv64 = 8;                                  // the raw record's flag: 128 × 64 K/V tiles
 
 // [SECTION] The sweep (device)
 
@@ -236,12 +238,13 @@ struct Fa2Sweep {
   const uint4 *q, *k, *v;
   uint4* o;
   int rows, kv_descending, work;  // Tr; `work` mma.sync per warp per K/V tile, half on K_j, half on V_j
-  unsigned long long* step_ns;    // per CTA: `rows` stamps
+  int kv_split;                   // K/V tiles a 128-row block: 1 (128 × 128) or 2 (128 × 64)
+  unsigned long long* step_ns;    // per CTA: rows · kv_split stamps
   int* per_cta;                   // per CTA: steps, smid
 };
 
-__device__ void load_tile(const uint4* src, unsigned int dst) {
-  for (int x = threadIdx.x; x < kTileVec; x += blockDim.x)
+__device__ void load_tile(const uint4* src, unsigned int dst, int vecs) {
+  for (int x = threadIdx.x; x < vecs; x += blockDim.x)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + x * 16), "l"(src + x) : "memory");
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -251,40 +254,42 @@ __device__ void wait_tiles() {
   __syncthreads();
 }
 
-// One CTA: query block i = blockIdx.x of head h = blockIdx.y (B·H heads), K/V tiles j = i..0 or 0..i.
+// One CTA: query block i = blockIdx.x of head h = blockIdx.y (B·H heads), K/V tiles j from the
+// diagonal's down to 0 or up (j = i..0 or 0..i at 128 × 128; 2i + 1..0 or 0..2i + 1 at 128 × 64).
 __global__ void __launch_bounds__(kFa2Threads, 2) kv_fa2(Fa2Sweep p) {
   extern __shared__ __align__(16) unsigned char smem[];
   const unsigned int q_s = static_cast<unsigned int>(__cvta_generic_to_shared(smem));
   const unsigned int k_s = q_s + kTileVec * 16, v_s = k_s + kTileVec * 16;
   const int i = blockIdx.x, cta = blockIdx.y * p.rows + blockIdx.x;
-  const std::size_t head = std::size_t(blockIdx.y) * p.rows;
-  unsigned long long* stamps = p.step_ns + std::size_t(cta) * p.rows;
-  auto tile_of = [&](int x) { return p.kv_descending ? i - x : x; };
-  load_tile(p.q + (head + i) * kTileVec, q_s);
-  load_tile(p.k + (head + tile_of(0)) * kTileVec, k_s);
+  const int n = p.kv_split * (i + 1), kv_vec = kTileVec / p.kv_split;  // K/V tiles, 16-byte vectors in one
+  const std::size_t head = std::size_t(blockIdx.y) * p.rows, kv_head = head * p.kv_split;
+  unsigned long long* stamps = p.step_ns + std::size_t(cta) * p.rows * p.kv_split;
+  auto tile_of = [&](int x) { return p.kv_descending ? n - 1 - x : x; };
+  load_tile(p.q + (head + i) * kTileVec, q_s, kTileVec);
+  load_tile(p.k + (kv_head + tile_of(0)) * kv_vec, k_s, kv_vec);
   const uint32_t* qs = reinterpret_cast<const uint32_t*>(smem);
   const uint32_t* ks = qs + kTileVec * 4;
   const uint32_t* vs = ks + kTileVec * 4;
-  const int at = threadIdx.x * 4;
+  const int at = threadIdx.x * 4, half = 4096 / p.kv_split;  // operands within a K/V tile
   float acc[4][4] = {};
-  for (int x = 0; x <= i; ++x) {
+  for (int x = 0; x < n; ++x) {
     const int j = tile_of(x);
     wait_tiles();  // K_j (and Q_i) in
     if (threadIdx.x == 0) stamps[x] = global_ns();
-    load_tile(p.v + (head + j) * kTileVec, v_s);
+    load_tile(p.v + (kv_head + j) * kv_vec, v_s, kv_vec);
     {  // S = Q_i K_jᵀ
       uint32_t a[4] = {qs[at] ^ ks[at], qs[at + 1], qs[at + 2], qs[at + 3]};
-      uint32_t b[2] = {ks[at + 4096], ks[at + 4097]};
+      uint32_t b[2] = {ks[at + half], ks[at + half + 1]};
       for (int w = 0; w < p.work / 2; w += 4) {
 #pragma unroll
         for (int u = 0; u < 4; ++u) bench::mma(acc[u], a, b);
       }
     }
     wait_tiles();  // V_j in, K_j read by every warp
-    if (x < i) load_tile(p.k + (head + tile_of(x + 1)) * kTileVec, k_s);
+    if (x + 1 < n) load_tile(p.k + (kv_head + tile_of(x + 1)) * kv_vec, k_s, kv_vec);
     {  // O_i += P V_j
       uint32_t a[4] = {vs[at] ^ qs[at + 8], vs[at + 1], vs[at + 2], vs[at + 3]};
-      uint32_t b[2] = {vs[at + 4096], vs[at + 4097]};
+      uint32_t b[2] = {vs[at + half], vs[at + half + 1]};
       for (int w = 0; w < p.work / 2; w += 4) {
 #pragma unroll
         for (int u = 0; u < 4; ++u) bench::mma(acc[u], a, b);
@@ -297,7 +302,7 @@ __global__ void __launch_bounds__(kFa2Threads, 2) kv_fa2(Fa2Sweep p) {
   if (threadIdx.x == 0) {
     unsigned int smid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-    p.per_cta[2 * cta] = i + 1;
+    p.per_cta[2 * cta] = n;
     p.per_cta[2 * cta + 1] = int(smid);
   }
 }
@@ -322,6 +327,7 @@ struct Record {
   std::string label;
   int heads = 0, rows = 0, kv_descending = 0, work = 0, longest_first = 1, heads_interleaved = 0;
   int one_cta_an_item = 0;        // FlashAttention-2's grid: CTA h·Tr + i sweeps item (h, i) alone
+  int kv_split = 1;               // K/V tiles a 128-row block: 1 (128 × 128) or 2 (128 × 64)
   double aside_mib = 0;
   std::vector<int> smid;
   std::vector<std::vector<unsigned long long>> stamps;    // per CTA
@@ -424,7 +430,7 @@ std::string residency(const Record& r, bool print) {
 }
 
 std::string analyse(const Record& r, bool print) {
-  const int tiles = r.heads * r.rows;
+  const int tiles = r.heads * r.rows, kvs = r.kv_split, kv_tiles = tiles * kvs;  // Q/O tiles, K/V tiles
   std::vector<Event> ev;
   std::vector<double> step_us, cta_us_per_tile;
   // Each item's stamps in its tile order, for the pair drift.
@@ -436,17 +442,17 @@ std::string analyse(const Record& r, bool print) {
     for (std::size_t k = 0; k < it.size(); ++k) {
       const int item = it[k].first, s0 = it[k].second;
       const int h = r.head_of(item), i = r.row_of(item);
-      const int n = i + 1;
+      const int n = kvs * (i + 1);
       if (s0 + n > int(st.size())) break;
       for (int jidx = 0; jidx < n; ++jidx) {
-        const int j = r.kv_descending ? i - jidx : jidx;
+        const int j = r.kv_descending ? n - 1 - jidx : jidx;
         const unsigned long long t = st[s0 + jidx];
-        ev.push_back({t, h * r.rows + j, 2 * kTileVec * 16, 0});
+        ev.push_back({t, h * r.rows * kvs + j, 2 * kTileVec * 16 / kvs, 0});
         if (jidx + 1 < n) step_us.push_back((st[s0 + jidx + 1] - t) * 1e-3);
       }
       const int tile = h * r.rows + i;
-      ev.push_back({st[s0], tiles + tile, kTileVec * 16, 1});
-      ev.push_back({st[s0 + n - 1] + 1, 2 * tiles + tile, kTileVec * 16, 2});
+      ev.push_back({st[s0], kv_tiles + tile, kTileVec * 16, 1});
+      ev.push_back({st[s0 + n - 1] + 1, kv_tiles + tiles + tile, kTileVec * 16, 2});
       item_stamps[tile].assign(st.begin() + s0, st.begin() + s0 + n);
     }
     if (!st.empty()) {
@@ -462,7 +468,7 @@ std::string analyse(const Record& r, bool print) {
   std::vector<long long> fen(n + 1, 0);
   auto add = [&](std::size_t pos, long long v) { for (++pos; pos <= n; pos += pos & (~pos + 1)) fen[pos] += v; };
   auto sum = [&](std::size_t pos) { long long s = 0; for (; pos > 0; pos -= pos & (~pos + 1)) s += fen[pos]; return s; };  // [0, pos)
-  std::vector<long long> last(3 * std::size_t(tiles), -1);
+  std::vector<long long> last(std::size_t(kv_tiles) + 2 * std::size_t(tiles), -1);
   std::vector<double> hist(kBins, 0);   // K/V re-read bytes by reuse distance
   double kv_first = 0, kv_reread = 0, q_bytes = 0;
   for (std::size_t x = 0; x < n; ++x) {
@@ -492,11 +498,13 @@ std::string analyse(const Record& r, bool print) {
       const auto& a = item_stamps[h * r.rows + i];
       const auto& b = item_stamps[h * r.rows + i - 1];
       if (a.empty() || b.empty()) continue;
-      // Shared tiles j = 0..i−1: in a (n = i+1) at jidx j (ascending) or i − j; in b at j or i−1−j.
+      // Shared K/V tiles j = 0..kvs·i − 1: in row `row` (n = kvs·(row + 1) tiles) at jidx j
+      // (ascending) or n − 1 − j (descending).
       auto at = [&](const std::vector<unsigned long long>& v, int row, int j) {
-        return double(v[r.kv_descending ? row - j : j]);
+        return double(v[r.kv_descending ? kvs * (row + 1) - 1 - j : j]);
       };
-      const double first = at(b, i - 1, 0) - at(a, i, 0), lastd = at(b, i - 1, i - 1) - at(a, i, i - 1);
+      const int shared = kvs * i - 1;
+      const double first = at(b, i - 1, 0) - at(a, i, 0), lastd = at(b, i - 1, shared) - at(a, i, shared);
       lead_us.push_back(std::fabs(first) * 1e-3);
       drift_us.push_back((lastd - first) * 1e-3);
     }
@@ -553,7 +561,8 @@ void write_raw(const Record& r, const std::string& path) {
   }
   const int ctas = int(r.stamps.size());
   const int head[8] = {0x6b766466, ctas, r.heads, r.rows, r.kv_descending, r.work,
-                      r.longest_first | (r.heads_interleaved << 1) | (r.one_cta_an_item ? kFa2Grid : 0),
+                      r.longest_first | (r.heads_interleaved << 1) | (r.one_cta_an_item ? kFa2Grid : 0) |
+                          (r.kv_split == 2 ? kKv64 : 0),
                       int(r.aside_mib * 1000)};
   std::fwrite(head, sizeof head, 1, f);
   const int len = int(r.label.size());
@@ -590,6 +599,7 @@ int analyse_file(const char* path) {
   r.longest_first = head[6] & 1;
   r.heads_interleaved = (head[6] >> 1) & 1;
   r.one_cta_an_item = (head[6] & kFa2Grid) != 0;
+  r.kv_split = (head[6] & kKv64) ? 2 : 1;
   r.smid.resize(head[1]);
   r.stamps.resize(head[1]);
   r.items.resize(head[1]);
@@ -799,7 +809,7 @@ int run_all(const std::string& outdir, const Options& opt) {
 }
 
 // FlashAttention-2's grid at d = 128: B·H = `heads`, N = `seq`; K/V descending then ascending.
-int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int reps) {
+int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int reps, int kv_split) {
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");
   const int sms = prop.multiProcessorCount;
@@ -827,7 +837,7 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
   unsigned long long* step_ns;
   int* per_cta;
   float* fsink;
-  check(cudaMalloc(&step_ns, std::size_t(ctas) * rows * 8), "malloc");
+  check(cudaMalloc(&step_ns, std::size_t(ctas) * rows * kv_split * 8), "malloc");
   check(cudaMalloc(&per_cta, std::size_t(ctas) * 8), "malloc");
   check(cudaMalloc(&fsink, 4), "malloc");
   cudaEvent_t e0, e1;
@@ -845,20 +855,21 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
     check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
     ns_per_mma = ms * 1e6 / (double(probe_work) * probe_tiles);
   }
-  const int work = std::max(8, int(std::lround(tile_us * 1e3 / ns_per_mma / 8)) * 8);
-  std::printf("work: %.4f ns per mma.sync per warp (two CTAs of %d threads an SM); %.2f us a tile = %d\n", ns_per_mma,
-              kFa2Threads, tile_us, work);
+  // tile_us is a 128 × 128 tile's; a 128 × 64 one takes half.
+  const int work = std::max(8, int(std::lround(tile_us * 1e3 / kv_split / ns_per_mma / 8)) * 8);
+  std::printf("work: %.4f ns per mma.sync per warp (two CTAs of %d threads an SM); %.2f us a 128 x %d tile = %d\n",
+              ns_per_mma, kFa2Threads, tile_us / kv_split, kTileRows / kv_split, work);
   FILE* jl = std::fopen((outdir + "/kv-drift-fa2.jsonl").c_str(), "a");
   if (!jl) {
     std::fprintf(stderr, "kv_drift: cannot write %s/kv-drift-fa2.jsonl\n", outdir.c_str());
     return 1;
   }
-  const long long total_steps = (long long)heads * rows * (rows + 1) / 2;
+  const long long total_steps = (long long)heads * kv_split * rows * (rows + 1) / 2;
   for (int desc : {1, 0})
     for (int rep = 0; rep < reps; ++rep) {
       char label[96];
-      std::snprintf(label, sizeof label, "fa2-%s-h%d-n%d", desc ? "desc" : "asc", heads, seq);
-      Fa2Sweep p{q, k, v, o, rows, desc, work, step_ns, per_cta};
+      std::snprintf(label, sizeof label, "fa2-%s-h%d-n%d%s", desc ? "desc" : "asc", heads, seq, kv_split == 2 ? "-kv64" : "");
+      Fa2Sweep p{q, k, v, o, rows, desc, work, kv_split, step_ns, per_cta};
       fill<<<4 * sms, 256>>>(flush, flush_vec, 7 + rep);  // the L2 emptied of K, V, Q and O
       check(cudaDeviceSynchronize(), "flush");
       check(cudaEventRecord(e0), "record");
@@ -869,7 +880,8 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
       float ms = 0;
       check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
       std::vector<int> pc(2 * std::size_t(ctas));
-      std::vector<unsigned long long> all(std::size_t(ctas) * rows);
+      const std::size_t cap = std::size_t(rows) * kv_split;
+      std::vector<unsigned long long> all(std::size_t(ctas) * cap);
       check(cudaMemcpy(pc.data(), per_cta, pc.size() * 4, cudaMemcpyDeviceToHost), "copy");
       check(cudaMemcpy(all.data(), step_ns, all.size() * 8, cudaMemcpyDeviceToHost), "copy");
       Record r;
@@ -880,11 +892,12 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
       r.work = work;
       r.longest_first = 0;
       r.one_cta_an_item = 1;
+      r.kv_split = kv_split;
       long long steps = 0;
       for (int c = 0; c < ctas; ++c) {
         steps += pc[2 * c];
         r.smid.push_back(pc[2 * c + 1]);
-        r.stamps.emplace_back(all.begin() + std::size_t(c) * rows, all.begin() + std::size_t(c) * rows + pc[2 * c]);
+        r.stamps.emplace_back(all.begin() + std::size_t(c) * cap, all.begin() + std::size_t(c) * cap + pc[2 * c]);
         r.items.push_back({{c, 0}});
       }
       if (steps != total_steps) {
@@ -893,8 +906,8 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
       }
       std::printf("run %s rep %d work %d event_us %.1f\n", label, rep, work, ms * 1e3);
       const std::string js = analyse(r, true);
-      std::fprintf(jl, "{\"rep\":%d,\"event_us\":%.1f,\"heads\":%d,\"seq_len\":%d,\"order\":\"%s\",\"record\":%s}\n", rep,
-                   ms * 1e3, heads, seq, desc ? "desc" : "asc", js.c_str());
+      std::fprintf(jl, "{\"rep\":%d,\"event_us\":%.1f,\"heads\":%d,\"seq_len\":%d,\"kv_rows\":%d,\"order\":\"%s\",\"record\":%s}\n",
+                   rep, ms * 1e3, heads, seq, kTileRows / kv_split, desc ? "desc" : "asc", js.c_str());
       std::fflush(jl);
       if (rep == 0) write_raw(r, outdir + "/raw/" + label + ".bin");
       fill<<<4 * sms, 256>>>(o, tensor_vec, 9);  // O reset, so each sweep writes it afresh
@@ -913,7 +926,7 @@ int main(int argc, char** argv) {
                                        "shortest-asc-dynamic"};
     std::vector<std::string> works = {"memory", "balanced", "compute"};
     bool fa2 = false;
-    int fa2_heads = 32, fa2_seq = 8192, fa2_reps = 2;
+    int fa2_heads = 32, fa2_seq = 8192, fa2_reps = 2, fa2_kv_split = 1;
     double fa2_tile_us = 6;
     for (int a = 3; a < argc; ++a) {
       const std::string arg = argv[a];
@@ -923,6 +936,13 @@ int main(int argc, char** argv) {
           return 2;
         }
         fa2 = true;
+      } else if (arg == "--kv-rows" && a + 1 < argc) {
+        const std::string rows = argv[++a];
+        if (rows != "128" && rows != "64") {
+          std::fprintf(stderr, "kv_drift: --kv-rows: %s is not 128 or 64\n", rows.c_str());
+          return 2;
+        }
+        fa2_kv_split = rows == "64" ? 2 : 1;
       } else if ((arg == "--heads" || arg == "--seq" || arg == "--reps" || arg == "--tile-us") && a + 1 < argc) {
         const double x = std::atof(argv[++a]);
         const bool whole = arg != "--tile-us";
@@ -962,11 +982,11 @@ int main(int argc, char** argv) {
       }
       opt.works.push_back(found);
     }
-    if (fa2) return run_fa2(argv[2], fa2_heads, fa2_seq, fa2_tile_us, fa2_reps);
+    if (fa2) return run_fa2(argv[2], fa2_heads, fa2_seq, fa2_tile_us, fa2_reps, fa2_kv_split);
     return run_all(argv[2], opt);
   }
   std::fprintf(stderr, "usage: kv_drift run OUTDIR [--raw] [--orders A,B] [--works memory,balanced,compute] "
                        "[--raw-every LABEL,...] | kv_drift run OUTDIR --grid fa2 [--heads BH] [--seq N] [--tile-us T] "
-                       "[--reps R] | kv_drift analyse FILE.bin\n");
+                       "[--reps R] [--kv-rows 128|64] | kv_drift analyse FILE.bin\n");
   return 2;
 }
