@@ -18,6 +18,7 @@ from merge_ncu import num, paired_launches, write_json
 
 MB = 1e6
 SHAPES = [(32, 8192), (16, 16384)]  # (B·H, N); hbmlab simulate takes them as B = B·H / 16, H = 16
+KV_ROWS = [128, 64]                 # K/V tile rows (Bc)
 REPLAYS = [("preset", []), ("ways 8", ["--ways", "8"]), ("ways 12", ["--ways", "12"]),
            ("ways 64", ["--ways", "64"]), ("one partition", ["--partitions", "1"])]
 
