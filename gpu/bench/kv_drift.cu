@@ -658,6 +658,42 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// Q, K, V and O of `tiles` 128 × 128 fp16 tiles each (Q, K, V filled) and the 256 MiB that empties the L2.
+struct Tensors {
+  uint4 *q, *k, *v, *o, *flush;
+  std::size_t vec, flush_vec;  // 16-byte vectors in one tensor, in the flush buffer
+};
+
+Tensors make_tensors(std::size_t tiles, int sms) {
+  Tensors t{};
+  t.vec = tiles * kTileVec;
+  t.flush_vec = (256u << 20) / 16;
+  for (uint4** p : {&t.q, &t.k, &t.v, &t.o}) check(cudaMalloc(p, t.vec * 16), "malloc");
+  check(cudaMalloc(&t.flush, t.flush_vec * 16), "malloc");
+  fill<<<4 * sms, 256>>>(t.q, t.vec, 1);
+  fill<<<4 * sms, 256>>>(t.k, t.vec, 2);
+  fill<<<4 * sms, 256>>>(t.v, t.vec, 3);
+  return t;
+}
+
+// How long one mma.sync per warp takes (ns) with `ctas` CTAs of Threads on the GPU, CtasPerSm an SM:
+// work_only's 1,024 a tile over 64 tiles, the third of three launches.
+template <int Threads, int CtasPerSm>
+double ns_per_mma(int ctas, cudaEvent_t e0, cudaEvent_t e1, float* sink) {
+  const int probe_work = 1024, probe_tiles = 64;
+  double ns = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    check(cudaEventRecord(e0), "record");
+    work_only<Threads, CtasPerSm><<<ctas, Threads>>>(probe_work, probe_tiles, sink);
+    check(cudaEventRecord(e1), "record");
+    check(cudaEventSynchronize(e1), "work_only");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+    ns = ms * 1e6 / (double(probe_work) * probe_tiles);
+  }
+  return ns;
+}
+
 int run_all(const std::string& outdir, const Options& opt) {
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");
@@ -666,18 +702,10 @@ int run_all(const std::string& outdir, const Options& opt) {
   check(cudaDeviceGetAttribute(&max_persist, cudaDevAttrMaxPersistingL2CacheSize, 0), "attribute");
   std::printf("%s: %d SMs, L2 %d bytes, largest set-aside %d bytes\n", prop.name, sms, prop.l2CacheSize, max_persist);
   const int heads = 4, rows = 512;  // d = 128, N = 64K, H = 4, B = 1
-  const std::size_t tensor_vec = std::size_t(heads) * rows * kTileVec;
-  uint4 *q, *k, *v, *o, *flush, *aside;
-  const std::size_t flush_vec = (256u << 20) / 16, aside_vec = std::size_t(max_persist) / 16 + 1;
-  check(cudaMalloc(&q, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&k, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&v, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&o, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&flush, flush_vec * 16), "malloc");
+  const Tensors t = make_tensors(std::size_t(heads) * rows, sms);
+  uint4 *q = t.q, *k = t.k, *v = t.v, *o = t.o, *flush = t.flush, *aside;
+  const std::size_t flush_vec = t.flush_vec, aside_vec = std::size_t(max_persist) / 16 + 1;
   check(cudaMalloc(&aside, aside_vec * 16), "malloc");
-  fill<<<4 * sms, 256>>>(q, tensor_vec, 1);
-  fill<<<4 * sms, 256>>>(k, tensor_vec, 2);
-  fill<<<4 * sms, 256>>>(v, tensor_vec, 3);
   fill<<<4 * sms, 256>>>(aside, aside_vec, 4);
   const long long total_steps = (long long)heads * rows * (rows + 1) / 2;
   const int cap_steps = int(2 * total_steps / sms + 2 * rows), cap_items = heads * rows;
@@ -699,20 +727,10 @@ int run_all(const std::string& outdir, const Options& opt) {
   check(cudaEventCreate(&e1), "event");
 
   // The work per tile: MMAs per warp for 1.72 µs (cuDNN's time per tile) and 3.44 µs.
-  const int probe_work = 1024, probe_tiles = 64;
-  double ns_per_mma = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    check(cudaEventRecord(e0), "record");
-    work_only<kThreads, 1><<<sms, kThreads>>>(probe_work, probe_tiles, fsink);
-    check(cudaEventRecord(e1), "record");
-    check(cudaEventSynchronize(e1), "work_only");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-    ns_per_mma = ms * 1e6 / (double(probe_work) * probe_tiles);
-  }
-  const int cudnn_work = int(std::lround(1720 / ns_per_mma / 4)) * 4;
+  const double ns_mma = ns_per_mma<kThreads, 1>(sms, e0, e1, fsink);
+  const int cudnn_work = int(std::lround(1720 / ns_mma / 4)) * 4;
   std::printf("work: %.4f ns per mma.sync per warp (12 warps an SM); 1.72 us a tile = %d, 3.44 us = %d, 0.86 us = %d\n",
-              ns_per_mma, cudnn_work, 2 * cudnn_work, cudnn_work / 8 * 4);
+              ns_mma, cudnn_work, 2 * cudnn_work, cudnn_work / 8 * 4);
   const int works[4] = {0, cudnn_work, 2 * cudnn_work, cudnn_work / 8 * 4};
   const char* const* work_names = kWorkNames;
   const int asides_mib[6] = {0, 8, 16, 24, 30, 0};
@@ -823,16 +841,7 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
     std::fprintf(stderr, "kv_drift: --grid fa2: %d CTAs fit an SM, not 2\n", per_sm);
     return 1;
   }
-  const std::size_t tensor_vec = std::size_t(heads) * rows * kTileVec, flush_vec = (256u << 20) / 16;
-  uint4 *q, *k, *v, *o, *flush;
-  check(cudaMalloc(&q, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&k, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&v, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&o, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&flush, flush_vec * 16), "malloc");
-  fill<<<4 * sms, 256>>>(q, tensor_vec, 1);
-  fill<<<4 * sms, 256>>>(k, tensor_vec, 2);
-  fill<<<4 * sms, 256>>>(v, tensor_vec, 3);
+  const Tensors t = make_tensors(std::size_t(heads) * rows, sms);
   const int ctas = heads * rows;
   unsigned long long* step_ns;
   int* per_cta;
@@ -844,21 +853,11 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
   check(cudaEventCreate(&e0), "event");
   check(cudaEventCreate(&e1), "event");
   // The work a tile: MMAs per warp for `tile_us` with two CTAs of kFa2Threads on every SM.
-  const int probe_work = 1024, probe_tiles = 64;
-  double ns_per_mma = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    check(cudaEventRecord(e0), "record");
-    work_only<kFa2Threads, 2><<<2 * sms, kFa2Threads>>>(probe_work, probe_tiles, fsink);
-    check(cudaEventRecord(e1), "record");
-    check(cudaEventSynchronize(e1), "work_only");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-    ns_per_mma = ms * 1e6 / (double(probe_work) * probe_tiles);
-  }
+  const double ns_mma = ns_per_mma<kFa2Threads, 2>(2 * sms, e0, e1, fsink);
   // tile_us is a 128 × 128 tile's; a 128 × 64 one takes half.
-  const int work = std::max(8, int(std::lround(tile_us * 1e3 / kv_split / ns_per_mma / 8)) * 8);
+  const int work = std::max(8, int(std::lround(tile_us * 1e3 / kv_split / ns_mma / 8)) * 8);
   std::printf("work: %.4f ns per mma.sync per warp (two CTAs of %d threads an SM); %.2f us a 128 x %d tile = %d\n",
-              ns_per_mma, kFa2Threads, tile_us / kv_split, kTileRows / kv_split, work);
+              ns_mma, kFa2Threads, tile_us / kv_split, kTileRows / kv_split, work);
   FILE* jl = std::fopen((outdir + "/kv-drift-fa2.jsonl").c_str(), "a");
   if (!jl) {
     std::fprintf(stderr, "kv_drift: cannot write %s/kv-drift-fa2.jsonl\n", outdir.c_str());
@@ -869,8 +868,8 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
     for (int rep = 0; rep < reps; ++rep) {
       char label[96];
       std::snprintf(label, sizeof label, "fa2-%s-h%d-n%d%s", desc ? "desc" : "asc", heads, seq, kv_split == 2 ? "-kv64" : "");
-      Fa2Sweep p{q, k, v, o, rows, desc, work, kv_split, step_ns, per_cta};
-      fill<<<4 * sms, 256>>>(flush, flush_vec, 7 + rep);  // the L2 emptied of K, V, Q and O
+      Fa2Sweep p{t.q, t.k, t.v, t.o, rows, desc, work, kv_split, step_ns, per_cta};
+      fill<<<4 * sms, 256>>>(t.flush, t.flush_vec, 7 + rep);  // the L2 emptied of K, V, Q and O
       check(cudaDeviceSynchronize(), "flush");
       check(cudaEventRecord(e0), "record");
       kv_fa2<<<dim3(rows, heads), kFa2Threads, kFa2SmemBytes>>>(p);
@@ -910,7 +909,7 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
                    rep, ms * 1e3, heads, seq, kTileRows / kv_split, desc ? "desc" : "asc", js.c_str());
       std::fflush(jl);
       if (rep == 0) write_raw(r, outdir + "/raw/" + label + ".bin");
-      fill<<<4 * sms, 256>>>(o, tensor_vec, 9);  // O reset, so each sweep writes it afresh
+      fill<<<4 * sms, 256>>>(t.o, t.vec, 9);  // O reset, so each sweep writes it afresh
     }
   std::fclose(jl);
   return 0;
