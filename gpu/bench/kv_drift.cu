@@ -34,13 +34,29 @@
 //            OUTDIR/kv-drift.jsonl (--raw: OUTDIR/raw/LABEL.bin for the balanced sweeps and every
 //            longest-asc-dynamic one with nothing set aside; --raw-every: OUTDIR/raw/LABEL-RUN.bin
 //            for those sweeps at every set-aside, RUN 0–5)
+//        kv_drift run OUTDIR --grid fa2 [--heads BH] [--seq N] [--tile-us T] [--reps R] [--kv-rows 128|64]
+//            FlashAttention-2's grid instead (below): K/V descending, then ascending, R times each
+//            (default 2), nothing set aside; `run` lines, OUTDIR/kv-drift-fa2.jsonl and the first
+//            repetition's records OUTDIR/raw/fa2-ORDER-hBH-nN[-kv64].bin
 //        kv_drift analyse FILE.bin        the same analysis of a raw record (no GPU needed)
+//
+// FlashAttention-2's grid ("--grid fa2"): no persistent CTAs but one CTA a query block, grid
+// (Tr, B·H) with blockIdx.x the row block (the GPU starts them row block fastest), 128 threads as
+// hbmlab's flash2 at d = 128, Q_i, K_j and V_j in 96 KiB of shared memory so that two CTAs share an
+// SM, K/V from the diagonal down to 0 (FlashAttention-2's order) or up from 0. As FlashAttention-2
+// does, V_j is fetched while the CTA works on Q·K_jᵀ and the next K while it works on P·V_j; the
+// stamp is taken when K_j is in. K/V tiles of 128 × 128, or 128 × 64 with --kv-rows 64 (flash2's
+// at d = 128; the shared memory stays 96 KiB, so still two CTAs an SM). The work of a 128 × 128 tile
+// is sized to `--tile-us` (default 6 µs) with two CTAs an SM, a 128 × 64 tile's to half: hbmlab's
+// flash2 takes about 5,500 SM cycles per 128 × 64 K/V block with two CTAs an SM, two blocks ≈
+// 11,000 cycles, 6 µs at the 1.82 GHz ncu reads on flash2 (h100-onchip-ncu.csv).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -57,6 +73,10 @@ constexpr int kTileVec = kTileRows * kHeadDim * 2 / 16;  // 16-byte vectors in o
 constexpr int kStageBytes = 2 * kTileVec * 16;           // K_j and V_j
 constexpr int kSmemBytes = 2 * kStageBytes + 2 * kTileVec * 16;  // two K/V stages, two Q buffers
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr int kFa2Threads = 128;                          // hbmlab's flash2 at d = 128
+constexpr int kFa2SmemBytes = 3 * kTileVec * 16;          // Q_i, K_j, V_j: 96 KiB, two CTAs an SM
+constexpr int kFa2Grid = 4;                               // the raw record's flag: one CTA an item
+constexpr int kKv64 = 8;                                  // the raw record's flag: 128 × 64 K/V tiles
 
 // [SECTION] The sweep (device)
 
@@ -198,7 +218,8 @@ __global__ void __launch_bounds__(kThreads, 1) kv_sweep(Sweep p) {
 }
 
 // The tile's work alone (no loads): how long `work` MMAs per warp take, for sizing it.
-__global__ void __launch_bounds__(kThreads, 1) work_only(int work, int tiles, float* sink) {
+template <int Threads, int CtasPerSm>
+__global__ void __launch_bounds__(Threads, CtasPerSm) work_only(int work, int tiles, float* sink) {
   float acc[4][4] = {};
   uint32_t a[4] = {threadIdx.x, 1u, 2u, 3u}, b[2] = {blockIdx.x, 5u};
   for (int t = 0; t < tiles; ++t) {
@@ -209,6 +230,81 @@ __global__ void __launch_bounds__(kThreads, 1) work_only(int work, int tiles, fl
     __syncthreads();
   }
   if (acc[0][0] + acc[1][1] + acc[2][2] + acc[3][3] == 1.2345f) sink[0] = 1;
+}
+
+// [SECTION] FlashAttention-2's grid (device)
+
+struct Fa2Sweep {
+  const uint4 *q, *k, *v;
+  uint4* o;
+  int rows, kv_descending, work;  // Tr; `work` mma.sync per warp per K/V tile, half on K_j, half on V_j
+  int kv_split;                   // K/V tiles a 128-row block: 1 (128 × 128) or 2 (128 × 64)
+  unsigned long long* step_ns;    // per CTA: rows · kv_split stamps
+  int* per_cta;                   // per CTA: steps, smid
+};
+
+__device__ void load_tile(const uint4* src, unsigned int dst, int vecs) {
+  for (int x = threadIdx.x; x < vecs; x += blockDim.x)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + x * 16), "l"(src + x) : "memory");
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+__device__ void wait_tiles() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  __syncthreads();
+}
+
+// One CTA: query block i = blockIdx.x of head h = blockIdx.y (B·H heads), K/V tiles j from the
+// diagonal's down to 0 or up (j = i..0 or 0..i at 128 × 128; 2i + 1..0 or 0..2i + 1 at 128 × 64).
+__global__ void __launch_bounds__(kFa2Threads, 2) kv_fa2(Fa2Sweep p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const unsigned int q_s = static_cast<unsigned int>(__cvta_generic_to_shared(smem));
+  const unsigned int k_s = q_s + kTileVec * 16, v_s = k_s + kTileVec * 16;
+  const int i = blockIdx.x, cta = blockIdx.y * p.rows + blockIdx.x;
+  const int n = p.kv_split * (i + 1), kv_vec = kTileVec / p.kv_split;  // K/V tiles, 16-byte vectors in one
+  const std::size_t head = std::size_t(blockIdx.y) * p.rows, kv_head = head * p.kv_split;
+  unsigned long long* stamps = p.step_ns + std::size_t(cta) * p.rows * p.kv_split;
+  auto tile_of = [&](int x) { return p.kv_descending ? n - 1 - x : x; };
+  load_tile(p.q + (head + i) * kTileVec, q_s, kTileVec);
+  load_tile(p.k + (kv_head + tile_of(0)) * kv_vec, k_s, kv_vec);
+  const uint32_t* qs = reinterpret_cast<const uint32_t*>(smem);
+  const uint32_t* ks = qs + kTileVec * 4;
+  const uint32_t* vs = ks + kTileVec * 4;
+  const int at = threadIdx.x * 4, half = 4096 / p.kv_split;  // operands within a K/V tile
+  float acc[4][4] = {};
+  for (int x = 0; x < n; ++x) {
+    const int j = tile_of(x);
+    wait_tiles();  // K_j (and Q_i) in
+    if (threadIdx.x == 0) stamps[x] = global_ns();
+    load_tile(p.v + (kv_head + j) * kv_vec, v_s, kv_vec);
+    {  // S = Q_i K_jᵀ
+      uint32_t a[4] = {qs[at] ^ ks[at], qs[at + 1], qs[at + 2], qs[at + 3]};
+      uint32_t b[2] = {ks[at + half], ks[at + half + 1]};
+      for (int w = 0; w < p.work / 2; w += 4) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) bench::mma(acc[u], a, b);
+      }
+    }
+    wait_tiles();  // V_j in, K_j read by every warp
+    if (x + 1 < n) load_tile(p.k + (kv_head + tile_of(x + 1)) * kv_vec, k_s, kv_vec);
+    {  // O_i += P V_j
+      uint32_t a[4] = {vs[at] ^ qs[at + 8], vs[at + 1], vs[at + 2], vs[at + 3]};
+      uint32_t b[2] = {vs[at + half], vs[at + half + 1]};
+      for (int w = 0; w < p.work / 2; w += 4) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) bench::mma(acc[u], a, b);
+      }
+    }
+  }
+  const float sum = acc[0][0] + acc[1][1] + acc[2][2] + acc[3][3];
+  for (int x = threadIdx.x; x < kTileVec; x += blockDim.x)
+    p.o[(head + i) * kTileVec + x] = make_uint4(__float_as_uint(sum), x, cta, 0);
+  if (threadIdx.x == 0) {
+    unsigned int smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    p.per_cta[2 * cta] = n;
+    p.per_cta[2 * cta + 1] = int(smid);
+  }
 }
 
 __global__ void fill(uint4* p, std::size_t n, unsigned int salt) {
@@ -230,6 +326,8 @@ __global__ void touch(const uint4* p, std::size_t n, unsigned int* sink) {
 struct Record {
   std::string label;
   int heads = 0, rows = 0, kv_descending = 0, work = 0, longest_first = 1, heads_interleaved = 0;
+  int one_cta_an_item = 0;        // FlashAttention-2's grid: CTA h·Tr + i sweeps item (h, i) alone
+  int kv_split = 1;               // K/V tiles a 128-row block: 1 (128 × 128) or 2 (128 × 64)
   double aside_mib = 0;
   std::vector<int> smid;
   std::vector<std::vector<unsigned long long>> stamps;    // per CTA
@@ -258,8 +356,81 @@ double quantile(std::vector<double> v, double q) {
 constexpr int kBins = 257;
 constexpr double kBinMiB = 0.5;
 
+// FlashAttention-2's grid (one CTA an item): how the CTAs share the SMs and how many heads' K/V
+// are in use at once. Returns the JSON fields; prints a line when asked.
+std::string residency(const Record& r, bool print) {
+  struct Life { double t0, t1, us_per_tile; int sm, head; };
+  std::vector<Life> life;
+  double t_min = 1e300, t_max = 0;
+  for (std::size_t c = 0; c < r.stamps.size(); ++c) {
+    const auto& st = r.stamps[c];
+    if (st.empty() || r.items[c].empty()) continue;
+    const double t0 = st.front() * 1e-3, t1 = st.back() * 1e-3;
+    life.push_back({t0, t1, st.size() > 1 ? (t1 - t0) / double(st.size() - 1) : 0, r.smid[c], r.head_of(r.items[c][0].first)});
+    t_min = std::min(t_min, t0);
+    t_max = std::max(t_max, t1);
+  }
+  int sms = 0;
+  for (const Life& l : life) sms = std::max(sms, l.sm + 1);
+  std::vector<int> per_sm(sms, 0);
+  for (const Life& l : life) ++per_sm[l.sm];
+  // Each CTA of at least 8 tiles beside the CTA that shares its SM longest: the part of its life
+  // it shares, and how much slower the slower of the two sweeps its tiles.
+  std::vector<double> shared_part, speed_ratio;
+  std::vector<std::vector<int>> on_sm(sms);
+  for (std::size_t x = 0; x < life.size(); ++x) on_sm[life[x].sm].push_back(int(x));
+  for (const Life& a : life) {
+    if (a.t1 - a.t0 <= 0 || a.us_per_tile <= 0) continue;
+    double best = 0, ratio = 0;
+    for (int y : on_sm[a.sm]) {
+      const Life& b = life[y];
+      const double ov = std::min(a.t1, b.t1) - std::max(a.t0, b.t0);
+      if (&b == &a || ov <= best || b.us_per_tile <= 0) continue;
+      best = ov;
+      ratio = std::max(a.us_per_tile, b.us_per_tile) / std::min(a.us_per_tile, b.us_per_tile);
+    }
+    if ((a.t1 - a.t0) / a.us_per_tile < 7) continue;
+    shared_part.push_back(best / (a.t1 - a.t0));
+    if (best > 0) speed_ratio.push_back(ratio);
+  }
+  // At 200 instants over the sweep: the CTAs running and the distinct heads they belong to.
+  std::vector<double> running, heads_live;
+  std::vector<char> live(r.heads, 0);
+  for (int k = 0; k < 200; ++k) {
+    const double t = t_min + (t_max - t_min) * (k + 0.5) / 200;
+    std::fill(live.begin(), live.end(), 0);
+    int n = 0, hs = 0;
+    for (const Life& l : life)
+      if (l.t0 <= t && t <= l.t1) {
+        ++n;
+        if (!live[l.head]) ++hs;
+        live[l.head] = 1;
+      }
+    running.push_back(n);
+    heads_live.push_back(hs);
+  }
+  const int sm_min = per_sm.empty() ? 0 : *std::min_element(per_sm.begin(), per_sm.end());
+  const int sm_max = per_sm.empty() ? 0 : *std::max_element(per_sm.begin(), per_sm.end());
+  char buf[768];
+  std::snprintf(buf, sizeof buf,
+                ",\"ctas_per_sm_min_max\":[%d,%d],\"shared_part_p10_p50\":[%.3f,%.3f],"
+                "\"pair_speed_ratio_p50_p90\":[%.3f,%.3f],\"ctas_running_p10_p50_p90\":[%.0f,%.0f,%.0f],"
+                "\"heads_live_p50_p90_max\":[%.0f,%.0f,%.0f]",
+                sm_min, sm_max, quantile(shared_part, 0.1), quantile(shared_part, 0.5), quantile(speed_ratio, 0.5),
+                quantile(speed_ratio, 0.9), quantile(running, 0.1), quantile(running, 0.5), quantile(running, 0.9),
+                quantile(heads_live, 0.5), quantile(heads_live, 0.9), quantile(heads_live, 1));
+  if (print)
+    std::printf("%-34s   grid: %d..%d CTAs an SM; a CTA shares its SM over %.0f %% (p10) / %.0f %% (p50) of its "
+                "sweep, the slower of the two %.3f× (p50) / %.3f× (p90) the faster's tile time; CTAs running p50 %.0f, "
+                "heads in use p50 %.0f p90 %.0f max %.0f\n",
+                "", sm_min, sm_max, 100 * quantile(shared_part, 0.1), 100 * quantile(shared_part, 0.5),
+                quantile(speed_ratio, 0.5), quantile(speed_ratio, 0.9), quantile(running, 0.5), quantile(heads_live, 0.5),
+                quantile(heads_live, 0.9), quantile(heads_live, 1));
+  return buf;
+}
+
 std::string analyse(const Record& r, bool print) {
-  const int tiles = r.heads * r.rows;
+  const int tiles = r.heads * r.rows, kvs = r.kv_split, kv_tiles = tiles * kvs;  // Q/O tiles, K/V tiles
   std::vector<Event> ev;
   std::vector<double> step_us, cta_us_per_tile;
   // Each item's stamps in its tile order, for the pair drift.
@@ -271,17 +442,17 @@ std::string analyse(const Record& r, bool print) {
     for (std::size_t k = 0; k < it.size(); ++k) {
       const int item = it[k].first, s0 = it[k].second;
       const int h = r.head_of(item), i = r.row_of(item);
-      const int n = i + 1;
+      const int n = kvs * (i + 1);
       if (s0 + n > int(st.size())) break;
       for (int jidx = 0; jidx < n; ++jidx) {
-        const int j = r.kv_descending ? i - jidx : jidx;
+        const int j = r.kv_descending ? n - 1 - jidx : jidx;
         const unsigned long long t = st[s0 + jidx];
-        ev.push_back({t, h * r.rows + j, 2 * kTileVec * 16, 0});
+        ev.push_back({t, h * r.rows * kvs + j, 2 * kTileVec * 16 / kvs, 0});
         if (jidx + 1 < n) step_us.push_back((st[s0 + jidx + 1] - t) * 1e-3);
       }
       const int tile = h * r.rows + i;
-      ev.push_back({st[s0], tiles + tile, kTileVec * 16, 1});
-      ev.push_back({st[s0 + n - 1] + 1, 2 * tiles + tile, kTileVec * 16, 2});
+      ev.push_back({st[s0], kv_tiles + tile, kTileVec * 16, 1});
+      ev.push_back({st[s0 + n - 1] + 1, kv_tiles + tiles + tile, kTileVec * 16, 2});
       item_stamps[tile].assign(st.begin() + s0, st.begin() + s0 + n);
     }
     if (!st.empty()) {
@@ -297,7 +468,7 @@ std::string analyse(const Record& r, bool print) {
   std::vector<long long> fen(n + 1, 0);
   auto add = [&](std::size_t pos, long long v) { for (++pos; pos <= n; pos += pos & (~pos + 1)) fen[pos] += v; };
   auto sum = [&](std::size_t pos) { long long s = 0; for (; pos > 0; pos -= pos & (~pos + 1)) s += fen[pos]; return s; };  // [0, pos)
-  std::vector<long long> last(3 * std::size_t(tiles), -1);
+  std::vector<long long> last(std::size_t(kv_tiles) + 2 * std::size_t(tiles), -1);
   std::vector<double> hist(kBins, 0);   // K/V re-read bytes by reuse distance
   double kv_first = 0, kv_reread = 0, q_bytes = 0;
   for (std::size_t x = 0; x < n; ++x) {
@@ -323,15 +494,17 @@ std::string analyse(const Record& r, bool print) {
   std::vector<double> drift_us, lead_us;
   const double med_step = quantile(step_us, 0.5);
   for (int h = 0; h < r.heads; ++h)
-    for (int i = 64; i < r.rows; ++i) {
+    for (int i = std::min(64, r.rows / 4); i < r.rows; ++i) {
       const auto& a = item_stamps[h * r.rows + i];
       const auto& b = item_stamps[h * r.rows + i - 1];
       if (a.empty() || b.empty()) continue;
-      // Shared tiles j = 0..i−1: in a (n = i+1) at jidx j (ascending) or i − j; in b at j or i−1−j.
+      // Shared K/V tiles j = 0..kvs·i − 1: in row `row` (n = kvs·(row + 1) tiles) at jidx j
+      // (ascending) or n − 1 − j (descending).
       auto at = [&](const std::vector<unsigned long long>& v, int row, int j) {
-        return double(v[r.kv_descending ? row - j : j]);
+        return double(v[r.kv_descending ? kvs * (row + 1) - 1 - j : j]);
       };
-      const double first = at(b, i - 1, 0) - at(a, i, 0), lastd = at(b, i - 1, i - 1) - at(a, i, i - 1);
+      const int shared = kvs * i - 1;
+      const double first = at(b, i - 1, 0) - at(a, i, 0), lastd = at(b, i - 1, shared) - at(a, i, shared);
       lead_us.push_back(std::fabs(first) * 1e-3);
       drift_us.push_back((lastd - first) * 1e-3);
     }
@@ -363,7 +536,7 @@ std::string analyse(const Record& r, bool print) {
     std::snprintf(buf, sizeof buf, "%s%.3f", b ? "," : "", hist[b] / 1e6);
     out += buf;
   }
-  out += "]}";
+  out += "]";
   if (print) {
     std::printf("%-34s aside %6.2f MiB  span %7.1f us  step p50 %.3f us (p10 %.3f p90 %.3f)  CTA us/tile %.3f..%.3f\n",
                 r.label.c_str(), r.aside_mib, (t_max - t_min) * 1e-3, med_step, quantile(step_us, 0.1),
@@ -376,7 +549,8 @@ std::string analyse(const Record& r, bool print) {
                 "", kv_reread / 1e6, beyond(12.5) / 1e6, beyond(18.75) / 1e6, beyond(25) / 1e6, beyond(31.25) / 1e6,
                 beyond(37.5) / 1e6, beyond(50) / 1e6);
   }
-  return out;
+  if (r.one_cta_an_item) out += residency(r, print);
+  return out + "}";
 }
 
 void write_raw(const Record& r, const std::string& path) {
@@ -387,7 +561,9 @@ void write_raw(const Record& r, const std::string& path) {
   }
   const int ctas = int(r.stamps.size());
   const int head[8] = {0x6b766466, ctas, r.heads, r.rows, r.kv_descending, r.work,
-                      r.longest_first | (r.heads_interleaved << 1), int(r.aside_mib * 1000)};
+                      r.longest_first | (r.heads_interleaved << 1) | (r.one_cta_an_item ? kFa2Grid : 0) |
+                          (r.kv_split == 2 ? kKv64 : 0),
+                      int(r.aside_mib * 1000)};
   std::fwrite(head, sizeof head, 1, f);
   const int len = int(r.label.size());
   std::fwrite(&len, 4, 1, f);
@@ -422,6 +598,8 @@ int analyse_file(const char* path) {
   r.aside_mib = head[7] / 1000.0;
   r.longest_first = head[6] & 1;
   r.heads_interleaved = (head[6] >> 1) & 1;
+  r.one_cta_an_item = (head[6] & kFa2Grid) != 0;
+  r.kv_split = (head[6] & kKv64) ? 2 : 1;
   r.smid.resize(head[1]);
   r.stamps.resize(head[1]);
   r.items.resize(head[1]);
@@ -480,6 +658,42 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// Q, K, V and O of `tiles` 128 × 128 fp16 tiles each (Q, K, V filled) and the 256 MiB that empties the L2.
+struct Tensors {
+  uint4 *q, *k, *v, *o, *flush;
+  std::size_t vec, flush_vec;  // 16-byte vectors in one tensor, in the flush buffer
+};
+
+Tensors make_tensors(std::size_t tiles, int sms) {
+  Tensors t{};
+  t.vec = tiles * kTileVec;
+  t.flush_vec = (256u << 20) / 16;
+  for (uint4** p : {&t.q, &t.k, &t.v, &t.o}) check(cudaMalloc(p, t.vec * 16), "malloc");
+  check(cudaMalloc(&t.flush, t.flush_vec * 16), "malloc");
+  fill<<<4 * sms, 256>>>(t.q, t.vec, 1);
+  fill<<<4 * sms, 256>>>(t.k, t.vec, 2);
+  fill<<<4 * sms, 256>>>(t.v, t.vec, 3);
+  return t;
+}
+
+// How long one mma.sync per warp takes (ns) with `ctas` CTAs of Threads on the GPU, CtasPerSm an SM:
+// work_only's 1,024 a tile over 64 tiles, the third of three launches.
+template <int Threads, int CtasPerSm>
+double ns_per_mma(int ctas, cudaEvent_t e0, cudaEvent_t e1, float* sink) {
+  const int probe_work = 1024, probe_tiles = 64;
+  double ns = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    check(cudaEventRecord(e0), "record");
+    work_only<Threads, CtasPerSm><<<ctas, Threads>>>(probe_work, probe_tiles, sink);
+    check(cudaEventRecord(e1), "record");
+    check(cudaEventSynchronize(e1), "work_only");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+    ns = ms * 1e6 / (double(probe_work) * probe_tiles);
+  }
+  return ns;
+}
+
 int run_all(const std::string& outdir, const Options& opt) {
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");
@@ -488,18 +702,10 @@ int run_all(const std::string& outdir, const Options& opt) {
   check(cudaDeviceGetAttribute(&max_persist, cudaDevAttrMaxPersistingL2CacheSize, 0), "attribute");
   std::printf("%s: %d SMs, L2 %d bytes, largest set-aside %d bytes\n", prop.name, sms, prop.l2CacheSize, max_persist);
   const int heads = 4, rows = 512;  // d = 128, N = 64K, H = 4, B = 1
-  const std::size_t tensor_vec = std::size_t(heads) * rows * kTileVec;
-  uint4 *q, *k, *v, *o, *flush, *aside;
-  const std::size_t flush_vec = (256u << 20) / 16, aside_vec = std::size_t(max_persist) / 16 + 1;
-  check(cudaMalloc(&q, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&k, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&v, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&o, tensor_vec * 16), "malloc");
-  check(cudaMalloc(&flush, flush_vec * 16), "malloc");
+  const Tensors t = make_tensors(std::size_t(heads) * rows, sms);
+  uint4 *q = t.q, *k = t.k, *v = t.v, *o = t.o, *flush = t.flush, *aside;
+  const std::size_t flush_vec = t.flush_vec, aside_vec = std::size_t(max_persist) / 16 + 1;
   check(cudaMalloc(&aside, aside_vec * 16), "malloc");
-  fill<<<4 * sms, 256>>>(q, tensor_vec, 1);
-  fill<<<4 * sms, 256>>>(k, tensor_vec, 2);
-  fill<<<4 * sms, 256>>>(v, tensor_vec, 3);
   fill<<<4 * sms, 256>>>(aside, aside_vec, 4);
   const long long total_steps = (long long)heads * rows * (rows + 1) / 2;
   const int cap_steps = int(2 * total_steps / sms + 2 * rows), cap_items = heads * rows;
@@ -521,20 +727,10 @@ int run_all(const std::string& outdir, const Options& opt) {
   check(cudaEventCreate(&e1), "event");
 
   // The work per tile: MMAs per warp for 1.72 µs (cuDNN's time per tile) and 3.44 µs.
-  const int probe_work = 1024, probe_tiles = 64;
-  double ns_per_mma = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    check(cudaEventRecord(e0), "record");
-    work_only<<<sms, kThreads>>>(probe_work, probe_tiles, fsink);
-    check(cudaEventRecord(e1), "record");
-    check(cudaEventSynchronize(e1), "work_only");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-    ns_per_mma = ms * 1e6 / (double(probe_work) * probe_tiles);
-  }
-  const int cudnn_work = int(std::lround(1720 / ns_per_mma / 4)) * 4;
+  const double ns_mma = ns_per_mma<kThreads, 1>(sms, e0, e1, fsink);
+  const int cudnn_work = int(std::lround(1720 / ns_mma / 4)) * 4;
   std::printf("work: %.4f ns per mma.sync per warp (12 warps an SM); 1.72 us a tile = %d, 3.44 us = %d, 0.86 us = %d\n",
-              ns_per_mma, cudnn_work, 2 * cudnn_work, cudnn_work / 8 * 4);
+              ns_mma, cudnn_work, 2 * cudnn_work, cudnn_work / 8 * 4);
   const int works[4] = {0, cudnn_work, 2 * cudnn_work, cudnn_work / 8 * 4};
   const char* const* work_names = kWorkNames;
   const int asides_mib[6] = {0, 8, 16, 24, 30, 0};
@@ -630,6 +826,95 @@ int run_all(const std::string& outdir, const Options& opt) {
   return 0;
 }
 
+// FlashAttention-2's grid at d = 128: B·H = `heads`, N = `seq`; K/V descending then ascending.
+int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int reps, int kv_split) {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "properties");
+  const int sms = prop.multiProcessorCount;
+  const int rows = seq / kTileRows;
+  check(cudaFuncSetAttribute(kv_fa2, cudaFuncAttributeMaxDynamicSharedMemorySize, kFa2SmemBytes), "smem attribute");
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kv_fa2, kFa2Threads, kFa2SmemBytes), "occupancy");
+  std::printf("%s: %d SMs; FlashAttention-2's grid: %d × %d CTAs of %d threads, %d bytes of shared memory, %d an SM\n",
+              prop.name, sms, rows, heads, kFa2Threads, kFa2SmemBytes, per_sm);
+  if (per_sm != 2) {
+    std::fprintf(stderr, "kv_drift: --grid fa2: %d CTAs fit an SM, not 2\n", per_sm);
+    return 1;
+  }
+  const Tensors t = make_tensors(std::size_t(heads) * rows, sms);
+  const int ctas = heads * rows;
+  unsigned long long* step_ns;
+  int* per_cta;
+  float* fsink;
+  check(cudaMalloc(&step_ns, std::size_t(ctas) * rows * kv_split * 8), "malloc");
+  check(cudaMalloc(&per_cta, std::size_t(ctas) * 8), "malloc");
+  check(cudaMalloc(&fsink, 4), "malloc");
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), "event");
+  check(cudaEventCreate(&e1), "event");
+  // The work a tile: MMAs per warp for `tile_us` with two CTAs of kFa2Threads on every SM.
+  const double ns_mma = ns_per_mma<kFa2Threads, 2>(2 * sms, e0, e1, fsink);
+  // tile_us is a 128 × 128 tile's; a 128 × 64 one takes half.
+  const int work = std::max(8, int(std::lround(tile_us * 1e3 / kv_split / ns_mma / 8)) * 8);
+  std::printf("work: %.4f ns per mma.sync per warp (two CTAs of %d threads an SM); %.2f us a 128 x %d tile = %d\n",
+              ns_mma, kFa2Threads, tile_us / kv_split, kTileRows / kv_split, work);
+  FILE* jl = std::fopen((outdir + "/kv-drift-fa2.jsonl").c_str(), "a");
+  if (!jl) {
+    std::fprintf(stderr, "kv_drift: cannot write %s/kv-drift-fa2.jsonl\n", outdir.c_str());
+    return 1;
+  }
+  const long long total_steps = (long long)heads * kv_split * rows * (rows + 1) / 2;
+  for (int desc : {1, 0})
+    for (int rep = 0; rep < reps; ++rep) {
+      char label[96];
+      std::snprintf(label, sizeof label, "fa2-%s-h%d-n%d%s", desc ? "desc" : "asc", heads, seq, kv_split == 2 ? "-kv64" : "");
+      Fa2Sweep p{t.q, t.k, t.v, t.o, rows, desc, work, kv_split, step_ns, per_cta};
+      fill<<<4 * sms, 256>>>(t.flush, t.flush_vec, 7 + rep);  // the L2 emptied of K, V, Q and O
+      check(cudaDeviceSynchronize(), "flush");
+      check(cudaEventRecord(e0), "record");
+      kv_fa2<<<dim3(rows, heads), kFa2Threads, kFa2SmemBytes>>>(p);
+      check(cudaGetLastError(), "kv_fa2 launch");
+      check(cudaEventRecord(e1), "record");
+      check(cudaEventSynchronize(e1), "kv_fa2");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+      std::vector<int> pc(2 * std::size_t(ctas));
+      const std::size_t cap = std::size_t(rows) * kv_split;
+      std::vector<unsigned long long> all(std::size_t(ctas) * cap);
+      check(cudaMemcpy(pc.data(), per_cta, pc.size() * 4, cudaMemcpyDeviceToHost), "copy");
+      check(cudaMemcpy(all.data(), step_ns, all.size() * 8, cudaMemcpyDeviceToHost), "copy");
+      Record r;
+      r.label = label;
+      r.heads = heads;
+      r.rows = rows;
+      r.kv_descending = desc;
+      r.work = work;
+      r.longest_first = 0;
+      r.one_cta_an_item = 1;
+      r.kv_split = kv_split;
+      long long steps = 0;
+      for (int c = 0; c < ctas; ++c) {
+        steps += pc[2 * c];
+        r.smid.push_back(pc[2 * c + 1]);
+        r.stamps.emplace_back(all.begin() + std::size_t(c) * cap, all.begin() + std::size_t(c) * cap + pc[2 * c]);
+        r.items.push_back({{c, 0}});
+      }
+      if (steps != total_steps) {
+        std::fprintf(stderr, "kv_drift: %s: %lld tiles swept, %lld expected\n", label, steps, total_steps);
+        return 1;
+      }
+      std::printf("run %s rep %d work %d event_us %.1f\n", label, rep, work, ms * 1e3);
+      const std::string js = analyse(r, true);
+      std::fprintf(jl, "{\"rep\":%d,\"event_us\":%.1f,\"heads\":%d,\"seq_len\":%d,\"kv_rows\":%d,\"order\":\"%s\",\"record\":%s}\n",
+                   rep, ms * 1e3, heads, seq, kTileRows / kv_split, desc ? "desc" : "asc", js.c_str());
+      std::fflush(jl);
+      if (rep == 0) write_raw(r, outdir + "/raw/" + label + ".bin");
+      fill<<<4 * sms, 256>>>(t.o, t.vec, 9);  // O reset, so each sweep writes it afresh
+    }
+  std::fclose(jl);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -639,9 +924,35 @@ int main(int argc, char** argv) {
     std::vector<std::string> orders = {"longest-asc-dynamic", "longest-desc-dynamic", "longest-asc-static",
                                        "shortest-asc-dynamic"};
     std::vector<std::string> works = {"memory", "balanced", "compute"};
+    bool fa2 = false;
+    int fa2_heads = 32, fa2_seq = 8192, fa2_reps = 2, fa2_kv_split = 1;
+    double fa2_tile_us = 6;
     for (int a = 3; a < argc; ++a) {
       const std::string arg = argv[a];
-      if (arg == "--raw") {
+      if (arg == "--grid" && a + 1 < argc) {
+        if (std::strcmp(argv[++a], "fa2") != 0) {
+          std::fprintf(stderr, "kv_drift: --grid: unknown grid '%s' (fa2)\n", argv[a]);
+          return 2;
+        }
+        fa2 = true;
+      } else if (arg == "--kv-rows" && a + 1 < argc) {
+        const std::string rows = argv[++a];
+        if (rows != "128" && rows != "64") {
+          std::fprintf(stderr, "kv_drift: --kv-rows: %s is not 128 or 64\n", rows.c_str());
+          return 2;
+        }
+        fa2_kv_split = rows == "64" ? 2 : 1;
+      } else if ((arg == "--heads" || arg == "--seq" || arg == "--reps" || arg == "--tile-us") && a + 1 < argc) {
+        const double x = std::atof(argv[++a]);
+        const bool whole = arg != "--tile-us";
+        if (!(x > 0) || (whole && x != std::floor(x)) || (arg == "--seq" && std::fmod(x, kTileRows) != 0)) {
+          std::fprintf(stderr, "kv_drift: %s: %s a positive %s\n", arg.c_str(), argv[a],
+                       arg == "--seq" ? "multiple of 128" : whole ? "whole number" : "number");
+          return 2;
+        }
+        (arg == "--heads" ? fa2_heads : arg == "--seq" ? fa2_seq : fa2_reps) = int(x);
+        if (!whole) fa2_tile_us = x;
+      } else if (arg == "--raw") {
         opt.raw = true;
       } else if ((arg == "--orders" || arg == "--works" || arg == "--raw-every") && a + 1 < argc) {
         (arg == "--orders" ? orders : arg == "--works" ? works : opt.raw_every) = split(argv[++a]);
@@ -670,9 +981,11 @@ int main(int argc, char** argv) {
       }
       opt.works.push_back(found);
     }
+    if (fa2) return run_fa2(argv[2], fa2_heads, fa2_seq, fa2_tile_us, fa2_reps, fa2_kv_split);
     return run_all(argv[2], opt);
   }
   std::fprintf(stderr, "usage: kv_drift run OUTDIR [--raw] [--orders A,B] [--works memory,balanced,compute] "
-                       "[--raw-every LABEL,...] | kv_drift analyse FILE.bin\n");
+                       "[--raw-every LABEL,...] | kv_drift run OUTDIR --grid fa2 [--heads BH] [--seq N] [--tile-us T] "
+                       "[--reps R] [--kv-rows 128|64] | kv_drift analyse FILE.bin\n");
   return 2;
 }

@@ -1,6 +1,7 @@
 // The engine's L2 on the GPU's own order: replays the tile accesses of kv_drift's raw records
 // (gpu/bench/kv_drift.cu: each CTA's K_j, V_j reads at the %globaltimer stamps the GPU took, Q_i
-// with an item's first tile, O_i stored after its last) through the preset's PartitionedL2, each
+// with an item's first tile, O_i stored after its last; K/V tiles of 128 × 128, or 128 × 64 where
+// the record says so) through the preset's PartitionedL2, each
 // access from the partition beside the SM that made it (the sides gpu/bench/l2_partition.sh
 // measured), with 0, 3, 6, 8 and 10 of the preset's 16 ways set aside as `hbmlab validate` models
 // `l2_set_aside_bytes` (0, 9.375, 18.75, 25 and 31.25 MiB on the H100). Set beside the DRAM reads
@@ -28,12 +29,14 @@ namespace {
 using namespace hbmlab;
 
 constexpr std::int64_t kTileBytes = 128 * 128 * 2;  // one 128 × 128 fp16 tile of Q, K, V or O
+constexpr int kKv64 = 8;                            // the record's flag: K/V tiles of 128 × 64 (kv_drift.cu)
 
 struct Access {
   unsigned long long t;
   int sm, head, tile;
   Tensor tensor;
   bool store;
+  std::int64_t bytes;
 };
 
 [[noreturn]] void fail(const std::string& what) {
@@ -52,6 +55,8 @@ std::vector<Access> read_record(const std::string& path, std::string& label) {
   f.read(label.data(), len);
   const int ctas = head[1], heads = head[2], rows = head[3], descending = head[4];
   const bool longest_first = head[6] & 1, heads_interleaved = head[6] & 2;
+  const int kv_split = (head[6] & kKv64) ? 2 : 1;  // K/V tiles a 128-row block
+  const std::int64_t kv_bytes = kTileBytes / kv_split;
   std::vector<Access> out;
   for (int c = 0; c < ctas; ++c) {
     int sizes[3];
@@ -64,14 +69,15 @@ std::vector<Access> read_record(const std::string& path, std::string& label) {
     for (const auto& [item, first] : items) {
       const int h = heads_interleaved ? item % heads : item / rows;
       const int r = heads_interleaved ? item / heads : item % rows, i = longest_first ? rows - 1 - r : r;
-      if (first + i >= sizes[1]) fail(path + ": an item runs past its CTA's stamps");
-      out.push_back({stamps[first], sizes[0], h, i, Tensor::Q, false});
-      for (int x = 0; x <= i; ++x) {
-        const int j = descending ? i - x : x;
-        out.push_back({stamps[first + x], sizes[0], h, j, Tensor::K, false});
-        out.push_back({stamps[first + x], sizes[0], h, j, Tensor::V, false});
+      const int n = kv_split * (i + 1);
+      if (first + n > sizes[1]) fail(path + ": an item runs past its CTA's stamps");
+      out.push_back({stamps[first], sizes[0], h, i, Tensor::Q, false, kTileBytes});
+      for (int x = 0; x < n; ++x) {
+        const int j = descending ? n - 1 - x : x;
+        out.push_back({stamps[first + x], sizes[0], h, j, Tensor::K, false, kv_bytes});
+        out.push_back({stamps[first + x], sizes[0], h, j, Tensor::V, false, kv_bytes});
       }
-      out.push_back({stamps[first + i] + 1, sizes[0], h, i, Tensor::O, true});
+      out.push_back({stamps[first + n - 1] + 1, sizes[0], h, i, Tensor::O, true, kTileBytes});
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const Access& a, const Access& b) { return a.t < b.t; });
@@ -127,10 +133,10 @@ int main(int argc, char** argv) {
       for (const Access& a : acc) {
         const std::uint64_t key = tile_key(a.head, a.tensor, a.tile);
         if (a.store) {
-          l2.write(key, kTileBytes);
+          l2.write(key, a.bytes);
         } else {
           const int s = l2.partitions() == 1 || a.sm >= int(side.size()) ? 0 : side[a.sm];
-          dram += double(l2.read(s, key, kTileBytes).miss_bytes);
+          dram += double(l2.read(s, key, a.bytes).miss_bytes);
         }
       }
       std::printf(" %9.1f", dram / 1e6);
