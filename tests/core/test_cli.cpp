@@ -119,45 +119,6 @@ TEST_CASE("flags override a scenario", "[cli]") {
   CHECK(j["gpu"]["name"] == "a100-40gb");
 }
 
-TEST_CASE("bad input: exit 2 and one line naming the option", "[cli][errors]") {
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"simulate", "--seq-len", "0"}, "--seq-len"},
-      {{"simulate", "--head-dim", "-5"}, "--head-dim"},
-      {{"simulate", "--seq-len", "abc"}, "--seq-len"},
-      {{"simulate", "--algo", "flash4"}, "--algo"},
-      {{"simulate", "--gpu", "v100"}, "--gpu"},
-      {{"simulate", "--dtype", "fp8"}, "--dtype"},
-      {{"simulate", "--gpu", "toy", "--seq-len", "64", "--head-dim", "64", "--block-rows", "64", "--block-cols", "64"}, "--block-cols"},
-      {{"simulate", "--sram-bytes", "0"}, "--sram-bytes"},
-      {{"simulate", "--numerics", "maybe"}, "--numerics"},
-      {{"simulate", "--scenario", "no-such-lesson"}, "--scenario"},
-      {{"simulate", "--bogus"}, "--bogus"},
-      {{"bounds", "--seq-lens", "64,x"}, "--seq-lens"},
-      {{"bounds", "--seq-lens", "1024"}, "--seq-lens: a fit needs at least two different values"},
-      {{"bounds", "--head-dims", "64,64"}, "--head-dims: a fit needs at least two different values"},
-      {{"bounds", "--head-dims", "64,99999"}, "--head-dims: 99999 is more than hbmlab models"},
-      {{"bounds", "--seq-lens", "1024,99999999"}, "--seq-lens: 99999999 is more than hbmlab models"},
-      {{"sweep", "--block-rows", "0"}, "--block-rows"},
-      {{"frobnicate"}, "frobnicate"},
-      {{"simulate", "--seed", "-1"}, "--seed"},
-      {{"simulate", "--launch-threads", "5000"}, "--launch-threads"},
-      {{"simulate", "--launch-smem-bytes", "999999999"}, "--launch-smem-bytes"},
-      {{"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4", "--launch-smem-bytes", "300"}, "--launch-smem-bytes"},
-      // Names longer than the file system takes (a fuzzed mask spec once ended hbmlab here).
-      {{"simulate", "--block-mask", "butterfly" + std::string(300, '1')}, "--block-mask"},
-      {{"simulate", "--scenario", std::string(300, 'a')}, "--scenario"},
-      {{"simulate", "--gpu", std::string(300, 'a') + ".toml"}, "--gpu"},
-  };
-  for (const auto& [args, option] : cases) {
-    INFO(args[0] << " " << (args.size() > 1 ? args[1] : ""));
-    const Run r = run(args);
-    CHECK(r.code == 2);
-    CHECK(one_line(r.err));
-    CHECK_THAT(r.err, Catch::Contains(option));
-    CHECK(r.out.empty());
-  }
-}
-
 TEST_CASE("a value of the wrong kind is named with its option first", "[cli][errors]") {
   CHECK(run({"simulate", "--seq-len", "1e9"}).err == "hbmlab simulate: --seq-len: '1e9' is not a whole number\n");
   CHECK(run({"simulate", "--unified-max", "abc"}).err == "hbmlab simulate: --unified-max: 'abc' is not a number\n");
