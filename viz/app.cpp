@@ -235,9 +235,10 @@ void ShowStacked(AppState& app, ImVec2 o, float W, float H) {
   // Side by side, two memory drawings one above the other: each keeps its SM strip and notes.
   const float memory_min = app.replay[1] ? fs * 36 : MinimumSize(Drawing::memory).y;
   const float memory_h = std::max(view_h * 0.6f, memory_min + frame_h);
-  // The matrix shares the first screen with the memory drawing where both fit, else has most of its own.
+  // The matrix shares the first screen with the memory drawing where both fit, else has a screen of its
+  // own: scrolled to, it fills the view, so that a 64 × 64 grid is as large as a projector allows.
   const float matrix_min = MinimumSize(Drawing::matrix).y + frame_h;
-  const float matrix_h = memory_h + gap + matrix_min <= view_h ? view_h - memory_h - gap : std::max(matrix_min, view_h * 0.6f);
+  const float matrix_h = memory_h + gap + matrix_min <= view_h ? view_h - memory_h - gap : std::max(matrix_min, view_h);
   const float tabs_y = memory_h + matrix_h + gap * 2;
   const float tabs_h = std::max(view_h, MinimumSize(Drawing::tab).y + frame_h + tab_extra);
   // The pane a new stage points at comes into view, and the tabs when another tab is brought forward.
