@@ -40,6 +40,8 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
           check_countable(algo, config.problem, pt.blocks);
           pt.problem = algo->prepare(config.problem, pt.blocks, config.gpu);
           const BlockGrid grid = algo->grid(pt.problem, pt.blocks);
+          // A mask file describes one grid: refused (file and grid named) where these blocks make another.
+          if (pt.problem.block_mask) pt.problem.block_mask->check(grid);
           pt.Tr = grid.Tr;
           pt.Tc = grid.Tc;
           pt.working_set_bytes = algo->working_set_bytes(pt.problem, pt.blocks);
@@ -68,6 +70,8 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
         if (!pt.fits) return;
         EngineOptions options;
         options.sram_bytes_per_sm = options.sram_bytes_per_block = pt.sram_bytes;
+        options.l2_enabled = config.l2_enabled;
+        options.launch.kv_descending = config.kv_descending && pt.algo->has_kv_order();
         pt.predicted_s = run_engine(pt.algo, pt.problem, pt.blocks, config.gpu, options).predicted_s;
       },
       progress);

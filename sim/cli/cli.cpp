@@ -192,6 +192,14 @@ std::string algo_choices() { return algo_names() + ", a comma list, or all"; }
 // "flash1/flash2": the forward rooms that take a shape, for the help of its option.
 std::string rooms_taking(bool ShapeSupport::*shape) { return names_of(rooms_supporting(shape), "/", "/"); }
 
+// "flash2": the forward rooms for which --kv-descending means something, for its help.
+std::string kv_order_rooms() {
+  std::vector<Algo> rooms;
+  for (Algo a : algorithms())
+    if (a->has_kv_order()) rooms.push_back(a);
+  return names_of(rooms, "/", "/");
+}
+
 // `all`: the self-attention rooms (a command with a problem reads it by all_rooms_before_options()).
 std::vector<Algo> parse_algos(const std::string& text) {
   if (text == "all") return all_rooms_for(AttentionProblem(1, 1, 1024, 64));
@@ -346,11 +354,8 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
                                          "registers per thread of the main kernel, limits CTAs per SM [not limiting]");
   f.o_launch_smem = cmd->add_option("--launch-smem-bytes", f.launch_smem,
                                     "shared memory per CTA of the main kernel [the SRAM working set]");
-  std::vector<Algo> kv_order;  // the rooms for which a K/V order means something
-  for (Algo a : algorithms())
-    if (a->has_kv_order()) kv_order.push_back(a);
   cmd->add_flag("--kv-descending", f.kv_descending,
-                names_of(kv_order, "/", "/") + ": visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
+                kv_order_rooms() + ": visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
   cmd->add_flag("--hbmlab-kernels", f.hbmlab_kernels,
                 "time hbmlab's own CUDA kernels (gpu/) as written, as `hbmlab validate` does for their records, "
                 "instead of the reference launch");
@@ -694,7 +699,7 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
 struct SweepFlags {
   ProblemFlags problem;
   std::string block_rows = "16,32,64,128,256", block_cols = "16,32,64,128,256,512", sram_bytes, out_path;
-  bool json = false;
+  bool json = false, csv = false, no_l2 = false, kv_descending = false;
 };
 
 void add_sweep(CLI::App& app, SweepFlags& f) {
@@ -705,16 +710,25 @@ void add_sweep(CLI::App& app, SweepFlags& f) {
   cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM values [the GPU's]")->type_name("LIST");
   cmd->add_option("--out", f.out_path, "write to this file (whole or not at all) instead of standard output")
       ->type_name("FILE");
-  cmd->add_flag("--json", f.json, "JSON instead of CSV");
+  cmd->add_flag("--no-l2", f.no_l2, "turn the L2 off: the paper's model, every counted access reaches HBM");
+  cmd->add_flag("--kv-descending", f.kv_descending,
+                kv_order_rooms() + ": visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
+  cmd->add_flag("--json", f.json, "print JSON");
+  cmd->add_flag("--csv", f.csv, "print CSV, one row per point (the default)");
 }
 
 int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err) {
+  if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
   const Scenario s = f.problem.resolve();
   SweepConfig config;
   config.gpu = load_gpu(s.gpu);
   config.problem = s.problem;
   config.algos = rooms_of(s);
-  const std::vector<OptionNote> notes = narrow_rooms(problem_options(s.problem, false), config.algos);
+  std::vector<RoomOption> given = problem_options(s.problem, false);
+  if (f.kv_descending) given.push_back({{"--kv-descending"}, &kKvOrder, false});
+  const std::vector<OptionNote> notes = narrow_rooms(given, config.algos);
+  config.l2_enabled = !f.no_l2;
+  config.kv_descending = f.kv_descending;
   config.block_rows = parse_int_list(f.block_rows, "--block-rows");
   config.block_cols = parse_int_list(f.block_cols, "--block-cols");
   if (!f.sram_bytes.empty()) config.sram_bytes = parse_int_list(f.sram_bytes, "--sram-bytes");

@@ -691,6 +691,40 @@ TEST_CASE("sweep and bounds take an option some rooms of the list take as simula
   CHECK(s["notes"] == nlohmann::json::array({"--splits applies to flash-decoding and flashdecoding++; standard, flash1, "
                                              "flash2 and flash3 do not split the K/V cache and are left out"}));
   CHECK(rooms_of(s["points"]) == std::vector<std::string>{"flash-decoding", "flashdecoding++"});
+  // --kv-descending and --no-l2 reach the timing engine as simulate's do (causal at N = 1024, where
+  // both change flash2's time); flash2 alone has a K/V order.
+  const std::vector<std::string> causal = {"sweep", "--seq-len", "1024", "--causal", "--block-rows", "64",
+                                           "--block-cols", "64,128", "--algo", "all", "--json"};
+  auto with = [&](const std::vector<std::string>& args, std::vector<std::string> extra) {
+    extra.insert(extra.begin(), args.begin(), args.end());
+    const Run r = run(extra);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  const auto plain_sweep = with(causal, {});
+  for (const char* option : {"--kv-descending", "--no-l2"}) {
+    const auto d = with(causal, {option});
+    if (option == std::string("--kv-descending"))
+      CHECK(d["notes"] == nlohmann::json::array(
+                              {"--kv-descending applies to flash2; standard, flash1 and flash3 have no K/V order to reverse"}));
+    else
+      CHECK_FALSE(d.contains("notes"));
+    REQUIRE(d["points"].size() == 8);
+    for (std::size_t k = 0; k < d["points"].size(); ++k) {
+      const auto& pt = d["points"][k];
+      INFO(option << " " << pt.dump());
+      const std::string room = pt["algorithm"];
+      if (!pt["fits"]) continue;
+      const bool differs = pt["predicted_s"] != plain_sweep["points"][k]["predicted_s"];
+      if (room == "flash2") CHECK(differs);                                  // the option reached the engine
+      else if (option == std::string("--kv-descending")) CHECK_FALSE(differs);  // the others run as they are
+      std::vector<std::string> args = {"simulate", "--seq-len", "1024", "--causal", "--algo", room, "--block-rows",
+                                       std::to_string(pt["Br"].get<int>()), "--block-cols",
+                                       std::to_string(pt["Bc"].get<int>()), "--numerics", "off"};
+      if (room == "flash2" || option == std::string("--no-l2")) args.push_back(option);
+      CHECK(pt["predicted_s"] == with(args, {"--json"})["time"]["predicted_s"]);
+    }
+  }
   // bounds --densities: the rooms without a block mask sweep N, d and M as they would, and the note says so.
   const std::vector<std::string> small = {"bounds", "--seq-lens", "256,512", "--head-dims", "16,32", "--sram-elements",
                                           "1024,2048", "--seq-len", "512", "--head-dim", "32", "--sram-element-count", "2048"};
