@@ -27,6 +27,7 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
   points.reserve(static_cast<std::size_t>(total));
   // Every point's size is checked before any is counted or timed (sim/common/limits.hpp).
   std::int64_t engine_pairs = 0;
+  for (Algo algo : config.algos) algo->check_problem(config.problem);  // a shape the room does not model, named
   for (Algo algo : config.algos)
     for (std::int64_t sram : srams)
       for (std::int64_t Br : config.block_rows)
