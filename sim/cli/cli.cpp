@@ -593,7 +593,8 @@ void add_bounds(CLI::App& app, BoundsFlags& f) {
   cmd->add_option("--seq-lens", f.seq_lens, "N values of the N sweep [8192,16384,32768,65536]")->type_name("LIST");
   cmd->add_option("--head-dims", f.head_dims, "d values of the d sweep [32,64,128]")->type_name("LIST");
   cmd->add_option("--sram-elements", f.sram_elements, "M values (SRAM in elements) of the M sweep [16384,32768,65536,131072]")->type_name("LIST");
-  cmd->add_option("--densities", f.densities, "block-mask densities s of the s sweep, in (0, 1] [0.125,0.25,0.5,1]")->type_name("LIST");
+  cmd->add_option("--densities", f.densities, rooms_taking(&ShapeSupport::block_mask) +
+                                                  ": block-mask densities s of the s sweep, in (0, 1] [0.125,0.25,0.5,1]")->type_name("LIST");
   f.o_base_N = cmd->add_option("--seq-len", f.base_N, "N held fixed in the d and M sweeps [32768]");
   f.o_base_d = cmd->add_option("--head-dim", f.base_d, "d held fixed in the N and M sweeps [64]");
   f.o_base_M = cmd->add_option("--sram-element-count", f.base_M, "M held fixed in the N and d sweeps [65536]");
