@@ -109,20 +109,20 @@ std::string Algorithm::instance_name(const AttentionProblem& p) const {
 void Algorithm::check_problem(const AttentionProblem& p) const {
   const ShapeSupport s = supports();
   if (p.query_len > 0 && p.query_len != p.seq_len && !s.query_len)
-    fail_input("--query-len: {} models self-attention only (NQ = N); decoding algorithms take NQ < N", name());
+    fail_input("--query-len: {} models self-attention only (NQ = N); decoding algorithms take NQ < N", display_name());
   if (p.kv_heads > 0 && p.kv_heads != p.heads && !s.kv_heads)
-    fail_input("--kv-heads: {} models one K/V head per query head (HKV = H)", name());
+    fail_input("--kv-heads: {} models one K/V head per query head (HKV = H)", display_name());
   // The rooms that do take the shape, from the registry: "(flash1 and flash2 do)".
   auto who = [&](bool ShapeSupport::*shape, std::string_view one, std::string_view many) {
     const std::vector<Algo> rooms = rooms_supporting(shape, pass());
     return fmt::format("{} {}", names_of(rooms), rooms.size() == 1 ? one : many);
   };
   if (p.block_mask && !s.block_mask)
-    fail_input("--block-mask: {} does not take a block mask ({})", name(), who(&ShapeSupport::block_mask, "does", "do"));
+    fail_input("--block-mask: {} does not take a block mask ({})", display_name(), who(&ShapeSupport::block_mask, "does", "do"));
   if (p.kv_splits > 0 && !s.splits)
-    fail_input("--splits: {} does not split the K/V cache ({})", name(), who(&ShapeSupport::splits, "does", "do"));
+    fail_input("--splits: {} does not split the K/V cache ({})", display_name(), who(&ShapeSupport::splits, "does", "do"));
   if (p.unified_max && !s.unified_max)
-    fail_input("--unified-max: {} keeps a running max ({} φ)", name(), who(&ShapeSupport::unified_max, "takes", "take"));
+    fail_input("--unified-max: {} keeps a running max ({} φ)", display_name(), who(&ShapeSupport::unified_max, "takes", "take"));
 }
 
 }  // namespace hbmlab

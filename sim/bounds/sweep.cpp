@@ -27,6 +27,7 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
   points.reserve(static_cast<std::size_t>(total));
   // Every point's size is checked before any is counted or timed (sim/common/limits.hpp).
   std::int64_t engine_pairs = 0;
+  for (Algo algo : config.algos) algo->check_problem(config.problem);  // a shape the room does not model, named
   for (Algo algo : config.algos)
     for (std::int64_t sram : srams)
       for (std::int64_t Br : config.block_rows)
@@ -40,6 +41,8 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
           check_countable(algo, config.problem, pt.blocks);
           pt.problem = algo->prepare(config.problem, pt.blocks, config.gpu);
           const BlockGrid grid = algo->grid(pt.problem, pt.blocks);
+          // A mask file describes one grid: refused (file and grid named) where these blocks make another.
+          if (pt.problem.block_mask) pt.problem.block_mask->check(grid);
           pt.Tr = grid.Tr;
           pt.Tc = grid.Tc;
           pt.working_set_bytes = algo->working_set_bytes(pt.problem, pt.blocks);
@@ -68,6 +71,8 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
         if (!pt.fits) return;
         EngineOptions options;
         options.sram_bytes_per_sm = options.sram_bytes_per_block = pt.sram_bytes;
+        options.l2_enabled = config.l2_enabled;
+        options.launch.kv_descending = config.kv_descending && pt.algo->has_kv_order();
         pt.predicted_s = run_engine(pt.algo, pt.problem, pt.blocks, config.gpu, options).predicted_s;
       },
       progress);

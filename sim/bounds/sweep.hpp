@@ -16,6 +16,8 @@ struct SweepConfig {
   std::vector<std::int64_t> block_rows = {16, 32, 64, 128, 256};
   std::vector<std::int64_t> block_cols = {16, 32, 64, 128, 256, 512};
   std::vector<std::int64_t> sram_bytes;  // empty: the GPU's SRAM per SM
+  bool l2_enabled = true;                 // off: the paper's model, every counted access reaches HBM
+  bool kv_descending = false;             // the rooms with a K/V order visit K_j, V_j from the last block down
 };
 
 struct SweepPoint {
@@ -29,7 +31,7 @@ struct SweepPoint {
   bool fits = false;
   Counts total;
   double bound_ratio = 0;
-  double predicted_s = 0;  // the timing engine's, L2 on; NaN where the tiles do not fit the SRAM
+  double predicted_s = 0;  // the timing engine's; NaN where the tiles do not fit the SRAM
 };
 
 // The grid of points; the timing engine runs on all cores, with `progress` after each point.

@@ -1,5 +1,6 @@
 // The hbmlab command line.
 //
+// [SECTION] Options that only some rooms take
 // [SECTION] Shared options
 // [SECTION] simulate
 // [SECTION] bounds
@@ -36,6 +37,113 @@ namespace {
 
 // `gui --screenshot` without `--frames`: the frame whose picture is saved.
 constexpr int kScreenshotFrames = 8;
+
+// [SECTION] Options that only some rooms take
+
+// An option that applies to some of the rooms of a list and not to the others: it is applied to those
+// that take it, and the output says which rooms it leaves as they are (`rooms`) or leaves out (`left_out`).
+struct OptionNote {
+  std::string text;         // "--kv-descending applies to flash2; standard, flash1 and flash3 have no K/V order to reverse"
+  std::vector<Algo> rooms;  // the rooms it does not apply to
+  bool left_out = false;    // those rooms are not run: their figures beside the others' would mislead
+};
+
+// What some rooms take and others do not, in the words of the notes and refusals.
+struct RoomTrait {
+  bool (*takes)(Algo);
+  std::string_view lacks_one, lacks_many;  // "does not take a block mask", "do not take a block mask"
+  std::string_view has_one, has_many;      // after the rooms that take it, in a refusal: "(flash1 and flash2 do)"
+  std::string_view elsewhere = {};         // where set, the refusal's brackets say this instead
+};
+
+const RoomTrait kBlockMask{[](Algo a) { return a->supports().block_mask; }, "does not take a block mask",
+                           "do not take a block mask", "does", "do"};
+const RoomTrait kSplits{[](Algo a) { return a->supports().splits; }, "does not split the K/V cache",
+                        "do not split the K/V cache", "does", "do"};
+const RoomTrait kUnifiedMax{[](Algo a) { return a->supports().unified_max; }, "does not take a unified max",
+                            "do not take a unified max", "takes one", "take one"};
+const RoomTrait kKvOrder{[](Algo a) { return a->has_kv_order(); }, "has no K/V order to reverse",
+                         "have no K/V order to reverse", "has one", "have one"};
+const RoomTrait kLaunch{[](Algo a) { return a->takes_launch(); },
+                        "launches library GEMMs, whose launch hbmlab does not set",
+                        "launch library GEMMs, whose launch hbmlab does not set", "", "", "the other rooms take it"};
+
+// An option given that only some rooms of a list may take.
+struct RoomOption {
+  std::vector<std::string_view> names;  // one option, or several of one kind (--launch-*), joined in the note
+  const RoomTrait* trait;
+  bool changes_problem;  // --block-mask, --splits, --unified-max: the rooms that do not take it are left out
+};
+
+// The options of a problem that change it for the rooms that take them (from flags or a scenario).
+std::vector<RoomOption> problem_options(const AttentionProblem& p, bool auto_splits) {
+  std::vector<RoomOption> given;
+  if (p.block_mask) given.push_back({{"--block-mask"}, &kBlockMask, true});
+  if (p.kv_splits > 0 || auto_splits) given.push_back({{"--splits"}, &kSplits, true});
+  if (p.unified_max) given.push_back({{"--unified-max"}, &kUnifiedMax, true});
+  return given;
+}
+
+// "standard, flash1 and flash2 backward": rooms by their display names, as the report heads them.
+std::string display_names(std::span<const Algo> list) {
+  std::string text;
+  for (std::size_t k = 0; k < list.size(); ++k)
+    text += fmt::format("{}{}", k == 0 ? "" : k + 1 == list.size() ? " and " : ", ", to_string(list[k]));
+  return text;
+}
+
+// The rule of every command that runs a list of rooms (simulate, sweep, bounds): an option that no
+// room of the list takes is refused, naming it; one that some take is applied to those, and a note
+// names the others. An option that changes the problem leaves those others out of `rooms` (an
+// unmasked, unsplit or running-max figure beside the others would read as theirs); one that does not
+// (--kv-descending, --launch-*, bounds' --densities) runs them as they are.
+std::vector<OptionNote> narrow_rooms(std::span<const RoomOption> given, std::vector<Algo>& rooms) {
+  std::vector<OptionNote> notes;
+  for (bool changes_problem : {true, false})  // the rooms left out first: the other notes name the rooms run
+    for (const RoomOption& o : given) {
+      if (o.changes_problem != changes_problem) continue;
+      const RoomTrait& t = *o.trait;
+      std::vector<Algo> taking, not_taking;
+      for (Algo a : rooms) (t.takes(a) ? taking : not_taking).push_back(a);
+      const bool one = not_taking.size() == 1;
+      if (taking.empty()) {
+        std::vector<Algo> anywhere;  // the rooms of either pass that take it, each name once: "(flash2 has one)"
+        for (Pass pass : {Pass::forward, Pass::backward})
+          for (Algo a : algorithms(pass))
+            if (t.takes(a) && std::none_of(anywhere.begin(), anywhere.end(), [&](Algo b) { return b->name() == a->name(); }))
+              anywhere.push_back(a);
+        fail_input("{}: {} {} ({})", o.names.front(), display_names(not_taking), one ? t.lacks_one : t.lacks_many,
+                   !t.elsewhere.empty() ? std::string(t.elsewhere)
+                                        : fmt::format("{} {}", names_of(anywhere), anywhere.size() == 1 ? t.has_one : t.has_many));
+      }
+      if (not_taking.empty()) continue;
+      std::string names;
+      for (std::string_view name : o.names) names += fmt::format("{}{}", names.empty() ? "" : " and ", name);
+      notes.push_back({fmt::format("{} {} to {}; {} {}{}", names, o.names.size() > 1 ? "apply" : "applies",
+                                   display_names(taking), display_names(not_taking), one ? t.lacks_one : t.lacks_many,
+                                   !o.changes_problem ? "" : one ? " and is left out" : " and are left out"),
+                       not_taking, o.changes_problem});
+      if (o.changes_problem) rooms = taking;
+    }
+  return notes;
+}
+
+// `all` as every command with a problem reads it: the rooms of the problem's kind (self-attention, or
+// decoding when --query-len, --kv-heads, --splits or --unified-max makes it one), before an option that
+// only some of them take narrows the list; narrow_rooms() then leaves those out with a note, rather
+// than silently.
+std::vector<Algo> all_rooms_before_options(const AttentionProblem& p, bool auto_splits) {
+  AttentionProblem shape = p;
+  shape.kv_splits = 0;
+  shape.unified_max.reset();
+  const std::vector<Algo> plain = all_rooms_for(shape);
+  const bool decoding_by_option = p.kv_splits > 0 || auto_splits || p.unified_max;
+  std::vector<Algo> out;
+  for (Algo a : algorithms())
+    if (std::find(plain.begin(), plain.end(), a) != plain.end() || (decoding_by_option && a->supports().splits))
+      out.push_back(a);
+  return out;
+}
 
 // [SECTION] Shared options
 
@@ -84,9 +192,17 @@ std::string algo_choices() { return algo_names() + ", a comma list, or all"; }
 // "flash1/flash2": the forward rooms that take a shape, for the help of its option.
 std::string rooms_taking(bool ShapeSupport::*shape) { return names_of(rooms_supporting(shape), "/", "/"); }
 
-// `all`: the rooms all_rooms_for() gives the problem (self-attention's when none is given).
-std::vector<Algo> parse_algos(const std::string& text, const AttentionProblem& problem = AttentionProblem(1, 1, 1024, 64)) {
-  if (text == "all") return all_rooms_for(problem);
+// "flash2": the forward rooms for which --kv-descending means something, for its help.
+std::string kv_order_rooms() {
+  std::vector<Algo> rooms;
+  for (Algo a : algorithms())
+    if (a->has_kv_order()) rooms.push_back(a);
+  return names_of(rooms, "/", "/");
+}
+
+// `all`: the self-attention rooms (a command with a problem reads it by all_rooms_before_options()).
+std::vector<Algo> parse_algos(const std::string& text) {
+  if (text == "all") return all_rooms_for(AttentionProblem(1, 1, 1024, 64));
   std::vector<Algo> algos;
   for (const std::string& item : split_list(text, "--algo", "flash1,flash2")) {
     const auto algo = parse_algo(item);
@@ -172,7 +288,7 @@ struct ProblemFlags {
     if (*o_unified_max) s.problem.unified_max = unified_max;
     if (*o_block_mask) s.problem.block_mask = parse_block_mask(block_mask);
     s.problem.validate();
-    if (*o_algo && algo == "all") s.algorithms = parse_algos(algo, s.problem);  // which rooms depends on the problem
+    if (all()) s.algorithms = all_rooms_before_options(s.problem, auto_splits());  // which rooms depends on the problem
     return s;
   }
 };
@@ -238,11 +354,8 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
                                          "registers per thread of the main kernel, limits CTAs per SM [not limiting]");
   f.o_launch_smem = cmd->add_option("--launch-smem-bytes", f.launch_smem,
                                     "shared memory per CTA of the main kernel [the SRAM working set]");
-  std::vector<Algo> kv_order;  // the rooms for which a K/V order means something
-  for (Algo a : algorithms())
-    if (a->has_kv_order()) kv_order.push_back(a);
   cmd->add_flag("--kv-descending", f.kv_descending,
-                names_of(kv_order, "/", "/") + ": visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
+                kv_order_rooms() + ": visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
   cmd->add_flag("--hbmlab-kernels", f.hbmlab_kernels,
                 "time hbmlab's own CUDA kernels (gpu/) as written, as `hbmlab validate` does for their records, "
                 "instead of the reference launch");
@@ -263,36 +376,9 @@ std::string simulation_csv(std::span<const SimulationResult> results) {
   return out;
 }
 
-// An option that applies to some of the rooms run and not to the others: it is applied to those that
-// take it, and the report says which rooms it leaves as they are (`rooms`) or leaves out (`left_out`).
-struct OptionNote {
-  std::string text;         // "--kv-descending applies to flash2; standard, flash1 and flash3 have no K/V order to reverse"
-  std::vector<Algo> rooms;  // the rooms it does not apply to
-  bool left_out = false;    // those rooms are not run: their figures beside the others' would mislead
-};
-
-// `all` as simulate reads it: the rooms of the problem's kind (self-attention, or decoding when
-// --query-len, --kv-heads, --splits or --unified-max makes it one), before an option that only some of
-// them take narrows the list; refuse_ignored() then leaves those out with a note, rather than silently.
-std::vector<Algo> all_rooms_before_options(const AttentionProblem& p, bool auto_splits) {
-  AttentionProblem shape = p;
-  shape.kv_splits = 0;
-  shape.unified_max.reset();
-  const std::vector<Algo> plain = all_rooms_for(shape);
-  const bool decoding_by_option = p.kv_splits > 0 || auto_splits || p.unified_max;
-  std::vector<Algo> out;
-  for (Algo a : algorithms())
-    if (std::find(plain.begin(), plain.end(), a) != plain.end() || (decoding_by_option && a->supports().splits))
-      out.push_back(a);
-  return out;
-}
-
 // An option that would change nothing in this run is refused, naming it, rather than ignored: what
 // needs the timing engine under --counts-only, what no room run models, what only text shows. An
-// option that some of the rooms take and others do not is applied where it means something, with a
-// note naming the others. A shape option (--block-mask, --splits, --unified-max) leaves the rooms that
-// do not take it out of `rooms`: an unmasked, unsplit or running-max figure beside the others would
-// read as theirs.
+// option that some of the rooms take and others do not follows narrow_rooms().
 std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, const AttentionProblem& p, std::vector<Algo>& rooms) {
   const bool numerics_given = f.o_numerics->count() > 0, seed_given = f.o_seed->count() > 0;
   const std::pair<bool, std::string_view> launch_options[] = {{f.o_launch_threads->count() > 0, "--launch-threads"},
@@ -313,82 +399,13 @@ std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, const AttentionPr
   if (f.o_steps_limit->count() > 0 && !f.steps) fail_input("--steps-limit: goes with --steps");
   if (f.steps && (f.json || f.csv)) fail_input("--steps: narrates in the text report, not with {}", f.json ? "--json" : "--csv");
 
-  // "standard, flash1 and flash2 backward": rooms by their display names, as the report heads them.
-  auto display_names = [](std::span<const Algo> list) {
-    std::string text;
-    for (std::size_t k = 0; k < list.size(); ++k)
-      text += fmt::format("{}{}", k == 0 ? "" : k + 1 == list.size() ? " and " : ", ", to_string(list[k]));
-    return text;
-  };
-  std::vector<OptionNote> notes;
-  // The rooms run split by whether they take the option: none, refused; some, a note on the others.
-  // options: one, or several joined by " and " (the note then says "apply").
-  auto split_rooms = [&](bool (*takes)(Algo), const std::string& options, bool several, auto&& refusal,
-                         std::string_view why_not, std::string_view why_not_many) {
-    std::vector<Algo> taking, not_taking;
-    for (Algo a : rooms) (takes(a) ? taking : not_taking).push_back(a);
-    if (taking.empty()) refusal(not_taking);
-    if (!not_taking.empty())
-      notes.push_back({fmt::format("{} {} to {}; {} {}", options, several ? "apply" : "applies", display_names(taking),
-                                   display_names(not_taking), not_taking.size() == 1 ? why_not : why_not_many),
-                       not_taking});
-  };
-  // A shape the problem has that some rooms do not take: those rooms are left out of the run.
-  struct ShapeOption {
-    bool given;
-    bool ShapeSupport::*shape;
-    std::string_view option, one_does_not, many_do_not, taking_one, taking_many;
-  };
-  const ShapeOption shape_options[] = {
-      {p.block_mask != nullptr, &ShapeSupport::block_mask, "--block-mask", "does not take a block mask",
-       "do not take a block mask", "does", "do"},
-      {p.kv_splits > 0 || f.problem.auto_splits(), &ShapeSupport::splits, "--splits", "does not split the K/V cache",
-       "do not split the K/V cache", "does", "do"},
-      {p.unified_max.has_value(), &ShapeSupport::unified_max, "--unified-max", "does not take a unified max",
-       "do not take a unified max", "takes one", "take one"}};
-  for (const ShapeOption& o : shape_options) {
-    if (!o.given) continue;
-    std::vector<Algo> taking, not_taking;
-    for (Algo a : rooms) (a->supports().*o.shape ? taking : not_taking).push_back(a);
-    const std::vector<Algo> anywhere = rooms_supporting(o.shape);
-    if (taking.empty())
-      fail_input("{}: {} {} ({} {})", o.option, display_names(not_taking),
-                 not_taking.size() == 1 ? o.one_does_not : o.many_do_not, names_of(anywhere),
-                 anywhere.size() == 1 ? o.taking_one : o.taking_many);
-    if (not_taking.empty()) continue;
-    notes.push_back({fmt::format("{} applies to {}; {} {} and {} left out", o.option, display_names(taking),
-                                 display_names(not_taking), not_taking.size() == 1 ? o.one_does_not : o.many_do_not,
-                                 not_taking.size() == 1 ? "is" : "are"),
-                     not_taking, /*left_out=*/true});
-    rooms = taking;
-  }
-  if (f.kv_descending) {
-    std::vector<Algo> kv_order;  // the rooms for which --kv-descending means something
-    for (Pass pass : {Pass::forward, Pass::backward})
-      for (Algo a : algorithms(pass))
-        if (a->has_kv_order()) kv_order.push_back(a);
-    split_rooms([](Algo a) { return a->has_kv_order(); }, "--kv-descending", false,
-                [&](std::span<const Algo> none) {
-                  fail_input("--kv-descending: {} {} no K/V order to reverse ({} {})", display_names(none),
-                             none.size() == 1 ? "has" : "have", names_of(kv_order), kv_order.size() == 1 ? "has one" : "have one");
-                },
-                "has no K/V order to reverse", "have no K/V order to reverse");
-  }
-  std::vector<std::string_view> launch_given;
-  for (const auto& [given, option] : launch_options)
-    if (given) launch_given.push_back(option);
-  if (!launch_given.empty()) {
-    std::string options;
-    for (std::string_view option : launch_given) options += fmt::format("{}{}", options.empty() ? "" : " and ", option);
-    split_rooms([](Algo a) { return a->takes_launch(); }, options, launch_given.size() > 1,
-                [&](std::span<const Algo> none) {
-                  fail_input("{}: {} {} library GEMMs, whose launch hbmlab does not set (the other rooms take it)",
-                             launch_given.front(), display_names(none), none.size() == 1 ? "launches" : "launch");
-                },
-                "launches library GEMMs, whose launch hbmlab does not set",
-                "launch library GEMMs, whose launch hbmlab does not set");
-  }
-  return notes;
+  std::vector<RoomOption> given = problem_options(p, f.problem.auto_splits());
+  if (f.kv_descending) given.push_back({{"--kv-descending"}, &kKvOrder, false});
+  RoomOption launch{{}, &kLaunch, false};
+  for (const auto& [option_given, option] : launch_options)
+    if (option_given) launch.names.push_back(option);
+  if (!launch.names.empty()) given.push_back(launch);
+  return narrow_rooms(given, rooms);
 }
 
 // notes: where an option applies to some of the rooms only (refuse_ignored).
@@ -504,8 +521,7 @@ void print_steps(std::ostream& out, const SimulationResult& r, std::int64_t limi
 int run_simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
   if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
   if (f.steps_limit < 0) fail_input("--steps-limit: must be 0 or more, got {}", f.steps_limit);
-  Scenario s = f.problem.resolve(/*auto_allowed=*/true);
-  if (f.problem.all()) s.algorithms = all_rooms_before_options(s.problem, f.problem.auto_splits());
+  const Scenario s = f.problem.resolve(/*auto_allowed=*/true);
   std::vector<OptionNote> notes;
   const std::vector<SimulationResult> results = simulate_scenario(s, &f, &notes);
   if (!f.mask_out.empty()) {
@@ -577,7 +593,8 @@ void add_bounds(CLI::App& app, BoundsFlags& f) {
   cmd->add_option("--seq-lens", f.seq_lens, "N values of the N sweep [8192,16384,32768,65536]")->type_name("LIST");
   cmd->add_option("--head-dims", f.head_dims, "d values of the d sweep [32,64,128]")->type_name("LIST");
   cmd->add_option("--sram-elements", f.sram_elements, "M values (SRAM in elements) of the M sweep [16384,32768,65536,131072]")->type_name("LIST");
-  cmd->add_option("--densities", f.densities, "block-mask densities s of the s sweep, in (0, 1] [0.125,0.25,0.5,1]")->type_name("LIST");
+  cmd->add_option("--densities", f.densities, rooms_taking(&ShapeSupport::block_mask) +
+                                                  ": block-mask densities s of the s sweep, in (0, 1] [0.125,0.25,0.5,1]")->type_name("LIST");
   f.o_base_N = cmd->add_option("--seq-len", f.base_N, "N held fixed in the d and M sweeps [32768]");
   f.o_base_d = cmd->add_option("--head-dim", f.base_d, "d held fixed in the N and M sweeps [64]");
   f.o_base_M = cmd->add_option("--sram-element-count", f.base_M, "M held fixed in the N and d sweeps [65536]");
@@ -592,6 +609,7 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
   selection.algorithms = parse_algos(f.algo);
   selection.passes = parse_passes(f.pass, "--pass");
   config.algos = rooms_of(selection);
+  std::vector<OptionNote> notes;  // --densities where some rooms take no block mask
   // A fitted exponent needs two distinct values at least: one value "fits" 0 and fails the verdict.
   auto sweep_values = [](const std::string& text, std::string_view option) {
     std::vector<std::int64_t> values = parse_int_list(text, option);
@@ -613,11 +631,9 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
       config.densities.push_back(s);
     }
     if (config.densities.size() < 2) fail_input("--densities: a fit needs at least two densities");
-    // Only a room that takes a block mask has an s sweep; for the others the list would be ignored.
-    if (std::none_of(config.algos.begin(), config.algos.end(), [](Algo a) { return a->supports().block_mask; }))
-      fail_input("--densities: {} take{} no block mask, so there is no density sweep ({} take one)",
-                 names_of(config.algos), config.algos.size() == 1 ? "s" : "",
-                 names_of(rooms_supporting(&ShapeSupport::block_mask)));
+    // Only a room that takes a block mask has an s sweep; the others sweep N, d and M as they would.
+    const RoomOption densities{{"--densities"}, &kBlockMask, false};
+    notes = narrow_rooms({&densities, 1}, config.algos);
   }
   auto positive = [](std::int64_t v, std::string_view option) {
     if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);
@@ -667,8 +683,14 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
   AttentionProblem{1, 1, config.base_N, config.base_d, config.dtype, false}.validate();
 
   const std::vector<BoundsRow> rows = run_bounds(config);
-  if (f.json) out << bounds_json(rows, config).dump(2) << "\n";
-  else print_bounds(out, rows, config);
+  if (f.json) {
+    Json j = bounds_json(rows, config);
+    for (const OptionNote& note : notes) j["notes"].push_back(note.text);
+    out << j.dump(2) << "\n";
+  } else {
+    for (const OptionNote& note : notes) fmt::print(out, "note: {}\n\n", note.text);
+    print_bounds(out, rows, config);
+  }
   const bool pass = std::all_of(rows.begin(), rows.end(), [](const BoundsRow& r) { return r.exponent_ok && r.exact_ok; });
   return pass ? 0 : 1;
 }
@@ -678,7 +700,7 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
 struct SweepFlags {
   ProblemFlags problem;
   std::string block_rows = "16,32,64,128,256", block_cols = "16,32,64,128,256,512", sram_bytes, out_path;
-  bool json = false;
+  bool json = false, csv = false, no_l2 = false, kv_descending = false;
 };
 
 void add_sweep(CLI::App& app, SweepFlags& f) {
@@ -689,15 +711,25 @@ void add_sweep(CLI::App& app, SweepFlags& f) {
   cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM values [the GPU's]")->type_name("LIST");
   cmd->add_option("--out", f.out_path, "write to this file (whole or not at all) instead of standard output")
       ->type_name("FILE");
-  cmd->add_flag("--json", f.json, "JSON instead of CSV");
+  cmd->add_flag("--no-l2", f.no_l2, "turn the L2 off: the paper's model, every counted access reaches HBM");
+  cmd->add_flag("--kv-descending", f.kv_descending,
+                kv_order_rooms() + ": visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
+  cmd->add_flag("--json", f.json, "print JSON");
+  cmd->add_flag("--csv", f.csv, "print CSV, one row per point (the default)");
 }
 
 int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err) {
+  if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
   const Scenario s = f.problem.resolve();
   SweepConfig config;
   config.gpu = load_gpu(s.gpu);
   config.problem = s.problem;
   config.algos = rooms_of(s);
+  std::vector<RoomOption> given = problem_options(s.problem, false);
+  if (f.kv_descending) given.push_back({{"--kv-descending"}, &kKvOrder, false});
+  const std::vector<OptionNote> notes = narrow_rooms(given, config.algos);
+  config.l2_enabled = !f.no_l2;
+  config.kv_descending = f.kv_descending;
   config.block_rows = parse_int_list(f.block_rows, "--block-rows");
   config.block_cols = parse_int_list(f.block_cols, "--block-cols");
   if (!f.sram_bytes.empty()) config.sram_bytes = parse_int_list(f.sram_bytes, "--sram-bytes");
@@ -715,10 +747,13 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
                       {"working_set_bytes", pt.working_set_bytes}, {"fits", pt.fits},
                       {"hbm_read_bytes", pt.total.hbm_read_bytes()}, {"hbm_write_bytes", pt.total.hbm_write_bytes()},
                       {"accesses", pt.total.accesses()}, {"bound_ratio", pt.bound_ratio}, {"predicted_s", pt.predicted_s}});
-    text = Json{{"gpu", config.gpu.name},
-                {"problem", problem_json(s.problem)},
-                {"points", rows}}.dump(2) + "\n";
+    Json j = {{"gpu", config.gpu.name}, {"problem", problem_json(s.problem)}, {"points", rows}};
+    for (const OptionNote& note : notes) j["notes"].push_back(note.text);
+    text = j.dump(2) + "\n";
   } else {
+    // CSV keeps its rows clean: the notes go beside it, after the progress bar (an error before them
+    // is then the one line on stderr).
+    for (const OptionNote& note : notes) fmt::print(err, "note: {}\n", note.text);
     text = "algorithm,sram_bytes,M_elements,Br,Bc,Tr,Tc,working_set_bytes,fits,hbm_read_bytes,hbm_write_bytes,accesses,bound_ratio,predicted_s\n";
     for (const SweepPoint& pt : points)
       text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", to_string(pt.algo), pt.sram_bytes,

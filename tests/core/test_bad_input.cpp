@@ -36,6 +36,7 @@ public:
     write("syntax.toml", "[workload\ntitle = \"x\"\n");
     write("gpu-wrong-type.toml", "name = \"g\"\n[numbers]\nsm_count = \"many\"\n");
     write("not-json.json", "not json");
+    write("mask-4x4.txt", "1100\n0110\n0011\n1001\n");
     const nlohmann::json record = {
         {"kernel", "flash2"},
         {"problem", {{"batch", 1}, {"heads", 16}, {"seq_len", 1024}, {"head_dim", 64}, {"dtype", "fp16"}, {"causal", false}}},
@@ -116,6 +117,11 @@ TEST_CASE("bad input everywhere: exit 2, one line naming the option or file key,
       {{"simulate", "--sram-bytes", big}, "--sram-bytes: "},
       {{"simulate", "--query-len", "5000"}, "--query-len: "},
       {{"simulate", "--kv-heads", "3", "--heads", "4"}, "--kv-heads: "},
+      // The room that refuses a shape is named as the report heads it: flash2's forward takes NQ < N.
+      {{"simulate", "--algo", "flash2", "--pass", "both", "--query-len", "1"},
+       "--query-len: flash2 backward models self-attention only (NQ = N)"},
+      {{"sweep", "--algo", "flash2", "--pass", "both", "--kv-heads", "2", "--heads", "4"},
+       "--kv-heads: flash2 backward models one K/V head per query head"},
       {{"simulate", "--splits", "0"}, "--splits: "},
       {{"simulate", "--unified-max", "inf", "--algo", "flashdecoding++", "--query-len", "1"}, "--unified-max: "},
       {{"simulate", "--launch-threads", "0"}, "--launch-threads: "},
@@ -189,6 +195,23 @@ TEST_CASE("bad input everywhere: exit 2, one line naming the option or file key,
       {{"sweep", "--splits", "auto"}, "--splits: "},
       {{"sweep", "--seq-len", "0", "--out", out_file}, "--seq-len: ", out_file},
       {{"sweep", "--out", file("folder.json")}, "--out: "},
+      // An option that no room of the list takes, on every command of a room list (simulate's too).
+      {{"simulate", "--algo", "standard", "--block-mask", "butterfly"}, "--block-mask: standard does not take a block mask"},
+      {{"sweep", "--algo", "standard", "--block-mask", "butterfly"}, "--block-mask: standard does not take a block mask"},
+      {{"sweep", "--algo", "standard,flash-decoding", "--query-len", "1", "--block-mask", "butterfly", "--out", out_file},
+       "--block-mask: standard and flash-decoding do not take a block mask (flash1, flash2 and flash3 do)", out_file},
+      {{"sweep", "--algo", "flash1", "--query-len", "1", "--splits", "2"}, "--splits: flash1 does not split the K/V cache"},
+      {{"sweep", "--algo", "flash1,flash-decoding", "--query-len", "1", "--unified-max", "3"},
+       "--unified-max: flash1 and flash-decoding do not take a unified max (flashdecoding++ takes one)"},
+      {{"sweep", "--algo", "standard,flash1", "--kv-descending"},
+       "--kv-descending: standard and flash1 have no K/V order to reverse (flash2 has one)"},
+      {{"sweep", "--json", "--csv"}, "--csv: choose one of --json and --csv"},
+      // A mask file fits one grid; a sweep over blocks that make another is refused, not read past its rows.
+      {{"sweep", "--gpu", "toy", "--seq-len", "32", "--head-dim", "4", "--algo", "flash2", "--block-mask",
+        file("mask-4x4.txt"), "--block-rows", "4,8", "--block-cols", "4,8"},
+       file("mask-4x4.txt") + ": 4 rows of 4 columns, but the blocks make Tr × Tc = 8 × 8"},
+      {{"bounds", "--algo", "standard", "--pass", "both", "--densities", "0.5,1"},
+       "--densities: standard and standard backward do not take a block mask"},
       // validate: files missing, empty, a folder, not JSON, records of the wrong shape.
       {{"validate"}, "--measurements"},
       {{"validate", "--measurements", file("missing.json")}, file("missing.json") + ": cannot read"},

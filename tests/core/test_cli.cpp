@@ -216,8 +216,7 @@ TEST_CASE("an option that would change nothing in the run is refused naming it, 
   CHECK(run(counts).code == 0);
   // bounds: a density sweep needs a room that takes a block mask.
   CHECK(run({"bounds", "--algo", "standard", "--densities", "0.5,1"}).err ==
-        "hbmlab bounds: --densities: standard takes no block mask, so there is no density sweep (flash1, flash2 and "
-        "flash3 take one)\n");
+        "hbmlab bounds: --densities: standard does not take a block mask (flash1, flash2 and flash3 do)\n");
 }
 
 TEST_CASE("an option some rooms of the list take: applied to those, a note names the others", "[cli]") {
@@ -645,4 +644,110 @@ TEST_CASE("validate's table is as wide on every line when a mask label is longer
   CHECK(widths[1] == widths[0]);
   CHECK(widths[2] == widths[0]);
   std::filesystem::remove(path);
+}
+
+TEST_CASE("sweep and bounds take an option some rooms of the list take as simulate does", "[cli][sweep]") {
+  const std::vector<std::string> toy = {"sweep", "--gpu", "toy", "--seq-len", "32", "--head-dim", "4",
+                                        "--block-rows", "4,8", "--block-cols", "4,8"};
+  auto sweep = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = toy;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  auto rooms_of = [](const nlohmann::json& points) {  // the rooms of a sweep's points, in order, each once
+    std::vector<std::string> rooms;
+    for (const auto& pt : points)
+      if (rooms.empty() || rooms.back() != pt["algorithm"]) rooms.push_back(pt["algorithm"]);
+    return rooms;
+  };
+  // --block-mask leaves standard out; flash2's points are those of flash2 swept alone.
+  const std::string mask_note = "--block-mask applies to flash1, flash2 and flash3; standard does not take a block mask "
+                                "and is left out";
+  const Run all = sweep({"--algo", "all", "--block-mask", "butterfly", "--json"});
+  const Run alone = sweep({"--algo", "flash2", "--block-mask", "butterfly", "--json"});
+  REQUIRE(all.code == 0);
+  REQUIRE(alone.code == 0);
+  CHECK(all.err.empty());
+  const auto j = nlohmann::json::parse(all.out), a = nlohmann::json::parse(alone.out);
+  CHECK(j["notes"] == nlohmann::json::array({mask_note}));
+  CHECK_FALSE(a.contains("notes"));
+  CHECK(rooms_of(j["points"]) == std::vector<std::string>{"flash1", "flash2", "flash3"});
+  nlohmann::json flash2 = nlohmann::json::array();
+  for (const auto& pt : j["points"])
+    if (pt["algorithm"] == "flash2") flash2.push_back(pt);
+  REQUIRE(flash2.size() == 4);
+  CHECK(flash2 == a["points"]);
+  CHECK(j["problem"] == a["problem"]);
+  // CSV: the rows of the rooms swept, the note on stderr.
+  const Run csv = sweep({"--algo", "standard,flash1", "--block-mask", "butterfly"});
+  REQUIRE(csv.code == 0);
+  CHECK(csv.err == "note: --block-mask applies to flash1; standard does not take a block mask and is left out\n");
+  CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 1 + 4);
+  CHECK(csv.out.find("\nstandard,") == std::string::npos);
+  // --splits: `all` on a decoding problem sweeps the split-KV rooms, and says so.
+  const Run splits = sweep({"--algo", "all", "--query-len", "1", "--splits", "2", "--json"});
+  REQUIRE(splits.code == 0);
+  const auto s = nlohmann::json::parse(splits.out);
+  CHECK(s["notes"] == nlohmann::json::array({"--splits applies to flash-decoding and flashdecoding++; standard, flash1, "
+                                             "flash2 and flash3 do not split the K/V cache and are left out"}));
+  CHECK(rooms_of(s["points"]) == std::vector<std::string>{"flash-decoding", "flashdecoding++"});
+  // --kv-descending and --no-l2 reach the timing engine as simulate's do (causal at N = 1024, where
+  // both change flash2's time); flash2 alone has a K/V order.
+  const std::vector<std::string> causal = {"sweep", "--seq-len", "1024", "--causal", "--block-rows", "64",
+                                           "--block-cols", "64,128", "--algo", "all", "--json"};
+  auto with = [&](const std::vector<std::string>& args, std::vector<std::string> extra) {
+    extra.insert(extra.begin(), args.begin(), args.end());
+    const Run r = run(extra);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  const auto plain_sweep = with(causal, {});
+  for (const char* option : {"--kv-descending", "--no-l2"}) {
+    const auto d = with(causal, {option});
+    if (option == std::string("--kv-descending"))
+      CHECK(d["notes"] == nlohmann::json::array(
+                              {"--kv-descending applies to flash2; standard, flash1 and flash3 have no K/V order to reverse"}));
+    else
+      CHECK_FALSE(d.contains("notes"));
+    REQUIRE(d["points"].size() == 8);
+    for (std::size_t k = 0; k < d["points"].size(); ++k) {
+      const auto& pt = d["points"][k];
+      INFO(option << " " << pt.dump());
+      const std::string room = pt["algorithm"];
+      if (!pt["fits"]) continue;
+      const bool differs = pt["predicted_s"] != plain_sweep["points"][k]["predicted_s"];
+      if (room == "flash2") CHECK(differs);                                  // the option reached the engine
+      else if (option == std::string("--kv-descending")) CHECK_FALSE(differs);  // the others run as they are
+      std::vector<std::string> args = {"simulate", "--seq-len", "1024", "--causal", "--algo", room, "--block-rows",
+                                       std::to_string(pt["Br"].get<int>()), "--block-cols",
+                                       std::to_string(pt["Bc"].get<int>()), "--numerics", "off"};
+      if (room == "flash2" || option == std::string("--no-l2")) args.push_back(option);
+      CHECK(pt["predicted_s"] == with(args, {"--json"})["time"]["predicted_s"]);
+    }
+  }
+  // bounds --densities: the rooms without a block mask sweep N, d and M as they would, and the note says so.
+  const std::vector<std::string> small = {"bounds", "--seq-lens", "256,512", "--head-dims", "16,32", "--sram-elements",
+                                          "1024,2048", "--seq-len", "512", "--head-dim", "32", "--sram-element-count", "2048"};
+  auto bounds = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = small;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  const std::string densities_note = "--densities applies to flash1; standard does not take a block mask";
+  const Run text = bounds({"--algo", "standard,flash1", "--densities", "0.5,1"});
+  CHECK(text.out.starts_with("note: " + densities_note + "\n\n"));
+  const Run bounds_json = bounds({"--algo", "standard,flash1", "--densities", "0.5,1", "--json"});
+  const Run plain = bounds({"--algo", "standard,flash1", "--json"});
+  const auto b = nlohmann::json::parse(bounds_json.out), p = nlohmann::json::parse(plain.out);
+  CHECK(b["notes"] == nlohmann::json::array({densities_note}));
+  CHECK_FALSE(p.contains("notes"));
+  auto rows_of = [](const nlohmann::json& report, const char* room) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : report["rows"])
+      if (row["algorithm"] == room) rows.push_back(row);
+    return rows;
+  };
+  CHECK(rows_of(b, "standard").size() == 3);  // N, d and M
+  CHECK(rows_of(b, "standard") == rows_of(p, "standard"));
+  CHECK(rows_of(b, "flash1") != rows_of(p, "flash1"));  // its s sweep took the densities given
 }
