@@ -54,6 +54,9 @@ struct RoomTrait {
   std::string_view lacks_one, lacks_many;  // "does not take a block mask", "do not take a block mask"
   std::string_view has_one, has_many;      // after the rooms that take it, in a refusal: "(flash1 and flash2 do)"
   std::string_view elsewhere = {};         // where set, the refusal's brackets say this instead
+  // An option that changes no problem: what the note adds about the rooms run without it, where the
+  // words above leave it unsaid (" and is timed on its reference launch").
+  std::string_view instead_one = {}, instead_many = {};
 };
 
 const RoomTrait kBlockMask{[](Algo a) { return a->supports().block_mask; }, "does not take a block mask",
@@ -67,6 +70,12 @@ const RoomTrait kKvOrder{[](Algo a) { return a->has_kv_order(); }, "has no K/V o
 const RoomTrait kLaunch{[](Algo a) { return a->takes_launch(); },
                         "launches library GEMMs, whose launch hbmlab does not set",
                         "launch library GEMMs, whose launch hbmlab does not set", "", "", "the other rooms take it"};
+// The rooms without a kernel in gpu/ are timed on the launch they would have without the option, as
+// each room's report says ("launch    the reference launch"): their traffic is the same either way,
+// and a CSV row has no launch column, so the note says it too.
+const RoomTrait kHbmlabKernel{[](Algo a) { return a->has_hbmlab_kernel(); }, "has no CUDA kernel in gpu/",
+                              "have no CUDA kernel in gpu/", "has one", "have one", {},
+                              " and is timed on its reference launch", " and are timed on their reference launch"};
 
 // An option given that only some rooms of a list may take.
 struct RoomOption {
@@ -121,7 +130,8 @@ std::vector<OptionNote> narrow_rooms(std::span<const RoomOption> given, std::vec
       for (std::string_view name : o.names) names += fmt::format("{}{}", names.empty() ? "" : " and ", name);
       notes.push_back({fmt::format("{} {} to {}; {} {}{}", names, o.names.size() > 1 ? "apply" : "applies",
                                    display_names(taking), display_names(not_taking), one ? t.lacks_one : t.lacks_many,
-                                   !o.changes_problem ? "" : one ? " and is left out" : " and are left out"),
+                                   o.changes_problem ? (one ? " and is left out" : " and are left out")
+                                                     : one ? t.instead_one : t.instead_many),
                        not_taking, o.changes_problem});
       if (o.changes_problem) rooms = taking;
     }
@@ -401,6 +411,7 @@ std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, const AttentionPr
 
   std::vector<RoomOption> given = problem_options(p, f.problem.auto_splits());
   if (f.kv_descending) given.push_back({{"--kv-descending"}, &kKvOrder, false});
+  if (f.hbmlab_kernels) given.push_back({{"--hbmlab-kernels"}, &kHbmlabKernel, false});
   RoomOption launch{{}, &kLaunch, false};
   for (const auto& [option_given, option] : launch_options)
     if (option_given) launch.names.push_back(option);
@@ -461,6 +472,7 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     // A room that does not take an option runs as it would without it (the notes say so).
     request.launch = launch;
     if (!algo->has_kv_order()) request.launch.kv_descending = false;
+    if (!algo->has_hbmlab_kernel()) request.launch.hbmlab_kernels = false;
     if (!algo->takes_launch()) {
       request.launch.threads_per_cta.reset();
       request.launch.registers_per_thread.reset();

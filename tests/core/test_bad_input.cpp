@@ -128,6 +128,9 @@ TEST_CASE("bad input everywhere: exit 2, one line naming the option or file key,
       {{"simulate", "--launch-registers", "100000"}, "--launch-registers: a thread holds at most 255 registers"},
       {{"simulate", "--steps", "--steps-limit", "-1"}, "--steps-limit: "},
       {{"simulate", "--algo", "standard", "--hbmlab-kernels", "--head-dim", "24"}, "--hbmlab-kernels: "},
+      // No room of the list has a kernel in gpu/ (a list with one that has runs the others on their reference launch).
+      {{"simulate", "--algo", "flash1", "--pass", "backward", "--hbmlab-kernels"},
+       "--hbmlab-kernels: flash1 backward has no CUDA kernel in gpu/ (standard, flash1, flash2, flash3, flash-decoding and flashdecoding++ have one)"},
       // A CTA the GPU cannot hold is the blocks' doing (flash3's paper blocks at d = 8: 17 warpgroups).
       {{"simulate", "--algo", "flash3", "--head-dim", "8"}, "--block-rows: scenarios/gpus/a100-40gb.toml: numbers.max_threads_per_sm: "},
       {{"simulate", "--algo", "flash2", "--launch-registers", "255", "--launch-threads", "1024"},
