@@ -288,7 +288,7 @@ TEST_CASE("an option some rooms of the list take: applied to those, a note names
 
 // --hbmlab-kernels changes no room's traffic, only the launch timed: a room with no kernel in gpu/
 // (standard's and flash1's backwards) is timed on its reference launch, and the note says so.
-TEST_CASE("--hbmlab-kernels on a list: rooms without a kernel in gpu/ are timed on their reference launch", "[cli]") {
+TEST_CASE("simulate --hbmlab-kernels on a list: rooms without a kernel in gpu/ are timed on their reference launch", "[cli]") {
   const std::vector<std::string> small = {"simulate", "--seq-len", "256", "--block-rows", "64", "--block-cols", "64",
                                           "--numerics", "off", "--pass", "both"};
   auto with = [&](std::vector<std::string> extra) {
