@@ -774,6 +774,25 @@ TEST_CASE("sweep and bounds take an option some rooms of the list take as simula
       CHECK(pt["predicted_s"] == with(args, {"--json"})["time"]["predicted_s"]);
     }
   }
+  // --launch-*, as simulate takes them: standard's GEMMs are a library's, so it is swept as it is.
+  const auto launched = with(causal, {"--launch-threads", "64"});
+  CHECK(launched["notes"] == nlohmann::json::array({"--launch-threads applies to flash1, flash2 and flash3; standard "
+                                                    "launches library GEMMs, whose launch hbmlab does not set"}));
+  REQUIRE(launched["points"].size() == 8);
+  for (std::size_t k = 0; k < launched["points"].size(); ++k) {
+    const auto& pt = launched["points"][k];
+    INFO(pt.dump());
+    const std::string room = pt["algorithm"];
+    if (!pt["fits"]) continue;
+    const bool differs = pt["predicted_s"] != plain_sweep["points"][k]["predicted_s"];
+    if (room == "standard") CHECK_FALSE(differs);
+    if (room == "flash1") CHECK(differs);  // 64 threads instead of its 256
+    std::vector<std::string> args = {"simulate", "--seq-len", "1024", "--causal", "--algo", room, "--block-rows",
+                                     std::to_string(pt["Br"].get<int>()), "--block-cols",
+                                     std::to_string(pt["Bc"].get<int>()), "--numerics", "off", "--json"};
+    if (room != "standard") args.insert(args.end(), {"--launch-threads", "64"});
+    CHECK(pt["predicted_s"] == with(args, {})["time"]["predicted_s"]);
+  }
   // bounds --densities: the rooms without a block mask sweep N, d and M as they would, and the note says so.
   const std::vector<std::string> small = {"bounds", "--seq-lens", "256,512", "--head-dims", "16,32", "--sram-elements",
                                           "1024,2048", "--seq-len", "512", "--head-dim", "32", "--sram-element-count", "2048"};
