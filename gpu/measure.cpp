@@ -125,6 +125,7 @@ struct Options {
   std::uint64_t seed = 1;
   std::string out;
   std::string counters = "cupti";
+  std::vector<std::string> notes;  // an option some kernels of the list do not take: printed before the table
 };
 
 struct BadOption : std::runtime_error {
@@ -270,6 +271,27 @@ Options parse(const std::vector<std::string>& args) {
     if (!has_kernels(*algo)) throw BadOption("--algo: " + std::string(to_string(*algo)) + " has no CUDA kernel in this build");
     o.algos.push_back(*algo);
   }
+  // A block mask runs on the kernels that take one; the others run their dense configurations only
+  // (a "none" in the list), and a note names them. Refused when no kernel of the list takes it.
+  if (std::any_of(o.block_masks.begin(), o.block_masks.end(), [](const std::string& m) { return m != "none"; })) {
+    auto kernels_of = [](const std::vector<Algo>& rooms) {  // "standard's and flash1's"
+      std::string text;
+      for (std::size_t k = 0; k < rooms.size(); ++k)
+        text += (k == 0 ? "" : k + 1 == rooms.size() ? " and " : ", ") + std::string(to_string(rooms[k])) + "'s";
+      return text;
+    };
+    std::vector<Algo> masked, dense, anywhere;
+    for (Algo algo : o.algos) (family_of(algo).takes_block_mask() ? masked : dense).push_back(algo);
+    for (const KernelFamily* f : kernel_families())
+      if (f->takes_block_mask()) anywhere.push_back(f->algo());
+    if (masked.empty())
+      throw BadOption("--block-mask: " + kernels_of(dense) + (dense.size() == 1 ? " kernel takes" : " kernels take") +
+                      " no block mask (" + kernels_of(anywhere) + (anywhere.size() == 1 ? " does)" : " do)"));
+    if (!dense.empty())
+      o.notes.push_back("--block-mask applies to " + kernels_of(masked) + (masked.size() == 1 ? " kernel; " : " kernels; ") +
+                        kernels_of(dense) + (dense.size() == 1 ? " takes" : " take") +
+                        " no block mask: " + (dense.size() == 1 ? "its" : "their") + " masked runs are left out");
+  }
   // Sizes and shapes refused here, before the device is looked for: the error names the option on any
   // machine, and a run never starts on a list that holds a value no kernel takes.
   for (std::int64_t N : o.seq_lens) {
@@ -367,7 +389,7 @@ std::vector<Config> plan(const Options& o, const DeviceInfo& dev) {
               for (std::int64_t Nq : o.query_lens) {
                 AttentionProblem p = problem_for(o, algo, dtype, d, N, causal);
                 if (mask != "none") {
-                  if (!family_of(algo).takes_block_mask()) continue;  // standard's and flash1's kernels are dense
+                  if (!family_of(algo).takes_block_mask()) continue;  // a dense kernel: the note names it
                   p.block_mask = parse_block_mask(mask);
                 }
                 const ShapeSupport takes = algo->supports();
@@ -414,6 +436,7 @@ int run(const Options& o, std::ostream& out, std::ostream& err) {
           << "\n";
     return 0;
   }
+  for (const std::string& note : o.notes) out << "note: " << note << "\n";
   if (device_count() == 0) {
     err << "hbmlab measure: no CUDA device found (this build has the kernels, but there is no GPU to run them on)\n";
     return 1;

@@ -157,6 +157,9 @@ public:
   // LaunchOverride's threads, registers and shared memory per CTA set its main kernel's launch (a room
   // of library GEMMs does not take them).
   virtual bool takes_launch() const { return true; }
+  // gpu/ has a CUDA kernel of this room, so LaunchOverride::hbmlab_kernels means something: the
+  // engine times that kernel as written (`simulate --hbmlab-kernels`, validate's records).
+  virtual bool has_hbmlab_kernel() const { return false; }
 
   // The window: what it draws, and what one SM's SRAM holds after each step.
   virtual const WindowTraits& window() const = 0;

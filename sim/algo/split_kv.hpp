@@ -438,6 +438,7 @@ protected:
   }
 
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.splits * g.Tr; }
+  bool has_hbmlab_kernel() const override { return true; }  // gpu/flash_decoding.cu, both rooms
 
   // [SECTION] The window
   //

@@ -18,6 +18,7 @@ struct SweepConfig {
   std::vector<std::int64_t> sram_bytes;  // empty: the GPU's SRAM per SM
   bool l2_enabled = true;                 // off: the paper's model, every counted access reaches HBM
   bool kv_descending = false;             // the rooms with a K/V order visit K_j, V_j from the last block down
+  LaunchOverride launch;                  // threads, registers, shared memory of the main kernel (rooms that take them)
 };
 
 struct SweepPoint {

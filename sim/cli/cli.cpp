@@ -54,6 +54,9 @@ struct RoomTrait {
   std::string_view lacks_one, lacks_many;  // "does not take a block mask", "do not take a block mask"
   std::string_view has_one, has_many;      // after the rooms that take it, in a refusal: "(flash1 and flash2 do)"
   std::string_view elsewhere = {};         // where set, the refusal's brackets say this instead
+  // An option that changes no problem: what the note adds about the rooms run without it, where the
+  // words above leave it unsaid (" and is timed on its reference launch").
+  std::string_view instead_one = {}, instead_many = {};
 };
 
 const RoomTrait kBlockMask{[](Algo a) { return a->supports().block_mask; }, "does not take a block mask",
@@ -67,6 +70,12 @@ const RoomTrait kKvOrder{[](Algo a) { return a->has_kv_order(); }, "has no K/V o
 const RoomTrait kLaunch{[](Algo a) { return a->takes_launch(); },
                         "launches library GEMMs, whose launch hbmlab does not set",
                         "launch library GEMMs, whose launch hbmlab does not set", "", "", "the other rooms take it"};
+// The rooms without a kernel in gpu/ are timed on the launch they would have without the option, as
+// each room's report says ("launch    the reference launch"): their traffic is the same either way,
+// and a CSV row has no launch column, so the note says it too.
+const RoomTrait kHbmlabKernel{[](Algo a) { return a->has_hbmlab_kernel(); }, "has no CUDA kernel in gpu/",
+                              "have no CUDA kernel in gpu/", "has one", "have one", {},
+                              " and is timed on its reference launch", " and are timed on their reference launch"};
 
 // An option given that only some rooms of a list may take.
 struct RoomOption {
@@ -121,7 +130,8 @@ std::vector<OptionNote> narrow_rooms(std::span<const RoomOption> given, std::vec
       for (std::string_view name : o.names) names += fmt::format("{}{}", names.empty() ? "" : " and ", name);
       notes.push_back({fmt::format("{} {} to {}; {} {}{}", names, o.names.size() > 1 ? "apply" : "applies",
                                    display_names(taking), display_names(not_taking), one ? t.lacks_one : t.lacks_many,
-                                   !o.changes_problem ? "" : one ? " and is left out" : " and are left out"),
+                                   o.changes_problem ? (one ? " and is left out" : " and are left out")
+                                                     : one ? t.instead_one : t.instead_many),
                        not_taking, o.changes_problem});
       if (o.changes_problem) rooms = taking;
     }
@@ -293,6 +303,65 @@ struct ProblemFlags {
   }
 };
 
+// --launch-threads, --launch-registers, --launch-smem-bytes: the main kernel's launch (simulate, sweep).
+struct LaunchFlags {
+  std::int64_t threads = 0, registers = 0, smem_bytes = 0;
+  CLI::Option *o_threads{}, *o_registers{}, *o_smem_bytes{};
+
+  void add_to(CLI::App& cmd) {
+    o_threads = cmd.add_option("--launch-threads", threads, "threads per CTA of the room's main kernel [the room's launch]");
+    o_registers = cmd.add_option("--launch-registers", registers,
+                                 "registers per thread of the main kernel, limits CTAs per SM [not limiting]");
+    o_smem_bytes = cmd.add_option("--launch-smem-bytes", smem_bytes, "shared memory per CTA of the main kernel [the SRAM working set]");
+  }
+
+  // The options given, in the order of their help.
+  std::vector<std::string_view> given() const {
+    std::vector<std::string_view> names;
+    if (o_threads->count() > 0) names.push_back("--launch-threads");
+    if (o_registers->count() > 0) names.push_back("--launch-registers");
+    if (o_smem_bytes->count() > 0) names.push_back("--launch-smem-bytes");
+    return names;
+  }
+
+  // The launch given, checked here so that an error names the option rather than the GPU preset's
+  // number it exceeds; cta_smem_bytes: the shared memory one CTA may use.
+  LaunchOverride checked(const GpuSpec& gpu, std::int64_t cta_smem_bytes) const {
+    auto positive = [](std::int64_t v, std::string_view option) {
+      if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);
+      return v;
+    };
+    LaunchOverride launch;
+    if (*o_threads) launch.threads_per_cta = positive(threads, "--launch-threads");
+    if (*o_registers) launch.registers_per_thread = positive(registers, "--launch-registers");
+    if (*o_smem_bytes) launch.smem_bytes_per_cta = positive(smem_bytes, "--launch-smem-bytes");
+    if (launch.threads_per_cta && *launch.threads_per_cta > gpu.max_threads_per_sm)
+      fail_input("--launch-threads: {} threads per CTA are more than an SM of {} holds ({})", *launch.threads_per_cta,
+                 gpu.name, gpu.max_threads_per_sm);
+    // CUDA encodes at most 255 registers per thread in an instruction (every architecture since sm_30).
+    constexpr std::int64_t kMaxRegistersPerThread = 255;
+    if (launch.registers_per_thread && *launch.registers_per_thread > kMaxRegistersPerThread)
+      fail_input("--launch-registers: a thread holds at most {} registers, got {}", kMaxRegistersPerThread,
+                 *launch.registers_per_thread);
+    if (launch.smem_bytes_per_cta && *launch.smem_bytes_per_cta > cta_smem_bytes)
+      fail_input("--launch-smem-bytes: {} B per CTA are more than one CTA may use on {} ({} B)",
+                 *launch.smem_bytes_per_cta, gpu.name, cta_smem_bytes);
+    return launch;
+  }
+};
+
+// A CTA of a room's plan that the GPU cannot hold (its threads, shared memory or registers): the
+// launch options were checked (LaunchFlags::checked), so the blocks or the launch made it; named by
+// the option that changes them rather than by the preset's number alone. Other errors go on as they are.
+[[noreturn]] void name_cta_option(const InputError& e, const GpuSpec& gpu, const LaunchOverride& l) {
+  const std::string_view what = e.what();
+  if (!what.starts_with(gpu.origin + ": numbers.") || what.find("cannot hold one") == what.npos) throw e;
+  const bool registers = what.find("numbers.registers_per_sm") != what.npos;
+  if (registers && l.registers_per_thread) fail_input("--launch-registers: {}; fewer registers per thread fit", what);
+  if (registers && l.threads_per_cta) fail_input("--launch-threads: {}; fewer threads per CTA fit", what);
+  fail_input("--block-rows: {}; smaller blocks (--block-rows, --block-cols) fit", what);
+}
+
 // A progress bar on stderr, only when stderr is a terminal.
 class ProgressBar {
 public:
@@ -324,8 +393,8 @@ struct SimulateFlags {
        hbmlab_kernels = false;
   std::int64_t steps_limit = 200;
   std::string timeline, mask_out;
-  std::int64_t launch_threads = 0, launch_registers = 0, launch_smem = 0;
-  CLI::Option *o_block_rows{}, *o_block_cols{}, *o_sram_bytes{}, *o_launch_threads{}, *o_launch_registers{}, *o_launch_smem{};
+  LaunchFlags launch;
+  CLI::Option *o_block_rows{}, *o_block_cols{}, *o_sram_bytes{};
   CLI::Option *o_numerics{}, *o_seed{}, *o_steps_limit{};
 };
 
@@ -349,11 +418,7 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   cmd->add_option("--timeline", f.timeline, "write the per-SM timeline and HBM bandwidth as Chrome trace JSON "
                                             "(chrome://tracing, Perfetto) to this file")
       ->type_name("FILE");
-  f.o_launch_threads = cmd->add_option("--launch-threads", f.launch_threads, "threads per CTA of the room's main kernel [the room's launch]");
-  f.o_launch_registers = cmd->add_option("--launch-registers", f.launch_registers,
-                                         "registers per thread of the main kernel, limits CTAs per SM [not limiting]");
-  f.o_launch_smem = cmd->add_option("--launch-smem-bytes", f.launch_smem,
-                                    "shared memory per CTA of the main kernel [the SRAM working set]");
+  f.launch.add_to(*cmd);
   cmd->add_flag("--kv-descending", f.kv_descending,
                 kv_order_rooms() + ": visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
   cmd->add_flag("--hbmlab-kernels", f.hbmlab_kernels,
@@ -381,17 +446,14 @@ std::string simulation_csv(std::span<const SimulationResult> results) {
 // option that some of the rooms take and others do not follows narrow_rooms().
 std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, const AttentionProblem& p, std::vector<Algo>& rooms) {
   const bool numerics_given = f.o_numerics->count() > 0, seed_given = f.o_seed->count() > 0;
-  const std::pair<bool, std::string_view> launch_options[] = {{f.o_launch_threads->count() > 0, "--launch-threads"},
-                                                              {f.o_launch_registers->count() > 0, "--launch-registers"},
-                                                              {f.o_launch_smem->count() > 0, "--launch-smem-bytes"}};
+  const std::vector<std::string_view> launch_options = f.launch.given();
   if (f.counts_only) {
     const std::pair<bool, std::string_view> engine_options[] = {
         {!f.timeline.empty(), "--timeline"}, {f.hbmlab_kernels, "--hbmlab-kernels"}, {f.kv_descending, "--kv-descending"},
         {f.no_l2, "--no-l2"},                {f.problem.auto_splits(), "--splits auto"}};
     for (const auto& [given, option] : engine_options)
       if (given) fail_input("{}: needs the timing engine, not --counts-only", option);
-    for (const auto& [given, option] : launch_options)
-      if (given) fail_input("{}: needs the timing engine, not --counts-only", option);
+    for (std::string_view option : launch_options) fail_input("{}: needs the timing engine, not --counts-only", option);
     if (numerics_given && f.numerics != "off") fail_input("--numerics: --counts-only checks no numerics");
     if (seed_given) fail_input("--seed: seeds the numerics check, which --counts-only skips");
   }
@@ -401,10 +463,8 @@ std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, const AttentionPr
 
   std::vector<RoomOption> given = problem_options(p, f.problem.auto_splits());
   if (f.kv_descending) given.push_back({{"--kv-descending"}, &kKvOrder, false});
-  RoomOption launch{{}, &kLaunch, false};
-  for (const auto& [option_given, option] : launch_options)
-    if (option_given) launch.names.push_back(option);
-  if (!launch.names.empty()) given.push_back(launch);
+  if (f.hbmlab_kernels) given.push_back({{"--hbmlab-kernels"}, &kHbmlabKernel, false});
+  if (!launch_options.empty()) given.push_back({launch_options, &kLaunch, false});
   return narrow_rooms(given, rooms);
 }
 
@@ -424,28 +484,7 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     const std::vector<OptionNote> option_notes = refuse_ignored(*flags, s.problem, rooms);
     if (notes) *notes = option_notes;
     request.record_timeline = !flags->timeline.empty();
-    auto positive = [](std::int64_t v, std::string_view option) {
-      if (v <= 0) fail_input("{}: must be a positive integer, got {}", option, v);
-      return v;
-    };
-    if (*flags->o_launch_threads) request.launch.threads_per_cta = positive(flags->launch_threads, "--launch-threads");
-    if (*flags->o_launch_registers)
-      request.launch.registers_per_thread = positive(flags->launch_registers, "--launch-registers");
-    if (*flags->o_launch_smem) request.launch.smem_bytes_per_cta = positive(flags->launch_smem, "--launch-smem-bytes");
-    // Checked here so that the error names the option rather than the GPU preset's number it exceeds.
-    const GpuSpec& gpu = request.gpu;
-    if (request.launch.threads_per_cta && *request.launch.threads_per_cta > gpu.max_threads_per_sm)
-      fail_input("--launch-threads: {} threads per CTA are more than an SM of {} holds ({})",
-                 *request.launch.threads_per_cta, gpu.name, gpu.max_threads_per_sm);
-    // CUDA encodes at most 255 registers per thread in an instruction (every architecture since sm_30).
-    constexpr std::int64_t kMaxRegistersPerThread = 255;
-    if (request.launch.registers_per_thread && *request.launch.registers_per_thread > kMaxRegistersPerThread)
-      fail_input("--launch-registers: a thread holds at most {} registers, got {}", kMaxRegistersPerThread,
-                 *request.launch.registers_per_thread);
-    const std::int64_t cta_smem = request.sram_bytes.value_or(gpu.sram_bytes_per_block);
-    if (request.launch.smem_bytes_per_cta && *request.launch.smem_bytes_per_cta > cta_smem)
-      fail_input("--launch-smem-bytes: {} B per CTA are more than one CTA may use on {} ({} B)",
-                 *request.launch.smem_bytes_per_cta, gpu.name, cta_smem);
+    request.launch = flags->launch.checked(request.gpu, request.sram_bytes.value_or(request.gpu.sram_bytes_per_block));
     request.launch.kv_descending = flags->kv_descending;
     request.launch.hbmlab_kernels = flags->hbmlab_kernels;
     request.auto_splits = flags->problem.auto_splits();
@@ -461,6 +500,7 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     // A room that does not take an option runs as it would without it (the notes say so).
     request.launch = launch;
     if (!algo->has_kv_order()) request.launch.kv_descending = false;
+    if (!algo->has_hbmlab_kernel()) request.launch.hbmlab_kernels = false;
     if (!algo->takes_launch()) {
       request.launch.threads_per_cta.reset();
       request.launch.registers_per_thread.reset();
@@ -469,16 +509,8 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     try {
       results.push_back(simulate(request));
     } catch (const InputError& e) {
-      // A CTA of the room's plan that the GPU cannot hold (its threads, shared memory or registers):
-      // the launch options were checked above, so the blocks made it; named by the option that
-      // changes them rather than by the preset's number alone.
-      const std::string_view what = e.what();
-      if (!flags || !what.starts_with(request.gpu.origin + ": numbers.") || what.find("cannot hold one") == what.npos) throw;
-      const LaunchOverride& l = request.launch;
-      const bool registers = what.find("numbers.registers_per_sm") != what.npos;
-      if (registers && l.registers_per_thread) fail_input("--launch-registers: {}; fewer registers per thread fit", what);
-      if (registers && l.threads_per_cta) fail_input("--launch-threads: {}; fewer threads per CTA fit", what);
-      fail_input("--block-rows: {}; smaller blocks (--block-rows, --block-cols) fit", what);
+      if (!flags) throw;
+      name_cta_option(e, request.gpu, request.launch);
     }
   }
   return results;
@@ -701,6 +733,7 @@ struct SweepFlags {
   ProblemFlags problem;
   std::string block_rows = "16,32,64,128,256", block_cols = "16,32,64,128,256,512", sram_bytes, out_path;
   bool json = false, csv = false, no_l2 = false, kv_descending = false;
+  LaunchFlags launch;
 };
 
 void add_sweep(CLI::App& app, SweepFlags& f) {
@@ -714,6 +747,7 @@ void add_sweep(CLI::App& app, SweepFlags& f) {
   cmd->add_flag("--no-l2", f.no_l2, "turn the L2 off: the paper's model, every counted access reaches HBM");
   cmd->add_flag("--kv-descending", f.kv_descending,
                 kv_order_rooms() + ": visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
+  f.launch.add_to(*cmd);
   cmd->add_flag("--json", f.json, "print JSON");
   cmd->add_flag("--csv", f.csv, "print CSV, one row per point (the default)");
 }
@@ -727,6 +761,7 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
   config.algos = rooms_of(s);
   std::vector<RoomOption> given = problem_options(s.problem, false);
   if (f.kv_descending) given.push_back({{"--kv-descending"}, &kKvOrder, false});
+  if (const std::vector<std::string_view> launch = f.launch.given(); !launch.empty()) given.push_back({launch, &kLaunch, false});
   const std::vector<OptionNote> notes = narrow_rooms(given, config.algos);
   config.l2_enabled = !f.no_l2;
   config.kv_descending = f.kv_descending;
@@ -735,9 +770,18 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
   if (!f.sram_bytes.empty()) config.sram_bytes = parse_int_list(f.sram_bytes, "--sram-bytes");
   else if (s.sram_bytes) config.sram_bytes = {*s.sram_bytes};
   for (std::int64_t bytes : config.sram_bytes) checked_sram_bytes(bytes, "--sram-bytes");
+  // The launch's shared memory against the least SRAM of the sweep: every point takes it.
+  config.launch = f.launch.checked(config.gpu, config.sram_bytes.empty()
+                                                   ? config.gpu.sram_bytes_per_block
+                                                   : *std::min_element(config.sram_bytes.begin(), config.sram_bytes.end()));
 
   ProgressBar bar(err, "sweep");
-  const std::vector<SweepPoint> points = run_sweep(config, std::ref(bar));
+  std::vector<SweepPoint> points;
+  try {
+    points = run_sweep(config, std::ref(bar));
+  } catch (const InputError& e) {
+    name_cta_option(e, config.gpu, config.launch);
+  }
   std::string text;
   if (f.json) {
     Json rows = Json::array();

@@ -181,6 +181,9 @@ TEST_CASE("an option that would change nothing in the run is refused naming it, 
         head + "--kv-descending: standard and flash1 have no K/V order to reverse (flash2 has one)\n");
   CHECK(refusal({"--algo", "flash1", "--pass", "backward", "--kv-descending"}) ==
         head + "--kv-descending: flash1 backward has no K/V order to reverse (flash2 has one)\n");
+  CHECK(refusal({"--algo", "standard,flash1", "--pass", "backward", "--hbmlab-kernels"}) ==
+        head + "--hbmlab-kernels: standard backward and flash1 backward have no CUDA kernel in gpu/ (standard, flash1, "
+               "flash2, flash3, flash-decoding and flashdecoding++ have one)\n");
   CHECK(refusal({"--algo", "standard", "--pass", "both", "--launch-threads", "64"}) ==
         head + "--launch-threads: standard and standard backward launch library GEMMs, whose launch hbmlab does not "
                "set (the other rooms take it)\n");
@@ -281,6 +284,52 @@ TEST_CASE("an option some rooms of the list take: applied to those, a note names
   nlohmann::json l0 = l[0];
   l0.erase("notes");
   CHECK(l0 == nlohmann::json::parse(standard.out));
+}
+
+// --hbmlab-kernels changes no room's traffic, only the launch timed: a room with no kernel in gpu/
+// (standard's and flash1's backwards) is timed on its reference launch, and the note says so.
+TEST_CASE("simulate --hbmlab-kernels on a list: rooms without a kernel in gpu/ are timed on their reference launch", "[cli]") {
+  const std::vector<std::string> small = {"simulate", "--seq-len", "256", "--block-rows", "64", "--block-cols", "64",
+                                          "--numerics", "off", "--pass", "both"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = small;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  const std::string note = "--hbmlab-kernels applies to standard, flash2 and flash2 backward; standard backward has no "
+                           "CUDA kernel in gpu/ and is timed on its reference launch";
+  const Run text = with({"--algo", "standard,flash2", "--hbmlab-kernels"});
+  REQUIRE(text.code == 0);
+  CHECK(text.err.empty());
+  CHECK(text.out.starts_with("note: " + note + "\n\n"));
+  const Run json = with({"--algo", "standard,flash2", "--hbmlab-kernels", "--json"});
+  REQUIRE(json.code == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  REQUIRE(j.size() == 4);
+  for (const auto& room : j) {
+    INFO(room["algorithm"] << " " << room.value("pass", "forward"));
+    const bool reference = room["algorithm"] == "standard" && room.value("pass", "forward") == "backward";
+    CHECK(room["time"]["launch"] == (reference ? "reference" : "hbmlab-kernels"));
+    CHECK(room.contains("notes") == reference);
+    if (!reference) continue;
+    CHECK(room["notes"] == nlohmann::json::array({note}));
+    // Its figures are those of a run without the option.
+    nlohmann::json alone = room;
+    alone.erase("notes");
+    const Run plain = run({"simulate", "--seq-len", "256", "--block-rows", "64", "--block-cols", "64", "--numerics",
+                           "off", "--pass", "backward", "--algo", "standard", "--json"});
+    CHECK(alone == nlohmann::json::parse(plain.out));
+  }
+  const Run csv = with({"--algo", "standard,flash2", "--hbmlab-kernels", "--csv"});
+  REQUIRE(csv.code == 0);
+  CHECK(csv.err == "note: " + note + "\n");
+  // Every room of both passes runs; the two backwards without a kernel are named once.
+  const Run all = with({"--algo", "all", "--hbmlab-kernels", "--csv"});
+  REQUIRE(all.code == 0);
+  CHECK(all.err == "note: --hbmlab-kernels applies to standard, flash1, flash2, flash2 backward, flash3 and flash3 "
+                   "backward; standard backward and flash1 backward have no CUDA kernel in gpu/ and are timed on their "
+                   "reference launch\n");
+  CHECK(std::count(all.out.begin(), all.out.end(), '\n') == 1 + 8);
 }
 
 TEST_CASE("a shape some rooms of the list do not take: those rooms are left out, a note names them", "[cli]") {
@@ -724,6 +773,25 @@ TEST_CASE("sweep and bounds take an option some rooms of the list take as simula
       if (room == "flash2" || option == std::string("--no-l2")) args.push_back(option);
       CHECK(pt["predicted_s"] == with(args, {"--json"})["time"]["predicted_s"]);
     }
+  }
+  // --launch-*, as simulate takes them: standard's GEMMs are a library's, so it is swept as it is.
+  const auto launched = with(causal, {"--launch-threads", "64"});
+  CHECK(launched["notes"] == nlohmann::json::array({"--launch-threads applies to flash1, flash2 and flash3; standard "
+                                                    "launches library GEMMs, whose launch hbmlab does not set"}));
+  REQUIRE(launched["points"].size() == 8);
+  for (std::size_t k = 0; k < launched["points"].size(); ++k) {
+    const auto& pt = launched["points"][k];
+    INFO(pt.dump());
+    const std::string room = pt["algorithm"];
+    if (!pt["fits"]) continue;
+    const bool differs = pt["predicted_s"] != plain_sweep["points"][k]["predicted_s"];
+    if (room == "standard") CHECK_FALSE(differs);
+    if (room == "flash1") CHECK(differs);  // 64 threads instead of its 256
+    std::vector<std::string> args = {"simulate", "--seq-len", "1024", "--causal", "--algo", room, "--block-rows",
+                                     std::to_string(pt["Br"].get<int>()), "--block-cols",
+                                     std::to_string(pt["Bc"].get<int>()), "--numerics", "off", "--json"};
+    if (room != "standard") args.insert(args.end(), {"--launch-threads", "64"});
+    CHECK(pt["predicted_s"] == with(args, {})["time"]["predicted_s"]);
   }
   // bounds --densities: the rooms without a block mask sweep N, d and M as they would, and the note says so.
   const std::vector<std::string> small = {"bounds", "--seq-lens", "256,512", "--head-dims", "16,32", "--sram-elements",

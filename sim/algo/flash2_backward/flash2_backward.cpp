@@ -287,6 +287,7 @@ public:
   }
 
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tc; }
+  bool has_hbmlab_kernel() const override { return true; }  // gpu/flash2_backward.cu
 
   std::optional<ForwardState> forward_state(const AttentionProblem& p) const override {
     return kept_by_forward(p, "O, L", 1);

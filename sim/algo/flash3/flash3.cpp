@@ -107,6 +107,7 @@ public:
     return plans;
   }
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr; }
+  bool has_hbmlab_kernel() const override { return true; }  // gpu/flash3.cu
   // cuDNN's Hopper forward (PyTorch's cuDNN SDPA backend on sm_90): the same structure, a producer
   // warpgroup and consumer warpgroups on wgmma, so its records are read as this room.
   std::span<const std::string_view> external_kernels() const override {
@@ -291,6 +292,7 @@ public:
     return plans;
   }
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return base().roofline_ctas_per_instance(g); }
+  bool has_hbmlab_kernel() const override { return true; }  // gpu/flash3_backward.cu
   std::optional<ForwardState> forward_state(const AttentionProblem& p) const override { return base().forward_state(p); }
   const WindowTraits& window() const override {
     static const WindowTraits traits = [&] {

@@ -261,6 +261,7 @@ public:
   // Its largest kernel, S = QKᵀ, has one CTA per tile of S.
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr * g.Tc; }
   bool takes_launch() const override { return false; }  // its GEMMs' tiles and threads are the library's
+  bool has_hbmlab_kernel() const override { return true; }  // gpu/standard.cu
   // NQ < N: S and P are NQ × N. HKV < H: each query head reads its K/V head's K and V itself.
   ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true}; }
 
