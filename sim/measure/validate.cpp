@@ -887,7 +887,8 @@ void print_on_chip(std::ostream& out, const ValidationReport& r) {
 void print_validation(std::ostream& out, const ValidationReport& r) {
   fmt::print(out, "Predicted (hbmlab timing engine) against measured, one row per configuration\n");
   auto mask_of = [](const AttentionProblem& p) {
-    return std::string(p.causal ? "causal" : "full") + (p.block_mask ? "+" + p.block_mask->spec() : "");
+    return p.block_mask ? fmt::format("{}+{}", p.causal ? "causal" : "full", p.block_mask->spec())
+                        : std::string(p.causal ? "causal" : "full");
   };
   // A record measured with part of the L2 set aside names the GPU with what was set aside.
   auto gpu_of = [](const ValidationRow& row) {
