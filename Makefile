@@ -1,5 +1,6 @@
 # Thin wrapper over CMake. `make` builds ./build/hbmlab; `make run` opens it on the default lesson;
 # `make install` copies it to $(PREFIX)/bin (default ~/.local/bin; no root); `make test` runs every test;
+# `make test PRESET=ci` is CI's release build, where any compiler warning fails the build;
 # `make docs-update` rewrites the outputs the Markdown pages show from real runs; `make test-sanitize` runs
 # the tests under AddressSanitizer and UBSan (build-debug/); `make fuzz` fuzzes the file loaders
 # (build-fuzz/, clang's libFuzzer) for FUZZ_SECONDS each; `make web` builds the page (build-web/:

@@ -51,22 +51,11 @@ namespace {
 //
 // wgmma_ss_nN<T, 0, 0>: A and B K-major (K_j and Q_i as stored); <T, 1, 1>: both MN-major, transposed
 // by the instruction (dS_ijᵀ and K_j as stored, for dQ_i = dS_ij K_j). accumulate = 0 overwrites D.
+// n32 is only dQ_i's at d = 64, so it has the <T, 1, 1> forms alone.
 template <typename T, int kTA, int kTB> __device__ __forceinline__ void wgmma_ss_n32(float (&d)[16], std::uint64_t a, std::uint64_t b, int accumulate);
-template <> __device__ __forceinline__ void wgmma_ss_n32<__half, 0, 0>(float (&d)[16], std::uint64_t a, std::uint64_t b, int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-               : "l"(a), "l"(b), "r"(accumulate));
-}
 template <> __device__ __forceinline__ void wgmma_ss_n32<__half, 1, 1>(float (&d)[16], std::uint64_t a, std::uint64_t b, int accumulate) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-               : "l"(a), "l"(b), "r"(accumulate));
-}
-template <> __device__ __forceinline__ void wgmma_ss_n32<__nv_bfloat16, 0, 0>(float (&d)[16], std::uint64_t a, std::uint64_t b, int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
                : "l"(a), "l"(b), "r"(accumulate));
 }

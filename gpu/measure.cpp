@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <iomanip>
 #include <map>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -34,22 +35,28 @@ namespace {
 // (sim/algo/registry.cpp, gpu/dispatch.cu).
 std::string usage() {
   std::string rooms, limits, masked, kv_order;
-  auto add = [](std::string& list, std::string_view name) {
-    if (("/" + list + "/").find("/" + std::string(name) + "/") == std::string::npos) list += (list.empty() ? "" : "/") + std::string(name);
+  // Appends item to list, with sep before every item but the first. (Appending in place also
+  // keeps GCC 12 from a false -Wrestrict on `"literal" + std::string(...)`.)
+  auto append = [](std::string& list, std::string_view sep, std::string_view item) {
+    if (!list.empty()) list += sep;
+    list += item;
+  };
+  auto add = [&](std::string& list, std::string_view name) {  // once each, '/' between
+    if (fmt::format("/{}/", list).find(fmt::format("/{}/", name)) == std::string::npos) append(list, "/", name);
   };
   for (Pass pass : {Pass::forward, Pass::backward}) {
     std::string names, maxima;
     for (Algo algo : algorithms(pass))
       for (const KernelFamily* f : kernel_families())
         if (f->algo() == algo) {
-          names += (names.empty() ? "" : ",") + std::string(algo->name());
-          maxima += (maxima.empty() ? "" : ", ") + std::string(algo->name()) + " " + std::to_string(f->default_max_n());
+          append(names, ",", algo->name());
+          append(maxima, ", ", fmt::format("{} {}", algo->name(), f->default_max_n()));
           if (f->takes_block_mask()) add(masked, algo->name());
           if (algo->has_kv_order()) add(kv_order, algo->name());
         }
     if (names.empty()) continue;
-    rooms += (rooms.empty() ? "" : "; ") + names + (pass == Pass::backward ? " (--pass backward)" : "");
-    limits += (limits.empty() ? "" : "; backward: ") + maxima;
+    append(rooms, "; ", pass == Pass::backward ? names + " (--pass backward)" : names);
+    append(limits, "; backward: ", maxima);
   }
   std::string text = R"(hbmlab measure (options listed by `hbmlab measure --usage`): run hbmlab's CUDA kernels, check them against the fp64 reference, time them,
 and write a measurement file (docs/design.md#measurement-files).

@@ -107,8 +107,8 @@ void NoteWidget(ImVec2 a, ImVec2 b) {
 void NoteWidgetText(const char* begin, const char* end) {
   if (!recorder.on || recorder.widget_labelled || recorder.widgets.empty() || !begin) return;
   if (!end) end = begin + std::strlen(begin);
-  const char* hash = std::search(begin, end, "##", "##" + 2);  // "label##id" shows "label"
-  recorder.widgets.back().what.assign(begin, std::min(hash, end));
+  const std::string_view text(begin, static_cast<std::size_t>(end - begin));
+  recorder.widgets.back().what = text.substr(0, text.find("##"));  // "label##id" shows "label"
   recorder.widget_labelled = true;
 }
 

@@ -728,7 +728,7 @@ void ShowIoPanel(AppState& app) {
     std::string note = fmt::format("{} accesses, Br={} Bc={}, {}({})", format_count(acc), b.result.blocks.blocks.Br,
                                    b.result.blocks.blocks.Bc, b.result.bound.kind, b.result.bound.expression);
     if (!(b.algo == app.bars[0].algo) && first > 0 && acc > 0)
-      note += "\n" + view::versus_first(first, acc, to_string(app.bars[0].algo));  // a line of its own: no number split
+      note += fmt::format("\n{}", view::versus_first(first, acc, to_string(app.bars[0].algo)));  // a line of its own: no number split
     ImGui::SetCursorPosX(label_w);
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     TextWrappedAtSpaces(note);

@@ -210,16 +210,15 @@ void request_times(AppState& app) {
   auto times = std::make_shared<std::vector<double>>();
   auto progress = std::make_shared<AppState::Progress>();
   const std::size_t cols = grid.block_cols.size(), cells = grid.block_rows.size() * cols;
-  const std::size_t per_slice = platform::kBrowser ? 1 : cols;
   progress->total = cells;
   app.times_progress = progress;
   app.times_job.start_slices(
-      [req, grid, times, progress, cols, cells, per_slice] {
+      [req, grid, times, progress, cols, cells] {
         const std::size_t k = times->size();
         if (k >= cells) return false;
         view::ExplorerView some = grid;
         some.block_rows = {grid.block_rows[k / cols]};
-        if (per_slice == 1) some.block_cols = {grid.block_cols[k % cols]};
+        if (platform::kBrowser) some.block_cols = {grid.block_cols[k % cols]};
         const std::vector<double> t = view::explore_times(req, some);
         times->insert(times->end(), t.begin(), t.end());
         progress->done = times->size();
@@ -286,9 +285,8 @@ void request_measured(AppState& app) {
   rank_measured(app);
   // A few records per slice on the desktop (each slice on all its cores), so that a new ranking
   // takes effect soon and the tab sees each one's records; one per slice in the page
-  // (viz/platform.hpp).
+  // (viz/platform.hpp). Asked in the slice: the page's 1 is a constant no lambda captures.
   auto load = std::make_shared<view::MeasuredLoad>(dir);
-  const std::size_t records = platform::kBrowser ? 1 : std::max<std::size_t>(4, 2 * std::thread::hardware_concurrency());
   struct Published {  // when so_far was last copied out
     std::size_t records = 0;
     bool first = false, own = false;  // ranks 0, and 0 and 1, all predicted
@@ -296,7 +294,7 @@ void request_measured(AppState& app) {
   };
   auto published = std::make_shared<Published>();
   app.measured_job.start_slices(
-      [load, progress, shared, records, published] {
+      [load, progress, shared, published] {
         std::string key;
         if (load->read()) {
           const std::lock_guard<std::mutex> lock(shared->mutex);
@@ -304,6 +302,8 @@ void request_measured(AppState& app) {
           shared->rank_changed = false;
           key = shared->key();
         }
+        const std::size_t records =
+            platform::kBrowser ? 1 : std::max<std::size_t>(4, 2 * std::thread::hardware_concurrency());
         const bool more = load->step(records, [progress](std::size_t done, std::size_t total) {
           progress->total = total;
           progress->done = done;

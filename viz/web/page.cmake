@@ -36,7 +36,7 @@ set(imgui ${HBMLAB_IMGUI_SOURCE_DIR})
 add_library(hbmlab_imgui STATIC ${imgui}/imgui.cpp ${imgui}/imgui_draw.cpp ${imgui}/imgui_tables.cpp
             ${imgui}/imgui_widgets.cpp ${imgui}/backends/imgui_impl_glfw.cpp ${imgui}/backends/imgui_impl_opengl3.cpp)
 target_include_directories(hbmlab_imgui SYSTEM PUBLIC ${imgui} ${imgui}/backends ${host_headers}/stb)
-target_compile_options(hbmlab_imgui PUBLIC -sUSE_GLFW=3)
+# -sUSE_GLFW=3 is a link setting (emcc ignores it, with a warning, when compiling).
 target_link_options(hbmlab_imgui PUBLIC -sUSE_GLFW=3 -sMIN_WEBGL_VERSION=2 -sMAX_WEBGL_VERSION=2)
 add_library(PkgConfig::IMGUI ALIAS hbmlab_imgui)
 add_library(glfw INTERFACE IMPORTED)
