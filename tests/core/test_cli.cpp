@@ -23,6 +23,12 @@ using hbmlab::testing::run;
 
 namespace {
 
+// A command's base arguments with a case's own after them.
+Run run_with(std::vector<std::string> args, const std::vector<std::string>& extra) {
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run(args);
+}
+
 bool one_line(const std::string& text) {
   return !text.empty() && text.back() == '\n' && std::count(text.begin(), text.end(), '\n') == 1;
 }
@@ -162,9 +168,7 @@ TEST_CASE("an output file that cannot be written is refused naming its option", 
 TEST_CASE("an option that would change nothing in the run is refused naming it, not ignored", "[cli][errors]") {
   const std::vector<std::string> toy = {"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4"};
   auto refusal = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = toy;
-    args.insert(args.end(), extra.begin(), extra.end());
-    const Run r = run(args);
+    const Run r = run_with(toy, extra);
     INFO(fmt::format("{}", fmt::join(extra, " ")));
     CHECK(r.code == 2);
     CHECK(r.out.empty());
@@ -225,9 +229,7 @@ TEST_CASE("an option that would change nothing in the run is refused naming it, 
 TEST_CASE("an option some rooms of the list take: applied to those, a note names the others", "[cli]") {
   const std::vector<std::string> toy = {"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4"};
   auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = toy;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run(args);
+    return run_with(toy, extra);
   };
   // The text report opens with the note; flash2's figures are those of flash2 run alone.
   const Run all = with({"--algo", "all", "--kv-descending"});
@@ -292,9 +294,7 @@ TEST_CASE("simulate --hbmlab-kernels on a list: rooms without a kernel in gpu/ a
   const std::vector<std::string> small = {"simulate", "--seq-len", "256", "--block-rows", "64", "--block-cols", "64",
                                           "--numerics", "off", "--pass", "both"};
   auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = small;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run(args);
+    return run_with(small, extra);
   };
   const std::string note = "--hbmlab-kernels applies to standard, flash2 and flash2 backward; standard backward has no "
                            "CUDA kernel in gpu/ and is timed on its reference launch";
@@ -335,9 +335,7 @@ TEST_CASE("simulate --hbmlab-kernels on a list: rooms without a kernel in gpu/ a
 TEST_CASE("a shape some rooms of the list do not take: those rooms are left out, a note names them", "[cli]") {
   const std::vector<std::string> toy = {"simulate", "--gpu", "toy", "--seq-len", "16", "--head-dim", "4"};
   auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = toy;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run(args);
+    return run_with(toy, extra);
   };
   auto rooms_in = [](const std::string& text) {  // the rooms a text report heads, in order
     std::string out;
@@ -699,9 +697,7 @@ TEST_CASE("sweep and bounds take an option some rooms of the list take as simula
   const std::vector<std::string> toy = {"sweep", "--gpu", "toy", "--seq-len", "32", "--head-dim", "4",
                                         "--block-rows", "4,8", "--block-cols", "4,8"};
   auto sweep = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = toy;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run(args);
+    return run_with(toy, extra);
   };
   auto rooms_of = [](const nlohmann::json& points) {  // the rooms of a sweep's points, in order, each once
     std::vector<std::string> rooms;
@@ -797,9 +793,7 @@ TEST_CASE("sweep and bounds take an option some rooms of the list take as simula
   const std::vector<std::string> small = {"bounds", "--seq-lens", "256,512", "--head-dims", "16,32", "--sram-elements",
                                           "1024,2048", "--seq-len", "512", "--head-dim", "32", "--sram-element-count", "2048"};
   auto bounds = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = small;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run(args);
+    return run_with(small, extra);
   };
   const std::string densities_note = "--densities applies to flash1; standard does not take a block mask";
   const Run text = bounds({"--algo", "standard,flash1", "--densities", "0.5,1"});
