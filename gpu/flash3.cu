@@ -567,6 +567,7 @@ public:
   }
   const char* profiler_names() const override { return "flash3_kernel"; }
   bool takes_block_mask() const override { return true; }
+  bool takes_kv_heads() const override { return true; }  // K/V tiles of head bh / (H/HKV); NQ = N only
   std::int64_t default_max_n() const override { return 65536; }
   const char* launch_note() const override {
     return "v4 (no block mask) or v3 (a block mask) unless HBMLAB_FLASH3_VERSION says otherwise: "

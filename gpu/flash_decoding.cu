@@ -430,6 +430,8 @@ public:
             {Tensor::O_part, instances * splits * R * p.head_dim * kStatBytes},
             {Tensor::lse_part, instances * splits * R * kStatBytes}};
   }
+  bool takes_query_len() const override { return true; }
+  bool takes_kv_heads() const override { return true; }
   std::int64_t default_max_n() const override { return 131072; }
   const char* launch_note() const override { return "the split kernel (the combine is a second, small launch)"; }
 };

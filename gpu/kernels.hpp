@@ -88,6 +88,8 @@ public:
   virtual std::int64_t default_max_n() const = 0;  // `hbmlab measure --max-n-NAME`
   virtual const char* launch_note() const { return nullptr; }  // what the recorded launch shape describes
   virtual bool takes_block_mask() const { return false; }     // --block-mask (DeviceTensors::kv_offsets)
+  virtual bool takes_query_len() const { return false; }      // --query-len: NQ < N (decoding)
+  virtual bool takes_kv_heads() const { return false; }       // --kv-heads: HKV < H (GQA, MQA)
   virtual std::int64_t fallback_flags(const AttentionProblem&) const { return 0; }  // DeviceTensors::fallback
   virtual std::int64_t dq_accumulator_bytes(const AttentionProblem&) const { return 0; }  // DeviceTensors::dQ_accum
 

@@ -34,7 +34,7 @@ namespace {
 // The usage text; the rooms with kernels and their --max-n-NAME defaults come from the registries
 // (sim/algo/registry.cpp, gpu/dispatch.cu).
 std::string usage() {
-  std::string rooms, limits, masked, kv_order;
+  std::string rooms, limits, masked, kv_order, decoding, grouped;
   // Appends item to list, with sep before every item but the first. (Appending in place also
   // keeps GCC 12 from a false -Wrestrict on `"literal" + std::string(...)`.)
   auto append = [](std::string& list, std::string_view sep, std::string_view item) {
@@ -52,6 +52,8 @@ std::string usage() {
           append(names, ",", algo->name());
           append(maxima, ", ", fmt::format("{} {}", algo->name(), f->default_max_n()));
           if (f->takes_block_mask()) add(masked, algo->name());
+          if (f->takes_query_len()) add(decoding, algo->name());
+          if (f->takes_kv_heads()) add(grouped, algo->name());
           if (algo->has_kv_order()) add(kv_order, algo->name());
         }
     if (names.empty()) continue;
@@ -76,8 +78,8 @@ Options (lists are comma-separated):
                        descending is PyTorch's FlashAttention-2 order (other kernels run once, ascending)
   --tokens T           B*H*N of each run (default 262144); --heads H (default 16)
   --batch B            B of each run instead of --tokens (B*H = B x --heads)
-  --query-len LIST     decoding: NQ query rows against the N-key cache, e.g. 1,4 (split-KV kernels only)
-  --kv-heads HKV       decoding: K/V heads, dividing --heads (grouped-query attention)
+  --query-len LIST     decoding: NQ query rows against the N-key cache, e.g. 1,4 (@DECODING@ only)
+  --kv-heads HKV       K/V heads, dividing --heads (grouped-query attention; @GROUPED@ only)
   --splits S           split-KV: K/V splits per (batch, K/V head) (default: the room's, every SM filled once)
   --unified-max PHI    flashdecoding++: the unified max (default: the room's, sqrt(2 ln N))
   --max-n-NAME N       largest N for the room NAME (defaults: @LIMITS@)
@@ -101,6 +103,8 @@ Options (lists are comma-separated):
   put("@LIMITS@", limits);
   put("@MASKED@", masked);
   put("@KVORDER@", kv_order);
+  put("@DECODING@", decoding);
+  put("@GROUPED@", grouped);
   return text;
 }
 
@@ -278,26 +282,43 @@ Options parse(const std::vector<std::string>& args) {
     if (!has_kernels(*algo)) throw BadOption("--algo: " + std::string(to_string(*algo)) + " has no CUDA kernel in this build");
     o.algos.push_back(*algo);
   }
-  // A block mask runs on the kernels that take one; the others run their dense configurations only
-  // (a "none" in the list), and a note names them. Refused when no kernel of the list takes it.
-  if (std::any_of(o.block_masks.begin(), o.block_masks.end(), [](const std::string& m) { return m != "none"; })) {
-    auto kernels_of = [](const std::vector<Algo>& rooms) {  // "standard's and flash1's"
-      std::string text;
-      for (std::size_t k = 0; k < rooms.size(); ++k)
-        text += (k == 0 ? "" : k + 1 == rooms.size() ? " and " : ", ") + std::string(to_string(rooms[k])) + "'s";
-      return text;
-    };
-    std::vector<Algo> masked, dense, anywhere;
-    for (Algo algo : o.algos) (family_of(algo).takes_block_mask() ? masked : dense).push_back(algo);
+  // An option of a problem shape that only some kernels take (a block mask, NQ < N, HKV < H): its runs
+  // go to the kernels that take it, the others run their other configurations only (a "none" in
+  // --block-mask, NQ = N in --query-len) and a note names them; refused, naming the option, when no
+  // kernel of the list takes it.
+  struct ShapeOption {
+    std::string_view option;
+    bool given;
+    bool (KernelFamily::*takes)() const;
+    std::string_view lacks, runs;  // "no block mask", "masked runs"
+  };
+  const ShapeOption shape_options[] = {
+      {"--block-mask", std::any_of(o.block_masks.begin(), o.block_masks.end(), [](const std::string& m) { return m != "none"; }),
+       &KernelFamily::takes_block_mask, "no block mask", "masked runs"},
+      {"--query-len", std::any_of(o.query_lens.begin(), o.query_lens.end(), [](std::int64_t nq) { return nq > 0; }),
+       &KernelFamily::takes_query_len, "no NQ but N", "runs with NQ < N"},
+      {"--kv-heads", o.kv_heads > 0, &KernelFamily::takes_kv_heads, "no HKV but H", "runs with HKV < H"},
+  };
+  auto kernels_of = [](const std::vector<Algo>& rooms) {  // "standard's and flash1's"
+    std::string text;
+    for (std::size_t k = 0; k < rooms.size(); ++k)
+      text += (k == 0 ? "" : k + 1 == rooms.size() ? " and " : ", ") + std::string(to_string(rooms[k])) + "'s";
+    return text;
+  };
+  for (const ShapeOption& s : shape_options) {
+    if (!s.given) continue;
+    std::vector<Algo> taking, others, anywhere;
+    for (Algo algo : o.algos) ((family_of(algo).*s.takes)() ? taking : others).push_back(algo);
     for (const KernelFamily* f : kernel_families())
-      if (f->takes_block_mask()) anywhere.push_back(f->algo());
-    if (masked.empty())
-      throw BadOption("--block-mask: " + kernels_of(dense) + (dense.size() == 1 ? " kernel takes" : " kernels take") +
-                      " no block mask (" + kernels_of(anywhere) + (anywhere.size() == 1 ? " does)" : " do)"));
-    if (!dense.empty())
-      o.notes.push_back("--block-mask applies to " + kernels_of(masked) + (masked.size() == 1 ? " kernel; " : " kernels; ") +
-                        kernels_of(dense) + (dense.size() == 1 ? " takes" : " take") +
-                        " no block mask: " + (dense.size() == 1 ? "its" : "their") + " masked runs are left out");
+      if ((f->*s.takes)()) anywhere.push_back(f->algo());
+    const bool one = others.size() == 1;
+    if (taking.empty())
+      throw BadOption(fmt::format("{}: {} {} {} ({} {})", s.option, kernels_of(others), one ? "kernel takes" : "kernels take",
+                                  s.lacks, kernels_of(anywhere), anywhere.size() == 1 ? "does" : "do"));
+    if (!others.empty())
+      o.notes.push_back(fmt::format("{} applies to {} {}; {} {} {}: {} {} are left out", s.option, kernels_of(taking),
+                                    taking.size() == 1 ? "kernel" : "kernels", kernels_of(others), one ? "takes" : "take",
+                                    s.lacks, one ? "its" : "their", s.runs));
   }
   // Sizes and shapes refused here, before the device is looked for: the error names the option on any
   // machine, and a run never starts on a list that holds a value no kernel takes.
@@ -386,6 +407,7 @@ std::vector<Config> plan(const Options& o, const DeviceInfo& dev) {
   gpu.sm_count = dev.sm_count;
   std::vector<Config> configs;
   for (Algo algo : o.algos) {
+    const KernelFamily& family = family_of(algo);
     const std::vector<bool> orders = algo->has_kv_order() ? o.kv_descending : std::vector<bool>{false};
     for (Dtype dtype : o.dtypes)
       for (int d : o.head_dims)
@@ -396,16 +418,16 @@ std::vector<Config> plan(const Options& o, const DeviceInfo& dev) {
               for (std::int64_t Nq : o.query_lens) {
                 AttentionProblem p = problem_for(o, algo, dtype, d, N, causal);
                 if (mask != "none") {
-                  if (!family_of(algo).takes_block_mask()) continue;  // a dense kernel: the note names it
+                  if (!family.takes_block_mask()) continue;  // a dense kernel: the note names it
                   p.block_mask = parse_block_mask(mask);
                 }
                 const ShapeSupport takes = algo->supports();
                 if (Nq > 0 && Nq != N) {
-                  if (!takes.query_len || Nq > N) continue;  // the self-attention kernels take NQ = N only
+                  if (!family.takes_query_len() || Nq > N) continue;  // a self-attention kernel: the note names it
                   p.query_len = Nq;
                 }
                 if (o.kv_heads > 0 && o.kv_heads != p.heads) {
-                  if (!takes.kv_heads) continue;
+                  if (!family.takes_kv_heads()) continue;  // the note names it
                   if (p.heads % o.kv_heads != 0) throw BadOption("--kv-heads: " + std::to_string(o.kv_heads) + " does not divide H = " + std::to_string(p.heads));
                   p.kv_heads = o.kv_heads;
                 }

@@ -157,9 +157,15 @@ public:
   // LaunchOverride's threads, registers and shared memory per CTA set its main kernel's launch (a room
   // of library GEMMs does not take them).
   virtual bool takes_launch() const { return true; }
+  // LaunchOverride::threads_per_cta too: not a room whose CTA is warpgroups its blocks set.
+  virtual bool takes_launch_threads() const { return takes_launch(); }
   // gpu/ has a CUDA kernel of this room, so LaunchOverride::hbmlab_kernels means something: the
   // engine times that kernel as written (`simulate --hbmlab-kernels`, validate's records).
   virtual bool has_hbmlab_kernel() const { return false; }
+  // The tile shape that kernel runs when no blocks are given, where the paper's rule would pick one
+  // it is not written for (`hbmlab measure --blocks default`, the first compiled shape of gpu/'s
+  // table); none where the kernel is timed on the paper's blocks.
+  virtual std::optional<Blocks> hbmlab_kernel_blocks(const AttentionProblem&) const { return std::nullopt; }
 
   // The window: what it draws, and what one SM's SRAM holds after each step.
   virtual const WindowTraits& window() const = 0;

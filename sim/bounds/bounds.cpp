@@ -50,7 +50,7 @@ void check_bounds_size(const BoundsConfig& config) {
   std::int64_t total = 0;
   auto point = [&](Algo algo, std::int64_t N, std::int64_t d, std::int64_t M) {
     const Blocks blocks = algo->paper_blocks(M, d, N);
-    const AttentionProblem problem{1, 1, N, d, config.dtype, false};
+    const AttentionProblem problem{1, 1, N, d, config.dtype, config.causal};
     const BlockGrid grid = algo->grid(problem, blocks);
     const std::int64_t pairs = saturating_mul(grid.Tr, grid.Tc);
     if (pairs > kMaxCountedPairs)
@@ -93,7 +93,7 @@ std::vector<BoundsRow> run_bounds(const BoundsConfig& config) {
         pt.N = axis == SweepAxis::N ? config.seq_lens[k] : config.base_N;
         pt.d = axis == SweepAxis::d ? config.head_dims[k] : config.base_d;
         pt.M = axis == SweepAxis::M ? config.sram_elems[k] : config.base_M;
-        AttentionProblem problem{1, 1, pt.N, pt.d, config.dtype, false};
+        AttentionProblem problem{1, 1, pt.N, pt.d, config.dtype, config.causal};
         pt.blocks = algo->paper_blocks(pt.M, pt.d, pt.N);
         if (axis == SweepAxis::s) {
           problem.block_mask = parse_block_mask(fmt::format("random:{}:1", config.densities[k]));

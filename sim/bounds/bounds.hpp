@@ -53,6 +53,7 @@ struct BoundsConfig {
   std::vector<double> densities = {0.125, 0.25, 0.5, 1.0};
   std::int64_t base_N = 32768, base_d = 64, base_M = 65536;
   Dtype dtype = Dtype::fp16;
+  bool causal = false;  // every point under the causal mask (the rooms that skip pairs count fewer)
   double tolerance = 0.05;
 };
 

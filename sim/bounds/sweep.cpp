@@ -73,6 +73,7 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
         options.sram_bytes_per_sm = options.sram_bytes_per_block = pt.sram_bytes;
         options.l2_enabled = config.l2_enabled;
         if (pt.algo->takes_launch()) options.launch = config.launch;
+        if (!pt.algo->takes_launch_threads()) options.launch.threads_per_cta.reset();
         options.launch.kv_descending = config.kv_descending && pt.algo->has_kv_order();
         pt.predicted_s = run_engine(pt.algo, pt.problem, pt.blocks, config.gpu, options).predicted_s;
       },

@@ -70,6 +70,9 @@ const RoomTrait kKvOrder{[](Algo a) { return a->has_kv_order(); }, "has no K/V o
 const RoomTrait kLaunch{[](Algo a) { return a->takes_launch(); },
                         "launches library GEMMs, whose launch hbmlab does not set",
                         "launch library GEMMs, whose launch hbmlab does not set", "", "", "the other rooms take it"};
+// flash3's CTA is its warpgroups (one producer, consumers by Br): its blocks set its threads.
+const RoomTrait kLaunchThreads{[](Algo a) { return a->takes_launch_threads(); }, "sets its own threads per CTA",
+                               "set their own threads per CTA", "takes it", "take it"};
 // The rooms without a kernel in gpu/ are timed on the launch they would have without the option, as
 // each room's report says ("launch    the reference launch"): their traffic is the same either way,
 // and a CSV row has no launch column, so the note says it too.
@@ -83,6 +86,16 @@ struct RoomOption {
   const RoomTrait* trait;
   bool changes_problem;  // --block-mask, --splits, --unified-max: the rooms that do not take it are left out
 };
+
+// The --launch-* options given: --launch-threads by the rooms that take a thread count, the others
+// by the rooms that take a launch.
+void add_launch_options(std::vector<RoomOption>& given, std::span<const std::string_view> options) {
+  std::vector<std::string_view> others;
+  for (std::string_view option : options)
+    if (option == "--launch-threads") given.push_back({{option}, &kLaunchThreads, false});
+    else others.push_back(option);
+  if (!others.empty()) given.push_back({others, &kLaunch, false});
+}
 
 // The options of a problem that change it for the rooms that take them (from flags or a scenario).
 std::vector<RoomOption> problem_options(const AttentionProblem& p, bool auto_splits) {
@@ -309,7 +322,9 @@ struct LaunchFlags {
   CLI::Option *o_threads{}, *o_registers{}, *o_smem_bytes{};
 
   void add_to(CLI::App& cmd) {
-    o_threads = cmd.add_option("--launch-threads", threads, "threads per CTA of the room's main kernel [the room's launch]");
+    o_threads = cmd.add_option("--launch-threads", threads,
+                               "threads per CTA of the room's main kernel (flash3's are its warpgroups: --block-rows) "
+                               "[the room's launch]");
     o_registers = cmd.add_option("--launch-registers", registers,
                                  "registers per thread of the main kernel, limits CTAs per SM [not limiting]");
     o_smem_bytes = cmd.add_option("--launch-smem-bytes", smem_bytes, "shared memory per CTA of the main kernel [the SRAM working set]");
@@ -352,14 +367,18 @@ struct LaunchFlags {
 
 // A CTA of a room's plan that the GPU cannot hold (its threads, shared memory or registers): the
 // launch options were checked (LaunchFlags::checked), so the blocks or the launch made it; named by
-// the option that changes them rather than by the preset's number alone. Other errors go on as they are.
-[[noreturn]] void name_cta_option(const InputError& e, const GpuSpec& gpu, const LaunchOverride& l) {
+// the option given that changes them (blocks_option: --block-rows or --block-cols where the user set
+// the blocks; empty where the room chose them, and the preset's key leads) rather than by the
+// preset's number alone. Other errors go on as they are.
+[[noreturn]] void name_cta_option(const InputError& e, const GpuSpec& gpu, const LaunchOverride& l,
+                                  std::string_view blocks_option) {
   const std::string_view what = e.what();
   if (!what.starts_with(gpu.origin + ": numbers.") || what.find("cannot hold one") == what.npos) throw e;
   const bool registers = what.find("numbers.registers_per_sm") != what.npos;
   if (registers && l.registers_per_thread) fail_input("--launch-registers: {}; fewer registers per thread fit", what);
   if (registers && l.threads_per_cta) fail_input("--launch-threads: {}; fewer threads per CTA fit", what);
-  fail_input("--block-rows: {}; smaller blocks (--block-rows, --block-cols) fit", what);
+  if (blocks_option.empty()) fail_input("{}; smaller blocks (--block-rows, --block-cols) fit", what);
+  fail_input("{}: {}; smaller blocks (--block-rows, --block-cols) fit", blocks_option, what);
 }
 
 // A progress bar on stderr, only when stderr is a terminal.
@@ -464,7 +483,7 @@ std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, const AttentionPr
   std::vector<RoomOption> given = problem_options(p, f.problem.auto_splits());
   if (f.kv_descending) given.push_back({{"--kv-descending"}, &kKvOrder, false});
   if (f.hbmlab_kernels) given.push_back({{"--hbmlab-kernels"}, &kHbmlabKernel, false});
-  if (!launch_options.empty()) given.push_back({launch_options, &kLaunch, false});
+  add_launch_options(given, launch_options);
   return narrow_rooms(given, rooms);
 }
 
@@ -502,15 +521,16 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     if (!algo->has_kv_order()) request.launch.kv_descending = false;
     if (!algo->has_hbmlab_kernel()) request.launch.hbmlab_kernels = false;
     if (!algo->takes_launch()) {
-      request.launch.threads_per_cta.reset();
       request.launch.registers_per_thread.reset();
       request.launch.smem_bytes_per_cta.reset();
     }
+    if (!algo->takes_launch_threads()) request.launch.threads_per_cta.reset();
     try {
       results.push_back(simulate(request));
     } catch (const InputError& e) {
       if (!flags) throw;
-      name_cta_option(e, request.gpu, request.launch);
+      name_cta_option(e, request.gpu, request.launch,
+                      *flags->o_block_rows ? "--block-rows" : *flags->o_block_cols ? "--block-cols" : "");
     }
   }
   return results;
@@ -612,7 +632,7 @@ struct BoundsFlags {
   std::string algo = "all", pass = "forward", seq_lens, head_dims, sram_elements, densities, dtype = "fp16";
   std::int64_t base_N = 0, base_d = 0, base_M = 0;
   double tolerance = 0.05;
-  bool json = false;
+  bool json = false, csv = false, causal = false;
   CLI::Option *o_base_N{}, *o_base_d{}, *o_base_M{};
 };
 
@@ -631,12 +651,16 @@ void add_bounds(CLI::App& app, BoundsFlags& f) {
   f.o_base_d = cmd->add_option("--head-dim", f.base_d, "d held fixed in the N and M sweeps [64]");
   f.o_base_M = cmd->add_option("--sram-element-count", f.base_M, "M held fixed in the N and d sweeps [65536]");
   cmd->add_option("--dtype", f.dtype, "fp16, bf16 or fp32 [fp16]");
+  cmd->add_flag("--causal", f.causal, "causal mask: skip block pairs above the diagonal");
   cmd->add_option("--tolerance", f.tolerance, "allowed |fitted − expected| exponent [0.05]");
   cmd->add_flag("--json", f.json, "print JSON");
+  cmd->add_flag("--csv", f.csv, "print CSV, one row per point");
 }
 
-int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
+int run_bounds_command(const BoundsFlags& f, std::ostream& out, std::ostream& err) {
+  if (f.json && f.csv) fail_input("--csv: choose one of --json and --csv");
   BoundsConfig config;
+  config.causal = f.causal;
   Scenario selection;  // each algorithm in each pass asked for, as `simulate --pass` picks rooms
   selection.algorithms = parse_algos(f.algo);
   selection.passes = parse_passes(f.pass, "--pass");
@@ -719,6 +743,9 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out) {
     Json j = bounds_json(rows, config);
     for (const OptionNote& note : notes) j["notes"].push_back(note.text);
     out << j.dump(2) << "\n";
+  } else if (f.csv) {
+    for (const OptionNote& note : notes) fmt::print(err, "note: {}\n", note.text);  // beside CSV, as sweep's
+    out << bounds_csv(rows);
   } else {
     for (const OptionNote& note : notes) fmt::print(out, "note: {}\n\n", note.text);
     print_bounds(out, rows, config);
@@ -761,7 +788,7 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
   config.algos = rooms_of(s);
   std::vector<RoomOption> given = problem_options(s.problem, false);
   if (f.kv_descending) given.push_back({{"--kv-descending"}, &kKvOrder, false});
-  if (const std::vector<std::string_view> launch = f.launch.given(); !launch.empty()) given.push_back({launch, &kLaunch, false});
+  add_launch_options(given, f.launch.given());
   const std::vector<OptionNote> notes = narrow_rooms(given, config.algos);
   config.l2_enabled = !f.no_l2;
   config.kv_descending = f.kv_descending;
@@ -780,7 +807,7 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
   try {
     points = run_sweep(config, std::ref(bar));
   } catch (const InputError& e) {
-    name_cta_option(e, config.gpu, config.launch);
+    name_cta_option(e, config.gpu, config.launch, "--block-rows");  // its lists set every point's blocks
   }
   std::string text;
   if (f.json) {
@@ -966,7 +993,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
             fail_input("{}: '{}' is outside the 64-bit whole numbers", o->get_name(), given);
         }
     if (app.got_subcommand("simulate")) return run_simulate(simulate_flags, out, err);
-    if (app.got_subcommand("bounds")) return run_bounds_command(bounds_flags, out);
+    if (app.got_subcommand("bounds")) return run_bounds_command(bounds_flags, out, err);
     if (app.got_subcommand("sweep")) return run_sweep_command(sweep_flags, out, err);
     if (app.got_subcommand("validate")) {
       auto cutoff = [](double pct, std::string_view option) {

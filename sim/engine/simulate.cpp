@@ -187,6 +187,18 @@ SimulationResult simulate(const SimulateRequest& request) {
     if (request.sram_bytes || !message.starts_with("--sram-bytes: ")) throw;
     fail_input("{}: numbers.sram_bytes_per_block: {}", request.gpu.origin, message.substr(14));
   }
+  // hbmlab's kernel on the tile shape it runs (`hbmlab measure`), unless the blocks were given.
+  if (request.launch.hbmlab_kernels && !request.block_rows && !request.block_cols)
+    if (const std::optional<Blocks> kernel = request.algo->hbmlab_kernel_blocks(request.problem)) {
+      const Blocks rule = r.blocks.blocks;
+      r.blocks.blocks = {std::min(kernel->Br, request.algo->heads_per_instance(request.problem) * request.problem.Nq()),
+                         std::min(kernel->Bc, request.problem.seq_len)};
+      r.blocks.working_set_bytes = request.algo->working_set_bytes(request.problem, r.blocks.blocks);
+      r.blocks.origin = "hbmlab's kernel";
+      r.blocks.note = fmt::format("the tile shape of {}'s CUDA kernel (`hbmlab measure --blocks default`), not the "
+                                  "paper's rule (Br={}, Bc={})",
+                                  request.algo->name(), rule.Br, rule.Bc);
+    }
   r.problem = request.algo->prepare(request.problem, r.blocks.blocks, request.gpu);
   const AttentionProblem& p = r.problem;
   const BlockGrid grid = request.algo->grid(p, r.blocks.blocks);

@@ -423,8 +423,8 @@ std::string range_text(const BoundsRow& row) {
 }  // namespace
 
 void print_bounds(std::ostream& out, std::span<const BoundsRow> rows, const BoundsConfig& config) {
-  fmt::print(out, "IO-complexity check: counted HBM accesses (elements, one head, {}) against N, d and M\n",
-             to_string(config.dtype));
+  fmt::print(out, "IO-complexity check: counted HBM accesses (elements, one head, {}{}) against N, d and M\n",
+             to_string(config.dtype), config.causal ? ", causal" : "");
   fmt::print(out, "Fixed values: N = {}, d = {}, M = {} elements; blocks follow the paper's rule for each M.\n\n",
              config.base_N, config.base_d, config.base_M);
   std::size_t name_width = 9;  // "algorithm"; wider for "flash1 backward"
@@ -456,7 +456,7 @@ void print_bounds(std::ostream& out, std::span<const BoundsRow> rows, const Boun
 }
 
 Json bounds_json(std::span<const BoundsRow> rows, const BoundsConfig& config) {
-  Json out = {{"tolerance", config.tolerance}, {"dtype", to_string(config.dtype)},
+  Json out = {{"tolerance", config.tolerance}, {"dtype", to_string(config.dtype)}, {"causal", config.causal},
               {"fixed", {{"N", config.base_N}, {"d", config.base_d}, {"M", config.base_M}}}, {"rows", Json::array()}};
   bool all_ok = true;
   for (const BoundsRow& row : rows) {
@@ -474,6 +474,19 @@ Json bounds_json(std::span<const BoundsRow> rows, const BoundsConfig& config) {
     if (row.algo->pass() != Pass::forward) out["rows"].back()["pass"] = to_string(row.algo->pass());
   }
   out["verdict"] = all_ok ? "pass" : "fail";
+  return out;
+}
+
+// One row per point, its row's fit and verdict repeated: what bounds_json nests.
+std::string bounds_csv(std::span<const BoundsRow> rows) {
+  std::string out = "algorithm,pass,sweep,N,d,M,s,Br,Bc,accesses,closed_form_accesses,bound,bound_value,ratio,"
+                    "fitted_exponent,expected_exponent,exponent_ok,exact_ok\n";
+  for (const BoundsRow& row : rows)
+    for (const BoundsPoint& pt : row.points)
+      out += fmt::format("{},{},{},{},{},{},{:g},{},{},{},{},\"{}\",{:.6g},{:.6g},{:.6g},{:g},{},{}\n", row.algo->name(),
+                         to_string(row.algo->pass()), to_string(row.axis), pt.N, pt.d, pt.M, pt.s, pt.blocks.Br,
+                         pt.blocks.Bc, pt.accesses, pt.closed_form_accesses, row.bound_expression, pt.bound_value,
+                         pt.ratio, row.fitted, row.expected, row.exponent_ok ? 1 : 0, row.exact_ok ? 1 : 0);
   return out;
 }
 

@@ -188,9 +188,13 @@ TEST_CASE("an option that would change nothing in the run is refused naming it, 
   CHECK(refusal({"--algo", "standard,flash1", "--pass", "backward", "--hbmlab-kernels"}) ==
         head + "--hbmlab-kernels: standard backward and flash1 backward have no CUDA kernel in gpu/ (standard, flash1, "
                "flash2, flash3, flash-decoding and flashdecoding++ have one)\n");
-  CHECK(refusal({"--algo", "standard", "--pass", "both", "--launch-threads", "64"}) ==
-        head + "--launch-threads: standard and standard backward launch library GEMMs, whose launch hbmlab does not "
+  CHECK(refusal({"--algo", "standard", "--pass", "both", "--launch-registers", "64"}) ==
+        head + "--launch-registers: standard and standard backward launch library GEMMs, whose launch hbmlab does not "
                "set (the other rooms take it)\n");
+  // flash3's threads are its warpgroups, which its blocks set.
+  CHECK(refusal({"--algo", "standard,flash3", "--pass", "both", "--launch-threads", "64"}) ==
+        head + "--launch-threads: standard, standard backward, flash3 and flash3 backward set their own threads per CTA "
+               "(flash1, flash2, flash-decoding and flashdecoding++ take it)\n");
   // What only the timing engine uses, under --counts-only.
   for (const std::vector<std::string>& option :
        {std::vector<std::string>{"--hbmlab-kernels"}, {"--kv-descending"}, {"--no-l2"}, {"--launch-threads", "64"},
@@ -267,8 +271,15 @@ TEST_CASE("an option some rooms of the list take: applied to those, a note names
   // --launch-*: standard's GEMMs are a library's; CSV keeps its rows clean and says it on stderr.
   const Run csv = with({"--algo", "all", "--launch-threads", "64", "--launch-registers", "128", "--csv"});
   REQUIRE(csv.code == 0);
-  CHECK(csv.err == "note: --launch-threads and --launch-registers apply to flash1, flash2 and flash3; standard "
-                   "launches library GEMMs, whose launch hbmlab does not set\n");
+  CHECK(csv.err == "note: --launch-threads applies to flash1 and flash2; standard and flash3 set their own threads "
+                   "per CTA\nnote: --launch-registers applies to flash1, flash2 and flash3; standard launches library "
+                   "GEMMs, whose launch hbmlab does not set\n");
+  // flash3 runs on its own threads beside them: its time is the one without the option.
+  const Run flash3_64 = with({"--algo", "flash2,flash3", "--launch-threads", "64", "--csv"});
+  const Run flash3_own = with({"--algo", "flash3", "--csv"});
+  REQUIRE(flash3_64.code == 0);
+  CHECK(flash3_64.err == "note: --launch-threads applies to flash2; flash3 sets its own threads per CTA\n");
+  CHECK(flash3_64.out.substr(flash3_64.out.find("\nflash3,") + 1) == flash3_own.out.substr(flash3_own.out.find('\n') + 1));
   CHECK(csv.out.starts_with("algorithm,"));
   const Run launched_text = with({"--algo", "standard,flash1", "--launch-threads", "64"});
   REQUIRE(launched_text.code == 0);
@@ -330,6 +341,72 @@ TEST_CASE("simulate --hbmlab-kernels on a list: rooms without a kernel in gpu/ a
                    "backward; standard backward and flash1 backward have no CUDA kernel in gpu/ and are timed on their "
                    "reference launch\n");
   CHECK(std::count(all.out.begin(), all.out.end(), '\n') == 1 + 8);
+}
+
+TEST_CASE("simulate --hbmlab-kernels without blocks runs standard's kernel on its own tile shape", "[cli]") {
+  // The paper's rule gives standard a Bc of hundreds of columns, whose pv_kernel tiles no CTA holds;
+  // its kernel runs 64 × 64 tiles (`hbmlab measure --blocks default`), on every problem of both passes.
+  for (const char* d : {"64", "128"})
+    for (const char* N : {"1024", "4096", "16384"}) {
+      INFO("d = " << d << ", N = " << N);
+      const Run all = run({"simulate", "--algo", "all", "--pass", "both", "--hbmlab-kernels", "--head-dim", d,
+                           "--seq-len", N, "--numerics", "off", "--csv"});
+      REQUIRE(all.code == 0);
+      CHECK(std::count(all.out.begin(), all.out.end(), '\n') == 1 + 8);
+      const std::string standard = all.out.substr(all.out.find("\nstandard,") + 1);
+      CHECK(standard.starts_with(fmt::format("standard,a100-40gb,1,1,{},{},fp16,0,64,64,", N, d)));
+    }
+  const Run text = run({"simulate", "--algo", "standard", "--hbmlab-kernels", "--numerics", "off"});
+  REQUIRE(text.code == 0);
+  CHECK_THAT(text.out, Catch::Contains("blocks    Br=64 Bc=64 (hbmlab's kernel) → Tr=16 Tc=16"));
+  CHECK_THAT(text.out, Catch::Contains("note      the tile shape of standard's CUDA kernel (`hbmlab measure --blocks "
+                                       "default`), not the paper's rule (Br=64, Bc=328)"));
+  // Blocks given are run as given, and a tile set no CTA holds is refused naming the option given.
+  const Run given = run({"simulate", "--algo", "standard", "--hbmlab-kernels", "--block-rows", "128", "--block-cols",
+                         "128", "--numerics", "off", "--csv"});
+  REQUIRE(given.code == 0);
+  CHECK_THAT(given.out, Catch::Contains("\nstandard,a100-40gb,1,1,1024,64,fp16,0,128,128,"));
+  const Run too_wide = run({"simulate", "--algo", "standard", "--hbmlab-kernels", "--block-cols", "512"});
+  CHECK(too_wide.code == 2);
+  CHECK(too_wide.out.empty());
+  CHECK(too_wide.err.starts_with("hbmlab simulate: --block-cols: scenarios/gpus/a100-40gb.toml: "
+                                 "numbers.sram_bytes_per_block: 166912 B cannot hold one tile set of pv_kernel O = PV"));
+  // Without the option, the reference launch on the paper's blocks, as before.
+  const Run reference = run({"simulate", "--algo", "standard", "--numerics", "off", "--csv"});
+  CHECK_THAT(reference.out, Catch::Contains("\nstandard,a100-40gb,1,1,1024,64,fp16,0,64,328,"));
+}
+
+TEST_CASE("bounds takes --causal and --csv as simulate and sweep do", "[cli][bounds]") {
+  const std::vector<std::string> small = {"bounds", "--seq-lens", "256,512", "--head-dims", "16,32", "--sram-elements",
+                                          "1024,2048", "--seq-len", "512", "--head-dim", "32", "--sram-element-count", "2048"};
+  auto json = [&](std::vector<std::string> extra) {
+    extra.push_back("--json");
+    const Run r = run_with(small, extra);
+    REQUIRE(r.code < 2);
+    return nlohmann::json::parse(r.out);
+  };
+  // The N sweep's first point: flash2 skips the pairs above the diagonal, standard's S and P stay N × N.
+  auto first = [](const nlohmann::json& j, const std::string& room) {
+    for (const auto& row : j["rows"])
+      if (row["algorithm"] == room && row["sweep"] == "N") return row["points"][0]["accesses"].get<std::int64_t>();
+    return std::int64_t{-1};
+  };
+  const auto dense = json({"--algo", "standard,flash2"}), causal = json({"--algo", "standard,flash2", "--causal"});
+  CHECK(dense["causal"] == false);
+  CHECK(causal["causal"] == true);
+  CHECK(first(causal, "standard") == first(dense, "standard"));
+  CHECK(first(causal, "flash2") < first(dense, "flash2"));
+  CHECK(first(causal, "flash2") > 0);
+  // CSV: one row per point, the notes beside it on stderr.
+  const Run csv = run_with(small, {"--algo", "standard,flash1", "--densities", "0.5,1", "--csv"});
+  REQUIRE(csv.code == 1);  // these few small points fit some exponents loosely: the verdict fails
+  CHECK(csv.err == "note: --densities applies to flash1; standard does not take a block mask\n");
+  CHECK(csv.out.starts_with("algorithm,pass,sweep,N,d,M,s,Br,Bc,accesses,closed_form_accesses,bound,bound_value,ratio,"
+                            "fitted_exponent,expected_exponent,exponent_ok,exact_ok\nstandard,forward,N,256,32,2048,1,"));
+  CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 1 + 3 * 2 + 4 * 2);  // standard N, d, M; flash1 and s
+  const Run both = run_with(small, {"--json", "--csv"});
+  CHECK(both.code == 2);
+  CHECK(both.err == "hbmlab bounds: --csv: choose one of --json and --csv\n");
 }
 
 TEST_CASE("a shape some rooms of the list do not take: those rooms are left out, a note names them", "[cli]") {
@@ -772,8 +849,8 @@ TEST_CASE("sweep and bounds take an option some rooms of the list take as simula
   }
   // --launch-*, as simulate takes them: standard's GEMMs are a library's, so it is swept as it is.
   const auto launched = with(causal, {"--launch-threads", "64"});
-  CHECK(launched["notes"] == nlohmann::json::array({"--launch-threads applies to flash1, flash2 and flash3; standard "
-                                                    "launches library GEMMs, whose launch hbmlab does not set"}));
+  CHECK(launched["notes"] == nlohmann::json::array({"--launch-threads applies to flash1 and flash2; standard and "
+                                                    "flash3 set their own threads per CTA"}));
   REQUIRE(launched["points"].size() == 8);
   for (std::size_t k = 0; k < launched["points"].size(); ++k) {
     const auto& pt = launched["points"][k];
@@ -781,12 +858,12 @@ TEST_CASE("sweep and bounds take an option some rooms of the list take as simula
     const std::string room = pt["algorithm"];
     if (!pt["fits"]) continue;
     const bool differs = pt["predicted_s"] != plain_sweep["points"][k]["predicted_s"];
-    if (room == "standard") CHECK_FALSE(differs);
+    if (room == "standard" || room == "flash3") CHECK_FALSE(differs);
     if (room == "flash1") CHECK(differs);  // 64 threads instead of its 256
     std::vector<std::string> args = {"simulate", "--seq-len", "1024", "--causal", "--algo", room, "--block-rows",
                                      std::to_string(pt["Br"].get<int>()), "--block-cols",
                                      std::to_string(pt["Bc"].get<int>()), "--numerics", "off", "--json"};
-    if (room != "standard") args.insert(args.end(), {"--launch-threads", "64"});
+    if (room == "flash1" || room == "flash2") args.insert(args.end(), {"--launch-threads", "64"});
     CHECK(pt["predicted_s"] == with(args, {})["time"]["predicted_s"]);
   }
   // bounds --densities: the rooms without a block mask sweep N, d and M as they would, and the note says so.

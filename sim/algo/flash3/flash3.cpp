@@ -108,6 +108,9 @@ public:
   }
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr; }
   bool has_hbmlab_kernel() const override { return true; }  // gpu/flash3.cu
+  // Its threads are its warpgroups, one producer and Br/64 consumers, which its on-chip counts and
+  // pipeline follow: --block-rows changes them, a thread count alone would describe no kernel.
+  bool takes_launch_threads() const override { return false; }
   // cuDNN's Hopper forward (PyTorch's cuDNN SDPA backend on sm_90): the same structure, a producer
   // warpgroup and consumer warpgroups on wgmma, so its records are read as this room.
   std::span<const std::string_view> external_kernels() const override {
@@ -293,6 +296,8 @@ public:
   }
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return base().roofline_ctas_per_instance(g); }
   bool has_hbmlab_kernel() const override { return true; }  // gpu/flash3_backward.cu
+  // Its threads are one producer and two consumer warpgroups, as its on-chip counts take them.
+  bool takes_launch_threads() const override { return false; }
   std::optional<ForwardState> forward_state(const AttentionProblem& p) const override { return base().forward_state(p); }
   const WindowTraits& window() const override {
     static const WindowTraits traits = [&] {

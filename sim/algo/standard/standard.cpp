@@ -204,6 +204,12 @@ public:
     // copied 16 bytes at a time and multiplied 16 columns at a time: d a multiple of 16.
     if (d % 16 != 0)
       fail_input("--hbmlab-kernels: hbmlab's standard kernel (gpu/standard.cu) takes d a multiple of 16, got d = {}", d);
+    // Its softmax_kernel holds a row of S in fp32 in shared memory: N bounds it, not the blocks.
+    const std::int64_t cta_bytes = options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
+    if (p.seq_len * 4 > cta_bytes)
+      fail_input("--hbmlab-kernels: hbmlab's standard kernel (gpu/standard.cu) keeps a row of S in shared memory, "
+                 "N × 4 B = {} B at N = {}, more than the {} B one CTA may use",
+                 p.seq_len * 4, p.seq_len, cta_bytes);
     constexpr std::int64_t kPad = 8;
     qk.name = "qk_kernel S = QKᵀ";
     qk.overlap = "none inside a CTA: Q_i, K_j load, the tile is computed, S_ij is stored; CTAs on an SM overlap";
@@ -262,6 +268,9 @@ public:
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr * g.Tc; }
   bool takes_launch() const override { return false; }  // its GEMMs' tiles and threads are the library's
   bool has_hbmlab_kernel() const override { return true; }  // gpu/standard.cu
+  // gpu/standard.cu's first compiled shape at d = 64 and 128, 64 × 64: the paper's rule gives a
+  // Bc of hundreds of columns, whose double-buffered P_ij, V_j tiles (pv_kernel) no CTA holds.
+  std::optional<Blocks> hbmlab_kernel_blocks(const AttentionProblem&) const override { return Blocks{64, 64}; }
   // NQ < N: S and P are NQ × N. HKV < H: each query head reads its K/V head's K and V itself.
   ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true}; }
 
