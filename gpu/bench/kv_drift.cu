@@ -38,6 +38,13 @@
 //            FlashAttention-2's grid instead (below): K/V descending, then ascending, R times each
 //            (default 2), nothing set aside; `run` lines, OUTDIR/kv-drift-fa2.jsonl and the first
 //            repetition's records OUTDIR/raw/fa2-ORDER-hBH-nN[-kv64].bin
+//            [--kv-order desc|asc|both]  only one order (default both)
+//            [--head-pitch-kib P]  each head's Q, K, V and O rows P KiB after the previous head's
+//                                  (default the head's own N·d·2 bytes: [B·H, N, d], contiguous)
+//            [--layout bshd]       the heads' rows interleaved, PyTorch's [B, N, H, d] strides with
+//                                  H = 16 heads a batch (B = B·H / 16; when 16 does not divide B·H, B = 1)
+//            The work and its order are the same in every layout; only the addresses move, and the
+//            labels end in -pPk or -bshd (the default's unmarked).
 //        kv_drift analyse FILE.bin        the same analysis of a raw record (no GPU needed)
 //
 // FlashAttention-2's grid ("--grid fa2"): no persistent CTAs but one CTA a query block, grid
@@ -69,7 +76,8 @@ void check(cudaError_t e, const char* what) { bench::check(e, "kv_drift", what);
 
 constexpr int kThreads = 384;                // three warpgroups, as cuDNN's forward
 constexpr int kTileRows = 128, kHeadDim = 128;
-constexpr int kTileVec = kTileRows * kHeadDim * 2 / 16;  // 16-byte vectors in one 128 × 128 fp16 tile
+constexpr int kRowVec = kHeadDim * 2 / 16;              // 16-byte vectors in one fp16 row of d
+constexpr int kTileVec = kTileRows * kRowVec;            // 16-byte vectors in one 128 × 128 fp16 tile
 constexpr int kStageBytes = 2 * kTileVec * 16;           // K_j and V_j
 constexpr int kSmemBytes = 2 * kStageBytes + 2 * kTileVec * 16;  // two K/V stages, two Q buffers
 constexpr double kMiB = 1024.0 * 1024.0;
@@ -241,11 +249,18 @@ struct Fa2Sweep {
   int kv_split;                   // K/V tiles a 128-row block: 1 (128 × 128) or 2 (128 × 64)
   unsigned long long* step_ns;    // per CTA: rows · kv_split stamps
   int* per_cta;                   // per CTA: steps, smid
+  // Where head h's row r starts, in 16-byte vectors (Q, K, V, O alike): (h / group)·batch_vec +
+  // (h % group)·head_vec + r·row_vec. Contiguous: group B·H, head_vec N·d·2/16, row_vec d·2/16.
+  long long head_vec, row_vec, batch_vec;
+  int group;
 };
 
-__device__ void load_tile(const uint4* src, unsigned int dst, int vecs) {
+// `vecs` 16-byte vectors of consecutive rows from src on, a row every `row_vec` vectors.
+__device__ void load_tile(const uint4* src, unsigned int dst, int vecs, long long row_vec) {
   for (int x = threadIdx.x; x < vecs; x += blockDim.x)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + x * 16), "l"(src + x) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + x * 16),
+                 "l"(src + (x / kRowVec) * row_vec + x % kRowVec)
+                 : "memory");
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
@@ -262,11 +277,14 @@ __global__ void __launch_bounds__(kFa2Threads, 2) kv_fa2(Fa2Sweep p) {
   const unsigned int k_s = q_s + kTileVec * 16, v_s = k_s + kTileVec * 16;
   const int i = blockIdx.x, cta = blockIdx.y * p.rows + blockIdx.x;
   const int n = p.kv_split * (i + 1), kv_vec = kTileVec / p.kv_split;  // K/V tiles, 16-byte vectors in one
-  const std::size_t head = std::size_t(blockIdx.y) * p.rows, kv_head = head * p.kv_split;
+  const long long head = (blockIdx.y / p.group) * p.batch_vec + (blockIdx.y % p.group) * p.head_vec;  // its row 0
+  const long long kv_rows = kTileRows / p.kv_split;                                   // a K/V tile's rows
+  const long long q_at = head + i * kTileRows * p.row_vec;                            // Q_i's (and O_i's) row 0
+  auto kv_at = [&](int j) { return head + j * kv_rows * p.row_vec; };                 // K_j's (and V_j's) row 0
   unsigned long long* stamps = p.step_ns + std::size_t(cta) * p.rows * p.kv_split;
   auto tile_of = [&](int x) { return p.kv_descending ? n - 1 - x : x; };
-  load_tile(p.q + (head + i) * kTileVec, q_s, kTileVec);
-  load_tile(p.k + (kv_head + tile_of(0)) * kv_vec, k_s, kv_vec);
+  load_tile(p.q + q_at, q_s, kTileVec, p.row_vec);
+  load_tile(p.k + kv_at(tile_of(0)), k_s, kv_vec, p.row_vec);
   const uint32_t* qs = reinterpret_cast<const uint32_t*>(smem);
   const uint32_t* ks = qs + kTileVec * 4;
   const uint32_t* vs = ks + kTileVec * 4;
@@ -276,7 +294,7 @@ __global__ void __launch_bounds__(kFa2Threads, 2) kv_fa2(Fa2Sweep p) {
     const int j = tile_of(x);
     wait_tiles();  // K_j (and Q_i) in
     if (threadIdx.x == 0) stamps[x] = global_ns();
-    load_tile(p.v + (kv_head + j) * kv_vec, v_s, kv_vec);
+    load_tile(p.v + kv_at(j), v_s, kv_vec, p.row_vec);
     {  // S = Q_i K_jᵀ
       uint32_t a[4] = {qs[at] ^ ks[at], qs[at + 1], qs[at + 2], qs[at + 3]};
       uint32_t b[2] = {ks[at + half], ks[at + half + 1]};
@@ -286,7 +304,7 @@ __global__ void __launch_bounds__(kFa2Threads, 2) kv_fa2(Fa2Sweep p) {
       }
     }
     wait_tiles();  // V_j in, K_j read by every warp
-    if (x + 1 < n) load_tile(p.k + (kv_head + tile_of(x + 1)) * kv_vec, k_s, kv_vec);
+    if (x + 1 < n) load_tile(p.k + kv_at(tile_of(x + 1)), k_s, kv_vec, p.row_vec);
     {  // O_i += P V_j
       uint32_t a[4] = {vs[at] ^ qs[at + 8], vs[at + 1], vs[at + 2], vs[at + 3]};
       uint32_t b[2] = {vs[at + half], vs[at + half + 1]};
@@ -298,7 +316,7 @@ __global__ void __launch_bounds__(kFa2Threads, 2) kv_fa2(Fa2Sweep p) {
   }
   const float sum = acc[0][0] + acc[1][1] + acc[2][2] + acc[3][3];
   for (int x = threadIdx.x; x < kTileVec; x += blockDim.x)
-    p.o[(head + i) * kTileVec + x] = make_uint4(__float_as_uint(sum), x, cta, 0);
+    p.o[q_at + (x / kRowVec) * p.row_vec + x % kRowVec] = make_uint4(__float_as_uint(sum), x, cta, 0);
   if (threadIdx.x == 0) {
     unsigned int smid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
@@ -664,9 +682,9 @@ struct Tensors {
   std::size_t vec, flush_vec;  // 16-byte vectors in one tensor, in the flush buffer
 };
 
-Tensors make_tensors(std::size_t tiles, int sms) {
+Tensors make_tensors(std::size_t vecs, int sms) {
   Tensors t{};
-  t.vec = tiles * kTileVec;
+  t.vec = vecs;
   t.flush_vec = (256u << 20) / 16;
   for (uint4** p : {&t.q, &t.k, &t.v, &t.o}) check(cudaMalloc(p, t.vec * 16), "malloc");
   check(cudaMalloc(&t.flush, t.flush_vec * 16), "malloc");
@@ -702,7 +720,7 @@ int run_all(const std::string& outdir, const Options& opt) {
   check(cudaDeviceGetAttribute(&max_persist, cudaDevAttrMaxPersistingL2CacheSize, 0), "attribute");
   std::printf("%s: %d SMs, L2 %d bytes, largest set-aside %d bytes\n", prop.name, sms, prop.l2CacheSize, max_persist);
   const int heads = 4, rows = 512;  // d = 128, N = 64K, H = 4, B = 1
-  const Tensors t = make_tensors(std::size_t(heads) * rows, sms);
+  const Tensors t = make_tensors(std::size_t(heads) * rows * kTileVec, sms);
   uint4 *q = t.q, *k = t.k, *v = t.v, *o = t.o, *flush = t.flush, *aside;
   const std::size_t flush_vec = t.flush_vec, aside_vec = std::size_t(max_persist) / 16 + 1;
   check(cudaMalloc(&aside, aside_vec * 16), "malloc");
@@ -826,8 +844,15 @@ int run_all(const std::string& outdir, const Options& opt) {
   return 0;
 }
 
+// Where FlashAttention-2's grid finds each head's rows (Q, K, V and O alike).
+struct Fa2Layout {
+  long long head_pitch_kib = 0;  // contiguous heads, one every this many KiB; 0: the head's own size
+  bool bshd = false;             // PyTorch's [B, N, H, d] strides: the heads' rows interleaved
+  int orders = 3;                // K/V descending (1), ascending (2), both (3)
+};
+
 // FlashAttention-2's grid at d = 128: B·H = `heads`, N = `seq`; K/V descending then ascending.
-int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int reps, int kv_split) {
+int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int reps, int kv_split, const Fa2Layout& lay) {
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");
   const int sms = prop.multiProcessorCount;
@@ -841,7 +866,23 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
     std::fprintf(stderr, "kv_drift: --grid fa2: %d CTAs fit an SM, not 2\n", per_sm);
     return 1;
   }
-  const Tensors t = make_tensors(std::size_t(heads) * rows, sms);
+  // [B·H, N, d] by default; a pitch spaces the heads out; bshd interleaves the rows of the H = 16 heads
+  // of each batch (B = B·H / 16, as hbmlab simulate is given these shapes), [B, N, H, d].
+  const int group = lay.bshd && heads % 16 == 0 ? 16 : heads;
+  const long long row_vec = lay.bshd ? (long long)group * kRowVec : kRowVec;
+  const long long head_vec = lay.bshd ? kRowVec : lay.head_pitch_kib ? lay.head_pitch_kib * 1024 / 16 : (long long)seq * kRowVec;
+  const long long batch_vec = (long long)seq * group * kRowVec;  // used by bshd alone (group < B·H)
+  std::string suffix;  // the labels' mark of a layout other than the default
+  if (lay.bshd) suffix = "-bshd";
+  if (lay.head_pitch_kib) suffix = "-p" + std::to_string(lay.head_pitch_kib) + "k";
+  if (!suffix.empty())
+    std::printf("layout %s: %d heads a batch, a head every %lld bytes, a row every %lld bytes (a head's rows are %lld bytes)\n",
+                suffix.c_str() + 1, group, head_vec * 16, row_vec * 16, (long long)seq * kRowVec * 16);
+  const long long vecs = (heads / group - 1) * batch_vec + (group - 1) * head_vec + (seq - 1) * row_vec + kRowVec;
+  const Tensors t = make_tensors(std::size_t(vecs), sms);
+  if (!suffix.empty())
+    std::printf("layout %s: %.1f MiB a tensor at Q %p K %p V %p O %p\n", suffix.c_str() + 1, vecs * 16 / kMiB,
+                static_cast<void*>(t.q), static_cast<void*>(t.k), static_cast<void*>(t.v), static_cast<void*>(t.o));
   const int ctas = heads * rows;
   unsigned long long* step_ns;
   int* per_cta;
@@ -865,10 +906,11 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
   }
   const long long total_steps = (long long)heads * kv_split * rows * (rows + 1) / 2;
   for (int desc : {1, 0})
-    for (int rep = 0; rep < reps; ++rep) {
+    for (int rep = 0; rep < reps && (lay.orders & (desc ? 1 : 2)); ++rep) {
       char label[96];
-      std::snprintf(label, sizeof label, "fa2-%s-h%d-n%d%s", desc ? "desc" : "asc", heads, seq, kv_split == 2 ? "-kv64" : "");
-      Fa2Sweep p{t.q, t.k, t.v, t.o, rows, desc, work, kv_split, step_ns, per_cta};
+      std::snprintf(label, sizeof label, "fa2-%s-h%d-n%d%s%s", desc ? "desc" : "asc", heads, seq, kv_split == 2 ? "-kv64" : "",
+                    suffix.c_str());
+      Fa2Sweep p{t.q, t.k, t.v, t.o, rows, desc, work, kv_split, step_ns, per_cta, head_vec, row_vec, batch_vec, group};
       fill<<<4 * sms, 256>>>(t.flush, t.flush_vec, 7 + rep);  // the L2 emptied of K, V, Q and O
       check(cudaDeviceSynchronize(), "flush");
       check(cudaEventRecord(e0), "record");
@@ -905,8 +947,9 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
       }
       std::printf("run %s rep %d work %d event_us %.1f\n", label, rep, work, ms * 1e3);
       const std::string js = analyse(r, true);
-      std::fprintf(jl, "{\"rep\":%d,\"event_us\":%.1f,\"heads\":%d,\"seq_len\":%d,\"kv_rows\":%d,\"order\":\"%s\",\"record\":%s}\n",
-                   rep, ms * 1e3, heads, seq, kTileRows / kv_split, desc ? "desc" : "asc", js.c_str());
+      const std::string layout = suffix.empty() ? "" : ",\"layout\":\"" + suffix.substr(1) + "\"";
+      std::fprintf(jl, "{\"rep\":%d,\"event_us\":%.1f,\"heads\":%d,\"seq_len\":%d,\"kv_rows\":%d,\"order\":\"%s\"%s,\"record\":%s}\n",
+                   rep, ms * 1e3, heads, seq, kTileRows / kv_split, desc ? "desc" : "asc", layout.c_str(), js.c_str());
       std::fflush(jl);
       if (rep == 0) write_raw(r, outdir + "/raw/" + label + ".bin");
       fill<<<4 * sms, 256>>>(t.o, t.vec, 9);  // O reset, so each sweep writes it afresh
@@ -927,6 +970,8 @@ int main(int argc, char** argv) {
     bool fa2 = false;
     int fa2_heads = 32, fa2_seq = 8192, fa2_reps = 2, fa2_kv_split = 1;
     double fa2_tile_us = 6;
+    Fa2Layout fa2_layout;
+    std::string fa2_only;  // the last option that needs --grid fa2
     for (int a = 3; a < argc; ++a) {
       const std::string arg = argv[a];
       if (arg == "--grid" && a + 1 < argc) {
@@ -942,6 +987,30 @@ int main(int argc, char** argv) {
           return 2;
         }
         fa2_kv_split = rows == "64" ? 2 : 1;
+      } else if (arg == "--layout" && a + 1 < argc) {
+        const std::string name = argv[++a];
+        if (name != "bhsd" && name != "bshd") {
+          std::fprintf(stderr, "kv_drift: --layout: unknown layout '%s' (bhsd, bshd)\n", name.c_str());
+          return 2;
+        }
+        fa2_layout.bshd = name == "bshd";
+        fa2_only = arg;
+      } else if (arg == "--head-pitch-kib" && a + 1 < argc) {
+        const double x = std::atof(argv[++a]);
+        if (!(x > 0) || x != std::floor(x) || x > (1 << 24)) {
+          std::fprintf(stderr, "kv_drift: --head-pitch-kib: %s is not a whole number of KiB from 1 to 16777216\n", argv[a]);
+          return 2;
+        }
+        fa2_layout.head_pitch_kib = (long long)x;
+        fa2_only = arg;
+      } else if (arg == "--kv-order" && a + 1 < argc) {
+        const std::string order = argv[++a];
+        if (order != "desc" && order != "asc" && order != "both") {
+          std::fprintf(stderr, "kv_drift: --kv-order: unknown order '%s' (desc, asc, both)\n", order.c_str());
+          return 2;
+        }
+        fa2_layout.orders = order == "desc" ? 1 : order == "asc" ? 2 : 3;
+        fa2_only = arg;
       } else if ((arg == "--heads" || arg == "--seq" || arg == "--reps" || arg == "--tile-us") && a + 1 < argc) {
         const double x = std::atof(argv[++a]);
         const bool whole = arg != "--tile-us";
@@ -981,11 +1050,25 @@ int main(int argc, char** argv) {
       }
       opt.works.push_back(found);
     }
-    if (fa2) return run_fa2(argv[2], fa2_heads, fa2_seq, fa2_tile_us, fa2_reps, fa2_kv_split);
+    if (!fa2 && !fa2_only.empty()) {
+      std::fprintf(stderr, "kv_drift: %s: only with --grid fa2\n", fa2_only.c_str());
+      return 2;
+    }
+    if (fa2_layout.bshd && fa2_layout.head_pitch_kib) {
+      std::fprintf(stderr, "kv_drift: --head-pitch-kib: not with --layout bshd (its heads are one row apart)\n");
+      return 2;
+    }
+    if (fa2_layout.head_pitch_kib && fa2_layout.head_pitch_kib * 1024 < (long long)fa2_seq * kRowVec * 16) {
+      std::fprintf(stderr, "kv_drift: --head-pitch-kib: %lld KiB is less than a head's %lld KiB (N = %d, d = 128)\n",
+                   fa2_layout.head_pitch_kib, (long long)fa2_seq * kRowVec * 16 / 1024, fa2_seq);
+      return 2;
+    }
+    if (fa2) return run_fa2(argv[2], fa2_heads, fa2_seq, fa2_tile_us, fa2_reps, fa2_kv_split, fa2_layout);
     return run_all(argv[2], opt);
   }
   std::fprintf(stderr, "usage: kv_drift run OUTDIR [--raw] [--orders A,B] [--works memory,balanced,compute] "
                        "[--raw-every LABEL,...] | kv_drift run OUTDIR --grid fa2 [--heads BH] [--seq N] [--tile-us T] "
-                       "[--reps R] [--kv-rows 128|64] | kv_drift analyse FILE.bin\n");
+                       "[--reps R] [--kv-rows 128|64] [--kv-order desc|asc|both] [--head-pitch-kib P | --layout bhsd|bshd] "
+                       "| kv_drift analyse FILE.bin\n");
   return 2;
 }
