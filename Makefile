@@ -2,8 +2,8 @@
 # `make install` copies it to $(PREFIX)/bin (default ~/.local/bin; no root); `make test` runs every test;
 # `make test PRESET=ci` is CI's release build, where any compiler warning fails the build;
 # `make docs-update` rewrites the outputs the Markdown pages show from real runs; `make test-sanitize` runs
-# the tests under AddressSanitizer and UBSan (build-debug/); `make fuzz` fuzzes the file loaders
-# (build-fuzz/, clang's libFuzzer) for FUZZ_SECONDS each; `make web` builds the page (build-web/:
+# the tests under AddressSanitizer and UBSan (build-debug/, clang); `make fuzz` fuzzes the file loaders
+# with clang's libFuzzer in that same build, FUZZ_SECONDS each; `make web` builds the page (build-web/:
 # index.html, hbmlab.js, hbmlab.wasm, and hbmlab.html, the same page in one file that opens from disk)
 # and `make test-web` opens both in headless Chromium.
 PRESET ?= default
@@ -42,20 +42,23 @@ test: build
 docs-update: build
 	@python3 tests/docs/check_examples.py --hbmlab $(BUILD)/hbmlab --update $(DOC_PAGES)
 
-# The CMake preset `debug`: -fsanitize=address,undefined with no recovery, no GUI, no CUDA; the test
-# preset sets ASAN_OPTIONS and UBSAN_OPTIONS so that any finding fails its test.
+# The CMake preset `debug` (clang): -fsanitize=address,undefined with no recovery, no GUI, no CUDA, and
+# hbmlab's code instrumented for libFuzzer too, so that the tests and the fuzz harnesses share one build.
+# The test preset sets ASAN_OPTIONS and UBSAN_OPTIONS so that any finding fails its test, and leaves out
+# the tests whose code under test it does not instrument (labels docs, web, scripts: Python, the page).
 test-sanitize: deps
 	@cmake --preset debug >/dev/null
 	@cmake --build --preset debug -j $(JOBS)
 	@ctest --preset debug -j $(JOBS)
 
-# The CMake preset `fuzz`: the harnesses of tests/fuzz/ with -fsanitize=fuzzer,address,undefined.
-# CTest replays their corpora first, then tests/fuzz/run.sh fuzzes each for FUZZ_SECONDS.
+# The harnesses of tests/fuzz/, linked with -fsanitize=fuzzer in build-debug/ (only they and the
+# library are built here; after `make test-sanitize` nothing is). CTest replays their corpora first,
+# then tests/fuzz/run.sh fuzzes each for FUZZ_SECONDS, JOBS harnesses at a time.
 fuzz: deps
-	@cmake --preset fuzz >/dev/null
+	@cmake --preset debug >/dev/null
 	@cmake --build --preset fuzz -j $(JOBS)
 	@ctest --preset fuzz -j $(JOBS)
-	@bash tests/fuzz/run.sh $(FUZZ_SECONDS)
+	@HBMLAB_FUZZ_JOBS=$(JOBS) bash tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # The page: Emscripten and Dear ImGui's Debian source package (viz/web/page.cmake). Emscripten's
 # JavaScript tools need Debian's node modules (node-acorn) also when another Node.js comes first.
