@@ -745,7 +745,7 @@ int run_bounds_command(const BoundsFlags& f, std::ostream& out, std::ostream& er
     out << j.dump(2) << "\n";
   } else if (f.csv) {
     for (const OptionNote& note : notes) fmt::print(err, "note: {}\n", note.text);  // beside CSV, as sweep's
-    out << bounds_csv(rows);
+    out << bounds_csv(rows, config);
   } else {
     for (const OptionNote& note : notes) fmt::print(out, "note: {}\n\n", note.text);
     print_bounds(out, rows, config);

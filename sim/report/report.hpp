@@ -26,7 +26,7 @@ Json simulation_json(const SimulationResult& result);
 
 void print_bounds(std::ostream& out, std::span<const BoundsRow> rows, const BoundsConfig& config);
 Json bounds_json(std::span<const BoundsRow> rows, const BoundsConfig& config);
-std::string bounds_csv(std::span<const BoundsRow> rows);
+std::string bounds_csv(std::span<const BoundsRow> rows, const BoundsConfig& config);
 
 void print_presets(std::ostream& out, std::span<const GpuSpec> presets);
 Json presets_json(std::span<const GpuSpec> presets);

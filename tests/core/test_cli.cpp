@@ -401,9 +401,28 @@ TEST_CASE("bounds takes --causal and --csv as simulate and sweep do", "[cli][bou
   const Run csv = run_with(small, {"--algo", "standard,flash1", "--densities", "0.5,1", "--csv"});
   REQUIRE(csv.code == 1);  // these few small points fit some exponents loosely: the verdict fails
   CHECK(csv.err == "note: --densities applies to flash1; standard does not take a block mask\n");
-  CHECK(csv.out.starts_with("algorithm,pass,sweep,N,d,M,s,Br,Bc,accesses,closed_form_accesses,bound,bound_value,ratio,"
-                            "fitted_exponent,expected_exponent,exponent_ok,exact_ok\nstandard,forward,N,256,32,2048,1,"));
+  CHECK(csv.out.starts_with("algorithm,pass,sweep,fitted_exponent,expected_exponent,exponent_ok,exact_ok,bound,ratio_min,"
+                            "ratio_max,N,d,M,s,Br,Bc,accesses,closed_form_accesses,bound_value,ratio\n"
+                            "standard,forward,N,1.91754,2,0,1,\"N d + N^2\",4,4,256,32,2048,1,16,16,294912,294912,73728,4\n"));
   CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 1 + 3 * 2 + 4 * 2);  // standard N, d, M; flash1 and s
+  // The CSV flattens the JSON: its columns are a row's fields and then a point's, one line per point.
+  const Run same_json = run_with(small, {"--algo", "standard,flash1", "--densities", "0.5,1", "--pass", "both", "--json"});
+  const auto same = nlohmann::ordered_json::parse(same_json.out);  // in the order written
+  const Run same_csv = run_with(small, {"--algo", "standard,flash1", "--densities", "0.5,1", "--pass", "both", "--csv"});
+  std::string header;
+  std::size_t points = 0;
+  for (const auto& row : same["rows"]) {
+    if (header.empty()) {
+      for (const auto& [key, v] : row.items())
+        if (key != "points") header += key + ",";
+      for (const auto& [key, v] : row["points"][0].items()) header += key + ",";
+      header.back() = '\n';
+    }
+    points += row["points"].size();
+  }
+  CHECK(same_csv.out.starts_with(header));
+  CHECK(std::count(same_csv.out.begin(), same_csv.out.end(), '\n') == static_cast<std::ptrdiff_t>(1 + points));
+  CHECK(same_csv.out.find("\nflash1,backward,") != std::string::npos);
   const Run both = run_with(small, {"--json", "--csv"});
   CHECK(both.code == 2);
   CHECK(both.err == "hbmlab bounds: --csv: choose one of --json and --csv\n");
