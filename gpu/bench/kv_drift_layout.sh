@@ -5,8 +5,9 @@
 # each head's rows contiguous (the default), a head every head + 64 KiB, head + 1 MiB, 2 × head, and
 # the heads' rows interleaved ([B, N, H, d]); the default ascending as a control. The work and the
 # order of the tiles are the same in every run; only the addresses move.
-# Prints one line a run: label, DRAM read MB of each launch, kernel time of each; keeps
-# OUTDIR/ncu-LABEL.csv and OUTDIR/runs-LABEL.txt (the sweeps' own figures).
+# Prints one line a run: label, DRAM read MB of each launch, kernel time of each; packs
+# OUTDIR/ncu-LABEL.csv, OUTDIR/runs-LABEL.txt (the sweeps' own figures) and OUTDIR/raw/ into one file,
+# OUTDIR/kv-drift-layout-raw.tar.xz (the device hands back a limited number of files).
 # Run: gpu/bench/kv_drift_layout.sh OUTDIR                  (builds with nvcc)
 #      BIN=prebuilt/kv_drift gpu/bench/kv_drift_layout.sh OUTDIR
 set -uo pipefail
@@ -47,3 +48,5 @@ for shape in "32 8192 2048" "16 16384 4096"; do
   profile "$s-bshd-desc" --heads "$heads" --seq "$seq" --kv-order desc --layout bshd
   profile "$s-contiguous-asc" --heads "$heads" --seq "$seq" --kv-order asc
 done
+
+cd "$out" && tar -cJf kv-drift-layout-raw.tar.xz raw ncu-*.csv runs-*.txt && rm -rf raw ncu-*.csv runs-*.txt
