@@ -483,7 +483,8 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   cmd->add_flag("--hbmlab-kernels", f.hbmlab_kernels,
                 "time hbmlab's own CUDA kernels (gpu/) as written, as `hbmlab validate` does for their records, "
                 "instead of the reference launch; without --block-rows/--block-cols each on the tile shape it is "
-                "compiled for at d (`hbmlab measure --blocks default`; d = " + kernel_head_dims() + ")");
+                "compiled for at d (`hbmlab measure --blocks default`, or the first compiled one a CTA holds; d = " +
+                    kernel_head_dims() + ")");
 }
 
 std::string simulation_csv(std::span<const SimulationResult> results) {
