@@ -483,7 +483,7 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
   cmd->add_flag("--hbmlab-kernels", f.hbmlab_kernels,
                 "time hbmlab's own CUDA kernels (gpu/) as written, as `hbmlab validate` does for their records, "
                 "instead of the reference launch; without --block-rows/--block-cols each on the tile shape it is "
-                "compiled for at d (`hbmlab measure --blocks default`, or the first compiled one a CTA holds; d = " +
+                "compiled for at d, the one `hbmlab measure` runs by default (or the first compiled one a CTA holds; d = " +
                     kernel_head_dims() + ")");
 }
 
@@ -545,7 +545,8 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     request.seed = static_cast<std::uint64_t>(flags->seed);
     request.l2_enabled = !flags->no_l2;
     request.counts_only = flags->counts_only;
-    const std::vector<OptionNote> option_notes = refuse_ignored(*flags, s.problem, rooms, request.sram_bytes.value_or(request.gpu.sram_bytes_per_block));
+    const std::vector<OptionNote> option_notes =
+        refuse_ignored(*flags, s.problem, rooms, request.sram_bytes.value_or(request.gpu.sram_bytes_per_block));
     if (notes) *notes = option_notes;
     request.record_timeline = !flags->timeline.empty();
     request.launch = flags->launch.checked(request.gpu, request.sram_bytes.value_or(request.gpu.sram_bytes_per_block));

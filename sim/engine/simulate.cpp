@@ -165,10 +165,6 @@ SimulationResult simulate_auto_splits(const SimulateRequest& request) {
   return r;
 }
 
-}  // namespace
-
-namespace {
-
 // The blocks of hbmlab's kernel at the problem's d that one CTA of `cta_bytes` holds; refused naming
 // --hbmlab-kernels where no compiled shape fits.
 Blocks fitting_kernel_blocks(Algo algo, const AttentionProblem& p, std::int64_t cta_bytes) {
