@@ -151,13 +151,14 @@ void launch_shape(const AttentionProblem& p, bool, const DeviceTensors& t, cudaS
 }
 
 // A row of the shape table: launch_shape in fp16 and bf16.
-template <int D, int BR, int BC>
-constexpr CompiledShape shape() {
-  return {D, BR, BC, &launch_shape<__half, D, BR, BC>, &launch_shape<__nv_bfloat16, D, BR, BC>};
-}
+struct Row {
+  template <int D, int BR, int BC>
+  static constexpr CompiledShape row() {
+    return {D, BR, BC, &launch_shape<__half, D, BR, BC>, &launch_shape<__nv_bfloat16, D, BR, BC>};
+  }
+};
 
-constexpr CompiledShape kShapes[] = {shape<64, 64, 64>(), shape<128, 64, 64>(), shape<64, 32, 32>(),
-                                     shape<128, 32, 32>(), shape<64, 64, 128>()};
+constexpr auto kShapes = shape_table<kernel_tiles::flash1, Row>();
 
 class Flash1Kernels final : public KernelFamily {
 public:

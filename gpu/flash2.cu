@@ -310,16 +310,15 @@ void launch_causal(const AttentionProblem& p, bool desc, const DeviceTensors& t,
 }
 
 // A row of the shape table: the kernel in fp16 and bf16, causal or not chosen at launch.
-template <int D, int BR, int BC>
-constexpr CompiledShape shape() {
-  return {D, BR, BC, &launch_causal<__half, D, BR, BC>, &launch_causal<__nv_bfloat16, D, BR, BC>};
-}
+struct Row {
+  template <int D, int BR, int BC>
+  static constexpr CompiledShape row() {
+    return {D, BR, BC, &launch_causal<__half, D, BR, BC>, &launch_causal<__nv_bfloat16, D, BR, BC>};
+  }
+};
 
-// The first per d is the default: 128 × 128 for d = 64 and 128 × 64 for d = 128 (FlashAttention-2's
-// own choices) were the fastest on the H100, or within 2 % of 64 × 64 (d = 128, causal, N ≤ 4096),
-// in assets/measurements/h100-speed-hbmlab.json.
-constexpr CompiledShape kShapes[] = {shape<64, 128, 128>(), shape<128, 128, 64>(), shape<64, 128, 64>(),
-                                     shape<128, 64, 64>(),  shape<64, 64, 64>(),   shape<128, 128, 32>()};
+// The first per d is the default (why those: sim/algo/kernel_tiles.hpp).
+constexpr auto kShapes = shape_table<kernel_tiles::flash2, Row>();
 
 class Flash2Kernels final : public KernelFamily {
 public:

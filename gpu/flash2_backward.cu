@@ -368,14 +368,15 @@ void launch_causal(const AttentionProblem& p, bool, const DeviceTensors& t, cuda
   else launch_shape<T, kD, kBr, kBc, false>(p, t, s, info);
 }
 
-template <int D, int BR, int BC>
-constexpr CompiledShape shape() {
-  return {D, BR, BC, &launch_causal<__half, D, BR, BC>, &launch_causal<__nv_bfloat16, D, BR, BC>};
-}
+struct Row {
+  template <int D, int BR, int BC>
+  static constexpr CompiledShape row() {
+    return {D, BR, BC, &launch_causal<__half, D, BR, BC>, &launch_causal<__nv_bfloat16, D, BR, BC>};
+  }
+};
 
 // Br × Bc: Br query rows per inner step, Bc keys per CTA (Bc/16 warps). The first per d is the default.
-constexpr CompiledShape kShapes[] = {shape<64, 64, 128>(), shape<128, 64, 128>(), shape<64, 64, 64>(),
-                                     shape<128, 64, 64>(),  shape<64, 128, 128>()};
+constexpr auto kShapes = shape_table<kernel_tiles::flash2_backward, Row>();
 
 class Flash2BackwardKernels final : public KernelFamily {
 public:

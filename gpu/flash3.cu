@@ -546,17 +546,19 @@ void launch_flash3(const AttentionProblem& p, bool, const DeviceTensors& t, cuda
   else go.template operator()<4>();
 }
 
-// Br = 64 × consumer warpgroups, Bc = 128.
-template <int D, int CW, int STAGES>
-constexpr CompiledShape shape() {
-  return {D, 64 * CW, 128, &launch_flash3<__half, D, CW, STAGES>, &launch_flash3<__nv_bfloat16, D, CW, STAGES>};
-}
+// Br = 64 × consumer warpgroups (CW), Bc = 128. The K/V ring: 3 stages at d = 64 (Br = 192: 24 +
+// 6 × 16 KiB), 2 at d = 128 (Q_i 32 KiB + 4 × 32 KiB), as the room's working set counts them.
+struct Row {
+  template <int D, int BR, int BC>
+  static constexpr CompiledShape row() {
+    static_assert(BR % 64 == 0 && BC == 128, "flash3's tiles are 64 rows a consumer warpgroup by 128 keys");
+    constexpr int kCW = BR / 64, kStages = D <= 64 ? 3 : 2;
+    return {D, BR, BC, &launch_flash3<__half, D, kCW, kStages>, &launch_flash3<__nv_bfloat16, D, kCW, kStages>};
+  }
+};
 
-// The first per d is the default. d = 64: three consumer warpgroups (Br = 192), so that the tensor
-// cores have a warpgroup's GEMMs to run while the other two do their softmax (at d = 64 the softmax
-// of a block takes about as long as its two GEMMs), 3 stages (24 + 6 × 16 KiB); 128 × 128 kept
-// beside it. d = 128: two consumer warpgroups, 2 stages (Q_i 32 KiB + 4 × 32 KiB).
-constexpr CompiledShape kShapes[] = {shape<64, 3, 3>(), shape<128, 2, 2>(), shape<64, 2, 3>()};
+// The first per d is the default (why those: sim/algo/kernel_tiles.hpp).
+constexpr auto kShapes = shape_table<kernel_tiles::flash3, Row>();
 
 class Flash3Kernels final : public KernelFamily {
 public:

@@ -402,12 +402,15 @@ void launch_causal(const AttentionProblem& p, bool, const DeviceTensors& t, cuda
   else launch_shape<T, kD, false>(p, t, s, info);
 }
 
-template <int D>
-constexpr CompiledShape shape() {
-  return {D, kBr, kBc, &launch_causal<__half, D>, &launch_causal<__nv_bfloat16, D>};
-}
+struct Row {
+  template <int D, int BR, int BC>
+  static constexpr CompiledShape row() {
+    static_assert(BR == kBr && BC == kBc, "flash3's backward is written for 64 query rows a step, 128 keys a CTA");
+    return {D, BR, BC, &launch_causal<__half, D>, &launch_causal<__nv_bfloat16, D>};
+  }
+};
 
-constexpr CompiledShape kShapes[] = {shape<64>(), shape<128>()};
+constexpr auto kShapes = shape_table<kernel_tiles::flash3_backward, Row>();
 
 // flash2 backward's tensors, accumulator and numerics (P and dS rounded to the dtype before the
 // products that take them, fp32 accumulators, dQ summed in fp32 in HBM), hence its tolerance.

@@ -409,16 +409,18 @@ void launch_shape(const AttentionProblem& p, bool, const DeviceTensors& t, cudaS
   else launch_causal<T, kD, kRows, kBc, false, kUnified>(p, t, s, info);
 }
 
-template <int D, int ROWS, int BC, bool kUnified>
-constexpr CompiledShape shape() {
-  return {D, ROWS, BC, &launch_shape<__half, D, ROWS, BC, kUnified>, &launch_shape<__nv_bfloat16, D, ROWS, BC, kUnified>};
-}
+template <bool kUnified>
+struct Row {
+  template <int D, int ROWS, int BC>
+  static constexpr CompiledShape row() {
+    return {D, ROWS, BC, &launch_shape<__half, D, ROWS, BC, kUnified>, &launch_shape<__nv_bfloat16, D, ROWS, BC, kUnified>};
+  }
+};
 
 // Br is the query rows one CTA packs (g·NQ ≤ 16 in one, ≤ 32 in one with two m16 groups), Bc the
-// K/V block. The first per d is the default.
+// K/V block. The first per d is the default. One table for both rooms.
 template <bool kUnified>
-constexpr CompiledShape kShapes[] = {shape<64, 16, 64, kUnified>(), shape<128, 16, 64, kUnified>(),
-                                     shape<64, 32, 64, kUnified>(), shape<128, 32, 64, kUnified>()};
+constexpr auto kShapes = shape_table<kernel_tiles::split_kv, Row<kUnified>>();
 
 class SplitKvKernels : public KernelFamily {
 public:

@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/algo/algorithm.hpp"
+#include "sim/algo/kernel_tiles.hpp"
 #include "sim/numerics/attention.hpp"
 
 namespace hbmlab::gpu {
@@ -54,11 +56,24 @@ using LaunchFn = void (*)(const AttentionProblem& problem, bool kv_descending, c
                           cudaStream_t stream, LaunchInfo* info);
 
 // A row of a family's shape table: (d, Br, Bc) and its launch in fp16 and bf16. The first row for
-// a d is that d's default.
+// a d is that d's default (`measure --blocks default`).
 struct CompiledShape {
   int d = 0, Br = 0, Bc = 0;
   LaunchFn fp16 = nullptr, bf16 = nullptr;
 };
+
+// A family's shape table, one row for each tile of its table in sim/algo/kernel_tiles.hpp (the one
+// table of compiled shapes, which the rooms read too), in its order: Row::template row<d, Br, Bc>()
+// instantiates that tile's kernels. So the shapes `measure` runs are the shapes `simulate
+// --hbmlab-kernels` models, with no second list to keep in step.
+template <const auto& kTiles, class Row, std::size_t... I>
+constexpr std::array<CompiledShape, sizeof...(I)> shape_table(std::index_sequence<I...>) {
+  return {Row::template row<kTiles[I].d, kTiles[I].Br, kTiles[I].Bc>()...};
+}
+template <const auto& kTiles, class Row>
+constexpr auto shape_table() {
+  return shape_table<kTiles, Row>(std::make_index_sequence<std::size(kTiles)>{});
+}
 
 // An HBM tensor a family needs beyond Q, K, V and O.
 struct ScratchTensor {

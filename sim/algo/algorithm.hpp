@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/algo/kernel_tiles.hpp"
 #include "sim/algo/on_chip.hpp"
 #include "sim/algo/step.hpp"
 #include "sim/bounds/bound.hpp"
@@ -159,13 +160,24 @@ public:
   virtual bool takes_launch() const { return true; }
   // LaunchOverride::threads_per_cta too: not a room whose CTA is warpgroups its blocks set.
   virtual bool takes_launch_threads() const { return takes_launch(); }
+  // The tile shapes gpu/'s CUDA kernel of this room is compiled for (sim/algo/kernel_tiles.hpp, the
+  // table gpu/ instantiates it from); empty for a room with no kernel.
+  virtual std::span<const KernelTile> hbmlab_kernel_tiles() const { return {}; }
   // gpu/ has a CUDA kernel of this room, so LaunchOverride::hbmlab_kernels means something: the
   // engine times that kernel as written (`simulate --hbmlab-kernels`, validate's records).
-  virtual bool has_hbmlab_kernel() const { return false; }
-  // The tile shape that kernel runs when no blocks are given, where the paper's rule would pick one
-  // it is not written for (`hbmlab measure --blocks default`, the first compiled shape of gpu/'s
-  // table); none where the kernel is timed on the paper's blocks.
-  virtual std::optional<Blocks> hbmlab_kernel_blocks(const AttentionProblem&) const { return std::nullopt; }
+  bool has_hbmlab_kernel() const { return !hbmlab_kernel_tiles().empty(); }
+  // The tile shape that kernel runs at the problem's d when no blocks are given (`hbmlab measure
+  // --blocks default`: the table's first row for d); none where it is not compiled for that d.
+  std::optional<Blocks> hbmlab_kernel_blocks(const AttentionProblem& p) const {
+    return default_tile(hbmlab_kernel_tiles(), p.head_dim);
+  }
+  // The first compiled tile shape at the problem's d whose working set one CTA of `cta_bytes` holds:
+  // the default where it fits (a Hopper's 227 KiB holds every default; an A100's 163 KiB not all).
+  std::optional<Blocks> hbmlab_kernel_blocks(const AttentionProblem& p, std::int64_t cta_bytes) const {
+    for (const KernelTile& t : hbmlab_kernel_tiles())
+      if (t.d == p.head_dim && working_set_bytes(p, Blocks{t.Br, t.Bc}) <= cta_bytes) return Blocks{t.Br, t.Bc};
+    return std::nullopt;
+  }
 
   // The window: what it draws, and what one SM's SRAM holds after each step.
   virtual const WindowTraits& window() const = 0;

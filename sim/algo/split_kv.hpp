@@ -438,7 +438,9 @@ protected:
   }
 
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.splits * g.Tr; }
-  bool has_hbmlab_kernel() const override { return true; }  // gpu/flash_decoding.cu, both rooms
+  std::span<const KernelTile> hbmlab_kernel_tiles() const override {  // gpu/flash_decoding.cu, both rooms
+    return kernel_tiles::split_kv;
+  }
 
   // [SECTION] The window
   //

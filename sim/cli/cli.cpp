@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <span>
 #include <sstream>
 
@@ -50,7 +51,7 @@ struct OptionNote {
 
 // What some rooms take and others do not, in the words of the notes and refusals.
 struct RoomTrait {
-  bool (*takes)(Algo);
+  std::function<bool(Algo)> takes;
   std::string_view lacks_one, lacks_many;  // "does not take a block mask", "do not take a block mask"
   std::string_view has_one, has_many;      // after the rooms that take it, in a refusal: "(flash1 and flash2 do)"
   std::string_view elsewhere = {};         // where set, the refusal's brackets say this instead
@@ -79,6 +80,45 @@ const RoomTrait kLaunchThreads{[](Algo a) { return a->takes_launch_threads(); },
 const RoomTrait kHbmlabKernel{[](Algo a) { return a->has_hbmlab_kernel(); }, "has no CUDA kernel in gpu/",
                               "have no CUDA kernel in gpu/", "has one", "have one", {},
                               " and is timed on its reference launch", " and are timed on their reference launch"};
+
+// "64 and 128": the d's some kernel of gpu/ is compiled for.
+std::string kernel_head_dims() {
+  std::vector<KernelTile> tiles;
+  for (Pass pass : {Pass::forward, Pass::backward})
+    for (Algo a : algorithms(pass)) tiles.insert(tiles.end(), a->hbmlab_kernel_tiles().begin(), a->hbmlab_kernel_tiles().end());
+  std::sort(tiles.begin(), tiles.end(), [](const KernelTile& a, const KernelTile& b) { return a.d < b.d; });
+  return compiled_head_dims(tiles);
+}
+
+// Whether --hbmlab-kernels can time a room's kernel on this problem (sim/algo/kernel_tiles.hpp): one
+// compiled for d, and without blocks given, a compiled tile shape one CTA of `cta_bytes` holds.
+bool runs_hbmlab_kernel(Algo a, const AttentionProblem& p, std::int64_t cta_bytes, bool blocks_given) {
+  return blocks_given ? a->hbmlab_kernel_blocks(p).has_value() : a->hbmlab_kernel_blocks(p, cta_bytes).has_value();
+}
+
+// --hbmlab-kernels where a room's kernel cannot run: no kernel compiled for d, or none of its tile
+// shapes at d fits one CTA (an A100's 163 KiB). That room is timed on its reference launch, as a room
+// without a kernel is; where no room of the list can run one, the refusal says why. The trait's words
+// are the strings beside it.
+struct HbmlabKernelAt {
+  std::string lacks_one, lacks_many, elsewhere;
+  RoomTrait trait = kHbmlabKernel;
+  HbmlabKernelAt(const AttentionProblem& p, std::span<const Algo> rooms, std::int64_t cta_bytes, bool blocks_given) {
+    auto runs = [p, cta_bytes, blocks_given](Algo a) { return runs_hbmlab_kernel(a, p, cta_bytes, blocks_given); };
+    if (std::all_of(rooms.begin(), rooms.end(), [&](Algo a) { return !a->has_hbmlab_kernel() || runs(a); })) return;
+    bool compiled = false;  // some kernel of either pass is compiled for d
+    for (Pass pass : {Pass::forward, Pass::backward})
+      for (Algo a : algorithms(pass)) compiled = compiled || a->hbmlab_kernel_blocks(p).has_value();
+    const std::string why = compiled ? fmt::format("at d = {} whose tiles fit the {} B one CTA may use", p.head_dim, cta_bytes)
+                                     : fmt::format("for d = {}", p.head_dim);
+    lacks_one = "has no CUDA kernel in gpu/ " + why;
+    lacks_many = "have no CUDA kernel in gpu/ " + why;
+    elsewhere = compiled ? "their compiled tile shapes are in sim/algo/kernel_tiles.hpp"
+                         : fmt::format("hbmlab's kernels are compiled for d = {}", kernel_head_dims());
+    trait = RoomTrait{runs, lacks_one, lacks_many, "", "", elsewhere, kHbmlabKernel.instead_one, kHbmlabKernel.instead_many};
+  }
+  HbmlabKernelAt(const HbmlabKernelAt&) = delete;
+};
 
 // An option given that only some rooms of a list may take.
 struct RoomOption {
@@ -442,7 +482,9 @@ void add_simulate(CLI::App& app, SimulateFlags& f) {
                 kv_order_rooms() + ": visit K_j, V_j from the last block down, as FlashAttention-2's kernel does");
   cmd->add_flag("--hbmlab-kernels", f.hbmlab_kernels,
                 "time hbmlab's own CUDA kernels (gpu/) as written, as `hbmlab validate` does for their records, "
-                "instead of the reference launch");
+                "instead of the reference launch; without --block-rows/--block-cols each on the tile shape it is "
+                "compiled for at d, the one `hbmlab measure` runs by default (or the first compiled one a CTA holds; d = " +
+                    kernel_head_dims() + ")");
 }
 
 std::string simulation_csv(std::span<const SimulationResult> results) {
@@ -463,7 +505,9 @@ std::string simulation_csv(std::span<const SimulationResult> results) {
 // An option that would change nothing in this run is refused, naming it, rather than ignored: what
 // needs the timing engine under --counts-only, what no room run models, what only text shows. An
 // option that some of the rooms take and others do not follows narrow_rooms().
-std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, const AttentionProblem& p, std::vector<Algo>& rooms) {
+// cta_bytes: the shared memory one CTA may use (the preset's, or --sram-bytes).
+std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, const AttentionProblem& p, std::vector<Algo>& rooms,
+                                       std::int64_t cta_bytes) {
   const bool numerics_given = f.o_numerics->count() > 0, seed_given = f.o_seed->count() > 0;
   const std::vector<std::string_view> launch_options = f.launch.given();
   if (f.counts_only) {
@@ -482,7 +526,8 @@ std::vector<OptionNote> refuse_ignored(const SimulateFlags& f, const AttentionPr
 
   std::vector<RoomOption> given = problem_options(p, f.problem.auto_splits());
   if (f.kv_descending) given.push_back({{"--kv-descending"}, &kKvOrder, false});
-  if (f.hbmlab_kernels) given.push_back({{"--hbmlab-kernels"}, &kHbmlabKernel, false});
+  const HbmlabKernelAt hbmlab_kernel(p, rooms, cta_bytes, *f.o_block_rows || *f.o_block_cols);
+  if (f.hbmlab_kernels) given.push_back({{"--hbmlab-kernels"}, &hbmlab_kernel.trait, false});
   add_launch_options(given, launch_options);
   return narrow_rooms(given, rooms);
 }
@@ -500,7 +545,8 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     request.seed = static_cast<std::uint64_t>(flags->seed);
     request.l2_enabled = !flags->no_l2;
     request.counts_only = flags->counts_only;
-    const std::vector<OptionNote> option_notes = refuse_ignored(*flags, s.problem, rooms);
+    const std::vector<OptionNote> option_notes =
+        refuse_ignored(*flags, s.problem, rooms, request.sram_bytes.value_or(request.gpu.sram_bytes_per_block));
     if (notes) *notes = option_notes;
     request.record_timeline = !flags->timeline.empty();
     request.launch = flags->launch.checked(request.gpu, request.sram_bytes.value_or(request.gpu.sram_bytes_per_block));
@@ -519,7 +565,9 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     // A room that does not take an option runs as it would without it (the notes say so).
     request.launch = launch;
     if (!algo->has_kv_order()) request.launch.kv_descending = false;
-    if (!algo->has_hbmlab_kernel()) request.launch.hbmlab_kernels = false;
+    if (!runs_hbmlab_kernel(algo, request.problem, request.sram_bytes.value_or(request.gpu.sram_bytes_per_block),
+                            request.block_rows || request.block_cols))
+      request.launch.hbmlab_kernels = false;
     if (!algo->takes_launch()) {
       request.launch.registers_per_thread.reset();
       request.launch.smem_bytes_per_cta.reset();

@@ -165,6 +165,16 @@ SimulationResult simulate_auto_splits(const SimulateRequest& request) {
   return r;
 }
 
+// The blocks of hbmlab's kernel at the problem's d that one CTA of `cta_bytes` holds; refused naming
+// --hbmlab-kernels where no compiled shape fits.
+Blocks fitting_kernel_blocks(Algo algo, const AttentionProblem& p, std::int64_t cta_bytes) {
+  if (const std::optional<Blocks> fit = algo->hbmlab_kernel_blocks(p, cta_bytes)) return *fit;
+  const Blocks kernel = *algo->hbmlab_kernel_blocks(p);
+  fail_input("--hbmlab-kernels: no compiled tile shape of {}'s CUDA kernel at d = {} fits the {} B one CTA may use "
+             "(its default, Br={} Bc={}, needs {} B)",
+             to_string(algo), p.head_dim, cta_bytes, kernel.Br, kernel.Bc, algo->working_set_bytes(p, kernel));
+}
+
 }  // namespace
 
 SimulationResult simulate(const SimulateRequest& request) {
@@ -172,6 +182,12 @@ SimulationResult simulate(const SimulateRequest& request) {
     return simulate_auto_splits(request);
   request.problem.validate();
   request.algo->check_problem(request.problem);
+  // A kernel is timed only where it exists: gpu/ compiles each for a few head dims.
+  if (request.launch.hbmlab_kernels && request.algo->has_hbmlab_kernel() &&
+      !request.algo->hbmlab_kernel_blocks(request.problem))
+    fail_input("--hbmlab-kernels: {}'s CUDA kernel in gpu/ is compiled for d = {}, not d = {}",
+               to_string(request.algo), compiled_head_dims(request.algo->hbmlab_kernel_tiles()),
+               request.problem.head_dim);
   SimulationResult r;
   r.gpu = request.gpu;
   r.algo = request.algo;
@@ -187,17 +203,25 @@ SimulationResult simulate(const SimulateRequest& request) {
     if (request.sram_bytes || !message.starts_with("--sram-bytes: ")) throw;
     fail_input("{}: numbers.sram_bytes_per_block: {}", request.gpu.origin, message.substr(14));
   }
-  // hbmlab's kernel on the tile shape it runs (`hbmlab measure`), unless the blocks were given.
+  // hbmlab's kernel on the tile shape `hbmlab measure --blocks default` runs, unless the blocks were
+  // given; where one CTA cannot hold that one (an A100's 163 KiB), the first compiled shape it holds.
   if (request.launch.hbmlab_kernels && !request.block_rows && !request.block_cols)
     if (const std::optional<Blocks> kernel = request.algo->hbmlab_kernel_blocks(request.problem)) {
-      const Blocks rule = r.blocks.blocks;
-      r.blocks.blocks = {std::min(kernel->Br, request.algo->heads_per_instance(request.problem) * request.problem.Nq()),
-                         std::min(kernel->Bc, request.problem.seq_len)};
-      r.blocks.working_set_bytes = request.algo->working_set_bytes(request.problem, r.blocks.blocks);
+      const Blocks rule = r.blocks.blocks, fit = fitting_kernel_blocks(request.algo, request.problem, r.sram_bytes_per_block);
+      // As the kernel runs it, even past N (or a decoding CTA's packed rows): its tiles are compiled,
+      // the rows beyond the problem's are masked; validate's records carry the same blocks.
+      r.blocks.blocks = fit;
+      r.blocks.working_set_bytes = request.algo->working_set_bytes(request.problem, fit);
       r.blocks.origin = "hbmlab's kernel";
-      r.blocks.note = fmt::format("the tile shape of {}'s CUDA kernel (`hbmlab measure --blocks default`), not the "
-                                  "paper's rule (Br={}, Bc={})",
-                                  request.algo->name(), rule.Br, rule.Bc);
+      const std::string paper = fmt::format("not the paper's rule (Br={}, Bc={})", rule.Br, rule.Bc);
+      r.blocks.note =
+          fit == *kernel
+              ? fmt::format("the tile shape of {}'s CUDA kernel (`hbmlab measure --blocks default`), {}",
+                            to_string(request.algo), paper)
+              : fmt::format("the first compiled tile shape of {}'s CUDA kernel that one CTA holds: its default, "
+                            "Br={} Bc={} (`hbmlab measure --blocks default`), needs {} B, more than {} B; {}",
+                            to_string(request.algo), kernel->Br, kernel->Bc,
+                            request.algo->working_set_bytes(request.problem, *kernel), r.sram_bytes_per_block, paper);
     }
   r.problem = request.algo->prepare(request.problem, r.blocks.blocks, request.gpu);
   const AttentionProblem& p = r.problem;

@@ -140,6 +140,9 @@ TEST_CASE("bad input everywhere: exit 2, one line naming the option or file key,
       {{"simulate", "--launch-registers", "100000"}, "--launch-registers: a thread holds at most 255 registers"},
       {{"simulate", "--steps", "--steps-limit", "-1"}, "--steps-limit: "},
       {{"simulate", "--algo", "standard", "--hbmlab-kernels", "--head-dim", "24"}, "--hbmlab-kernels: "},
+      // A d no kernel of gpu/ is compiled for: no tile shape to run (sim/algo/kernel_tiles.hpp).
+      {{"simulate", "--algo", "flash2", "--hbmlab-kernels", "--head-dim", "96"},
+       "--hbmlab-kernels: flash2 has no CUDA kernel in gpu/ for d = 96 (hbmlab's kernels are compiled for d = 64 and 128)"},
       {{"simulate", "--algo", "standard", "--hbmlab-kernels", "--seq-len", "65536"},
        "--hbmlab-kernels: hbmlab's standard kernel (gpu/standard.cu) keeps a row of S in shared memory"},
       // No room of the list has a kernel in gpu/ (a list with one that has runs the others on their reference launch).

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <tuple>
 
@@ -15,6 +16,7 @@
 #include "sim/common/error.hpp"
 #include "sim/common/files.hpp"
 #include "sim/common/units.hpp"
+#include "sim/engine/simulate.hpp"
 #include "sim/spec/gpu_spec.hpp"
 
 using namespace hbmlab;
@@ -214,14 +216,18 @@ TEST_CASE("an option that would change nothing in the run is refused naming it, 
   // standard's GEMMs are a library's: their threads, registers and shared memory are not hbmlab's to set.
   CHECK(refusal({"--algo", "standard", "--launch-registers", "128"}) ==
         head + "--launch-registers: standard launches library GEMMs, whose launch hbmlab does not set (the other rooms take it)\n");
-  // Each of these is taken where it means something.
+  // Each of these is taken where it means something (--hbmlab-kernels where a kernel is compiled for d).
   std::vector<std::string> fine = toy;
   for (const char* option : {"--algo", "flash2", "--kv-descending", "--launch-registers", "128", "--seed", "3", "--steps",
-                             "--steps-limit", "3", "--hbmlab-kernels", "--no-l2"})
+                             "--steps-limit", "3", "--no-l2"})
     fine.push_back(option);
   const Run ok = run(fine);
   CHECK(ok.code == 0);
   CHECK(ok.err.empty());
+  const Run kernel = run({"simulate", "--seq-len", "256", "--algo", "flash2", "--kv-descending", "--launch-registers",
+                          "128", "--seed", "3", "--steps", "--steps-limit", "3", "--hbmlab-kernels", "--no-l2"});
+  CHECK(kernel.code == 0);
+  CHECK(kernel.err.empty());
   std::vector<std::string> counts = toy;
   for (const char* option : {"--algo", "flash2", "--counts-only", "--numerics", "off", "--steps"}) counts.push_back(option);
   CHECK(run(counts).code == 0);
@@ -299,7 +305,7 @@ TEST_CASE("an option some rooms of the list take: applied to those, a note names
   CHECK(l0 == nlohmann::json::parse(standard.out));
 }
 
-// --hbmlab-kernels changes no room's traffic, only the launch timed: a room with no kernel in gpu/
+// --hbmlab-kernels changes no room's problem, only the kernel timed: a room with no kernel in gpu/
 // (standard's and flash1's backwards) is timed on its reference launch, and the note says so.
 TEST_CASE("simulate --hbmlab-kernels on a list: rooms without a kernel in gpu/ are timed on their reference launch", "[cli]") {
   const std::vector<std::string> small = {"simulate", "--seq-len", "256", "--block-rows", "64", "--block-cols", "64",
@@ -343,24 +349,112 @@ TEST_CASE("simulate --hbmlab-kernels on a list: rooms without a kernel in gpu/ a
   CHECK(std::count(all.out.begin(), all.out.end(), '\n') == 1 + 8);
 }
 
-TEST_CASE("simulate --hbmlab-kernels without blocks runs standard's kernel on its own tile shape", "[cli]") {
-  // The paper's rule gives standard a Bc of hundreds of columns, whose pv_kernel tiles no CTA holds;
-  // its kernel runs 64 × 64 tiles (`hbmlab measure --blocks default`), on every problem of both passes.
-  for (const char* d : {"64", "128"})
-    for (const char* N : {"1024", "4096", "16384"}) {
-      INFO("d = " << d << ", N = " << N);
-      const Run all = run({"simulate", "--algo", "all", "--pass", "both", "--hbmlab-kernels", "--head-dim", d,
-                           "--seq-len", N, "--numerics", "off", "--csv"});
-      REQUIRE(all.code == 0);
-      CHECK(std::count(all.out.begin(), all.out.end(), '\n') == 1 + 8);
-      const std::string standard = all.out.substr(all.out.find("\nstandard,") + 1);
-      CHECK(standard.starts_with(fmt::format("standard,a100-40gb,1,1,{},{},fp16,0,64,64,", N, d)));
+// `hbmlab measure --blocks default` runs each kernel's first compiled tile for d, whatever the GPU,
+// the dtype, N, a causal mask or the decoding layout; gpu/ instantiates its kernels from the same
+// table (sim/algo/kernel_tiles.hpp) that simulate reads.
+TEST_CASE("simulate --hbmlab-kernels without blocks runs every room's kernel on its own tile shape", "[cli]") {
+  // Br × Bc at d = 64 and d = 128, written out: a change to the table shows here.
+  const std::map<std::string, std::map<int, Blocks>> kernel = {
+      {"standard", {{64, {64, 64}}, {128, {64, 64}}}},
+      {"flash1", {{64, {64, 64}}, {128, {64, 64}}}},
+      {"flash2", {{64, {128, 128}}, {128, {128, 64}}}},
+      {"flash3", {{64, {192, 128}}, {128, {128, 128}}}},
+      {"flash2 backward", {{64, {64, 128}}, {128, {64, 128}}}},
+      {"flash3 backward", {{64, {64, 128}}, {128, {64, 128}}}},
+      {"flash-decoding", {{64, {16, 64}}, {128, {16, 64}}}},
+      {"flashdecoding++", {{64, {16, 64}}, {128, {16, 64}}}},
+  };
+  // The rooms' own table says the same (and so `hbmlab measure --list`, whose rows gpu/ builds from it).
+  for (Pass pass : {Pass::forward, Pass::backward})
+    for (Algo a : algorithms(pass)) {
+      INFO(to_string(a));
+      CHECK(a->has_hbmlab_kernel() == kernel.contains(std::string(to_string(a))));
+      if (!a->has_hbmlab_kernel()) continue;
+      for (int d : {64, 128}) {
+        AttentionProblem p;
+        p.head_dim = d;
+        CHECK(a->hbmlab_kernel_blocks(p) == kernel.at(std::string(to_string(a))).at(d));
+      }
     }
-  const Run text = run({"simulate", "--algo", "standard", "--hbmlab-kernels", "--numerics", "off"});
+  for (const char* gpu : {"a100-40gb", "h100-sxm"})
+    for (const char* d : {"64", "128"})
+      for (const char* N : {"1024", "4096"})
+        for (const std::vector<std::string>& rooms :
+             {std::vector<std::string>{"--algo", "all", "--pass", "both"},
+              std::vector<std::string>{"--algo", "flash-decoding,flashdecoding++", "--causal"},
+              std::vector<std::string>{"--algo", "flash-decoding,flashdecoding++", "--query-len", "1", "--heads", "8", "--kv-heads", "2"}}) {
+          INFO(gpu << ", d = " << d << ", N = " << N << ", " << fmt::format("{}", rooms));
+          const Run r = run_with({"simulate", "--gpu", gpu, "--hbmlab-kernels", "--head-dim", d, "--seq-len", N,
+                                  "--numerics", "off", "--csv"},
+                                 rooms);
+          REQUIRE(r.code == 0);
+          std::istringstream rows(r.out);
+          std::string row;
+          std::getline(rows, row);  // the header: algorithm,gpu,batch,heads,seq_len,head_dim,dtype,causal,Br,Bc,...
+          // One CTA of the A100 (163 KiB) holds neither flash2 backward's 64 × 128 at d = 128 (176.5 KiB) nor
+          // any of flash3's: the first compiled shape it holds, and flash3's reference launch (108 × 108).
+          const bool a100_128 = std::string(gpu) == "a100-40gb" && std::string(d) == "128";
+          std::map<std::string, Blocks> want;
+          for (const auto& [room, by_d] : kernel) want[room] = by_d.at(std::stoi(d));
+          if (a100_128) {
+            want["flash2 backward"] = {64, 64};
+            want["flash3"] = {108, 108};
+          }
+          int rows_checked = 0;
+          while (std::getline(rows, row)) {
+            std::vector<std::string> cells;
+            std::istringstream cols(row);
+            for (std::string cell; std::getline(cols, cell, ',');) cells.push_back(cell);
+            REQUIRE(cells.size() > 9);
+            const auto it = want.find(cells[0]);
+            if (it == want.end()) continue;  // standard's and flash1's backwards: no kernel, the paper's rule
+            ++rows_checked;
+            INFO(row);
+            CHECK(Blocks{std::stoll(cells[8]), std::stoll(cells[9])} == it->second);
+          }
+          CHECK(rows_checked == (rooms[1] == "all" ? 6 : 2));
+          CHECK(r.err == (rooms[1] != "all" ? ""
+                          : a100_128 ? "note: --hbmlab-kernels applies to standard, flash1, flash2, flash2 backward and "
+                                       "flash3 backward; standard backward, flash1 backward and flash3 have no CUDA kernel "
+                                       "in gpu/ at d = 128 whose tiles fit the 166912 B one CTA may use and are timed on "
+                                       "their reference launch\n"
+                                     : "note: --hbmlab-kernels applies to standard, flash1, flash2, flash2 backward, flash3 "
+                                       "and flash3 backward; standard backward and flash1 backward have no CUDA kernel in "
+                                       "gpu/ and are timed on their reference launch\n"));
+        }
+  // The report says whose blocks they are, and what the paper's rule would have given.
+  const Run text = run({"simulate", "--algo", "flash2", "--hbmlab-kernels", "--numerics", "off"});
   REQUIRE(text.code == 0);
-  CHECK_THAT(text.out, Catch::Contains("blocks    Br=64 Bc=64 (hbmlab's kernel) → Tr=16 Tc=16"));
-  CHECK_THAT(text.out, Catch::Contains("note      the tile shape of standard's CUDA kernel (`hbmlab measure --blocks "
-                                       "default`), not the paper's rule (Br=64, Bc=328)"));
+  CHECK_THAT(text.out, Catch::Contains("blocks    Br=128 Bc=128 (hbmlab's kernel) → Tr=8 Tc=8"));
+  CHECK_THAT(text.out, Catch::Contains("note      the tile shape of flash2's CUDA kernel (`hbmlab measure --blocks "
+                                       "default`), not the paper's rule (Br=328, Bc=64)"));
+  const Run standard = run({"simulate", "--algo", "standard", "--hbmlab-kernels", "--numerics", "off"});
+  REQUIRE(standard.code == 0);
+  CHECK_THAT(standard.out, Catch::Contains("blocks    Br=64 Bc=64 (hbmlab's kernel) → Tr=16 Tc=16"));
+  CHECK_THAT(standard.out, Catch::Contains("note      the tile shape of standard's CUDA kernel (`hbmlab measure --blocks "
+                                           "default`), not the paper's rule (Br=64, Bc=328)"));
+  // Where the default does not fit one CTA, the note says so; where no compiled shape does, it is refused.
+  const Run backward = run({"simulate", "--algo", "flash2", "--pass", "backward", "--hbmlab-kernels", "--head-dim",
+                            "128", "--numerics", "off"});
+  REQUIRE(backward.code == 0);
+  CHECK_THAT(backward.out, Catch::Contains("blocks    Br=64 Bc=64 (hbmlab's kernel) → Tr=16 Tc=16"));
+  CHECK_THAT(backward.out, Catch::Contains("note      the first compiled tile shape of flash2 backward's CUDA kernel "
+                                           "that one CTA holds: its default, Br=64 Bc=128 (`hbmlab measure --blocks "
+                                           "default`), needs 180736 B, more than 166912 B; not the paper's rule "
+                                           "(Br=82, Bc=82)"));
+  const Run flash3 = run({"simulate", "--algo", "flash3", "--hbmlab-kernels", "--head-dim", "128"});
+  CHECK(flash3.code == 2);
+  CHECK(flash3.err == "hbmlab simulate: --hbmlab-kernels: flash3 has no CUDA kernel in gpu/ at d = 128 whose tiles fit "
+                      "the 166912 B one CTA may use (their compiled tile shapes are in sim/algo/kernel_tiles.hpp)\n");
+  SimulateRequest alone;
+  alone.gpu = load_gpu("a100-40gb");
+  alone.algo = algo_named("flash3");
+  alone.problem.seq_len = 1024;
+  alone.problem.head_dim = 128;
+  alone.numerics = NumericsMode::off;
+  alone.launch.hbmlab_kernels = true;
+  CHECK_THROWS_WITH(simulate(alone), "--hbmlab-kernels: no compiled tile shape of flash3's CUDA kernel at d = 128 fits "
+                                     "the 166912 B one CTA may use (its default, Br=128 Bc=128, needs 197632 B)");
   // Blocks given are run as given, and a tile set no CTA holds is refused naming the option given.
   const Run given = run({"simulate", "--algo", "standard", "--hbmlab-kernels", "--block-rows", "128", "--block-cols",
                          "128", "--numerics", "off", "--csv"});
@@ -372,8 +466,30 @@ TEST_CASE("simulate --hbmlab-kernels without blocks runs standard's kernel on it
   CHECK(too_wide.err.starts_with("hbmlab simulate: --block-cols: scenarios/gpus/a100-40gb.toml: "
                                  "numbers.sram_bytes_per_block: 166912 B cannot hold one tile set of pv_kernel O = PV"));
   // Without the option, the reference launch on the paper's blocks, as before.
-  const Run reference = run({"simulate", "--algo", "standard", "--numerics", "off", "--csv"});
+  const Run reference = run({"simulate", "--algo", "standard,flash2", "--numerics", "off", "--csv"});
   CHECK_THAT(reference.out, Catch::Contains("\nstandard,a100-40gb,1,1,1024,64,fp16,0,64,328,"));
+  CHECK_THAT(reference.out, Catch::Contains("\nflash2,a100-40gb,1,1,1024,64,fp16,0,328,64,"));
+}
+
+// A d no kernel is compiled for: a room of a list whose kernel lacks it is timed on its reference
+// launch, as a room without a kernel is; where no room of the list has one, it is refused.
+TEST_CASE("simulate --hbmlab-kernels at a d with no compiled kernel is refused, listing the compiled d's", "[cli]") {
+  const Run all = run({"simulate", "--algo", "all", "--hbmlab-kernels", "--head-dim", "96", "--numerics", "off"});
+  CHECK(all.code == 2);
+  CHECK(all.out.empty());
+  CHECK(all.err == "hbmlab simulate: --hbmlab-kernels: standard, flash1, flash2 and flash3 have no CUDA kernel in gpu/ "
+                   "for d = 96 (hbmlab's kernels are compiled for d = 64 and 128)\n");
+  // The same d without the option: the reference launch, on the paper's blocks.
+  CHECK(run({"simulate", "--algo", "all", "--head-dim", "96", "--numerics", "off", "--csv"}).code == 0);
+  // Called directly, simulate() refuses it the same way.
+  SimulateRequest request;
+  request.algo = algo_named("flash2");
+  request.problem.seq_len = 1024;
+  request.problem.head_dim = 96;
+  request.numerics = NumericsMode::off;
+  request.launch.hbmlab_kernels = true;
+  CHECK_THROWS_WITH(simulate(request), "--hbmlab-kernels: flash2's CUDA kernel in gpu/ is compiled for d = 64 and "
+                                       "128, not d = 96");
 }
 
 TEST_CASE("bounds takes --causal and --csv as simulate and sweep do", "[cli][bounds]") {

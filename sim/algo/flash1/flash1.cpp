@@ -218,7 +218,7 @@ public:
   }
 
   std::int64_t roofline_ctas_per_instance(const BlockGrid&) const override { return 1; }
-  bool has_hbmlab_kernel() const override { return true; }  // gpu/flash1.cu
+  std::span<const KernelTile> hbmlab_kernel_tiles() const override { return kernel_tiles::flash1; }  // gpu/flash1.cu
   // NQ < N: the queries are the last NQ positions. HKV < H: each query head reads its K/V head itself.
   ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true, .block_mask = true}; }
 

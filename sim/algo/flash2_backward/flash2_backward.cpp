@@ -287,7 +287,9 @@ public:
   }
 
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tc; }
-  bool has_hbmlab_kernel() const override { return true; }  // gpu/flash2_backward.cu
+  std::span<const KernelTile> hbmlab_kernel_tiles() const override {  // gpu/flash2_backward.cu
+    return kernel_tiles::flash2_backward;
+  }
 
   std::optional<ForwardState> forward_state(const AttentionProblem& p) const override {
     return kept_by_forward(p, "O, L", 1);

@@ -107,7 +107,7 @@ public:
     return plans;
   }
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr; }
-  bool has_hbmlab_kernel() const override { return true; }  // gpu/flash3.cu
+  std::span<const KernelTile> hbmlab_kernel_tiles() const override { return kernel_tiles::flash3; }  // gpu/flash3.cu
   // Its threads are its warpgroups, one producer and Br/64 consumers, which its on-chip counts and
   // pipeline follow: --block-rows changes them, a thread count alone would describe no kernel.
   bool takes_launch_threads() const override { return false; }
@@ -295,7 +295,9 @@ public:
     return plans;
   }
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return base().roofline_ctas_per_instance(g); }
-  bool has_hbmlab_kernel() const override { return true; }  // gpu/flash3_backward.cu
+  std::span<const KernelTile> hbmlab_kernel_tiles() const override {  // gpu/flash3_backward.cu
+    return kernel_tiles::flash3_backward;
+  }
   // Its threads are one producer and two consumer warpgroups, as its on-chip counts take them.
   bool takes_launch_threads() const override { return false; }
   std::optional<ForwardState> forward_state(const AttentionProblem& p) const override { return base().forward_state(p); }

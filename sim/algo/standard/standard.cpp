@@ -267,10 +267,9 @@ public:
   // Its largest kernel, S = QKᵀ, has one CTA per tile of S.
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr * g.Tc; }
   bool takes_launch() const override { return false; }  // its GEMMs' tiles and threads are the library's
-  bool has_hbmlab_kernel() const override { return true; }  // gpu/standard.cu
-  // gpu/standard.cu's first compiled shape at d = 64 and 128, 64 × 64: the paper's rule gives a
-  // Bc of hundreds of columns, whose double-buffered P_ij, V_j tiles (pv_kernel) no CTA holds.
-  std::optional<Blocks> hbmlab_kernel_blocks(const AttentionProblem&) const override { return Blocks{64, 64}; }
+  // gpu/standard.cu. Its default, 64 × 64 at d = 64 and 128, matters most here: the paper's rule gives
+  // a Bc of hundreds of columns, whose double-buffered P_ij, V_j tiles (pv_kernel) no CTA holds.
+  std::span<const KernelTile> hbmlab_kernel_tiles() const override { return kernel_tiles::standard; }
   // NQ < N: S and P are NQ × N. HKV < H: each query head reads its K/V head's K and V itself.
   ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true}; }
 

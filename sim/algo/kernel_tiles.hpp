@@ -1,0 +1,69 @@
+// The tile shapes hbmlab's CUDA kernels (gpu/) are compiled for: one table per kernel family, plain
+// data that gpu/<family>.cu instantiates its kernels from (gpu/kernels.hpp, shape_table) and that the
+// rooms read (Algorithm::hbmlab_kernel_tiles), so that `simulate --hbmlab-kernels` runs each room on
+// the tile shape `hbmlab measure --blocks default` runs. sim/ cannot include gpu/; gpu/ includes this.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/workload/problem.hpp"
+
+namespace hbmlab {
+
+// One compiled shape: head dimension d and the blocks Br × Bc of the kernel's CTA (each in fp16 and
+// bf16). A family's first row for a d is that d's default (`hbmlab measure --blocks default`).
+struct KernelTile {
+  int d = 0, Br = 0, Bc = 0;
+  friend constexpr bool operator==(const KernelTile&, const KernelTile&) = default;
+};
+
+namespace kernel_tiles {
+
+// gpu/standard.cu: Br × Bc is one tile of S in qk_kernel (and Br × d of O in pv_kernel).
+inline constexpr KernelTile standard[] = {{64, 64, 64}, {128, 64, 64}, {64, 128, 128}, {128, 128, 64}};
+// gpu/flash1.cu.
+inline constexpr KernelTile flash1[] = {{64, 64, 64}, {128, 64, 64}, {64, 32, 32}, {128, 32, 32}, {64, 64, 128}};
+// gpu/flash2.cu: 128 × 128 for d = 64 and 128 × 64 for d = 128 (FlashAttention-2's own choices) were
+// the fastest on the H100, or within 2 % of 64 × 64 (d = 128, causal, N ≤ 4096), in
+// assets/measurements/h100-speed-hbmlab.json.
+inline constexpr KernelTile flash2[] = {{64, 128, 128}, {128, 128, 64}, {64, 128, 64},
+                                        {128, 64, 64},  {64, 64, 64},   {128, 128, 32}};
+// gpu/flash3.cu: Br = 64 × consumer warpgroups, Bc = 128. d = 64: three consumer warpgroups, so that
+// the tensor cores have a warpgroup's GEMMs to run while the other two do their softmax (at d = 64
+// the softmax of a block takes about as long as its two GEMMs); 128 × 128 kept beside it. d = 128:
+// two consumer warpgroups.
+inline constexpr KernelTile flash3[] = {{64, 192, 128}, {128, 128, 128}, {64, 128, 128}};
+// gpu/flash_decoding.cu, both split-KV rooms (flash-decoding, flashdecoding++): Br is the query rows
+// one CTA packs (g·NQ ≤ 16 in one m16 group, ≤ 32 in two), Bc the K/V block.
+inline constexpr KernelTile split_kv[] = {{64, 16, 64}, {128, 16, 64}, {64, 32, 64}, {128, 32, 64}};
+// gpu/flash2_backward.cu: Br query rows per inner step, Bc keys per CTA (Bc/16 warps).
+inline constexpr KernelTile flash2_backward[] = {{64, 64, 128}, {128, 64, 128}, {64, 64, 64}, {128, 64, 64},
+                                                 {64, 128, 128}};
+// gpu/flash3_backward.cu: 64 query rows a step, 128 keys a CTA (two consumer warpgroups of 64).
+inline constexpr KernelTile flash3_backward[] = {{64, 64, 128}, {128, 64, 128}};
+
+}  // namespace kernel_tiles
+
+// The default tile of a table at d: its first row for d, none where no row has it.
+inline std::optional<Blocks> default_tile(std::span<const KernelTile> tiles, std::int64_t d) {
+  const auto it = std::find_if(tiles.begin(), tiles.end(), [&](const KernelTile& t) { return t.d == d; });
+  if (it == tiles.end()) return std::nullopt;
+  return Blocks{it->Br, it->Bc};
+}
+
+// "64 and 128": the head dims of a table, each once, in its order.
+inline std::string compiled_head_dims(std::span<const KernelTile> tiles) {
+  std::vector<int> dims;
+  for (const KernelTile& t : tiles)
+    if (std::find(dims.begin(), dims.end(), t.d) == dims.end()) dims.push_back(t.d);
+  std::string text;
+  for (std::size_t k = 0; k < dims.size(); ++k)
+    text += (k == 0 ? "" : k + 1 == dims.size() ? " and " : ", ") + std::to_string(dims[k]);
+  return text;
+}
+
+}  // namespace hbmlab
