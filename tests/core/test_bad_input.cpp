@@ -89,7 +89,7 @@ private:
 struct Case {
   std::vector<std::string> args;
   std::string starts;  // what the line says first after "hbmlab COMMAND: "
-  std::string output;  // a file the command must not leave behind
+  std::string output = {};  // a file the command must not leave behind (none when empty)
 };
 
 }  // namespace

@@ -1,11 +1,9 @@
 // GPU tests [gpu]: each compiled (algorithm, dtype, d, Br x Bc) against the fp64 CPU reference on
 // fresh random inputs, ragged N, causal and not, and the stress inputs. Skips without a GPU.
 // Run: ctest -L gpu   (or build/tests/gpu/hbmlab_tests_gpu)
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
 #include <optional>
@@ -378,12 +376,4 @@ TEST_CASE("flashdecoding++ falls back when scores leave the unified max's range,
       for (InputKind kind : {InputKind::large_logits, InputKind::dominant_key})
         check_decode(f, 1500, 2, 8, 4, 4, true, kind, ++seed);
     }
-}
-
-int main(int argc, char* argv[]) {
-  if (device_count() == 0) {
-    std::printf("no CUDA device: skipped\n");
-    return 4;
-  }
-  return Catch::Session().run(argc, argv);
 }
