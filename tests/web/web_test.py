@@ -278,7 +278,8 @@ def run(browser, url, args):
         until, said = time.monotonic() + 30, ""
         while "hbmlab.html" not in said and time.monotonic() < until:
             time.sleep(0.05)
-            said = browser.evaluate("document.getElementById('status').textContent")
+            # The element is not there until the document is parsed: '' until then, not an error.
+            said = browser.evaluate("(document.getElementById('status') || {}).textContent || ''")
         print(f"index.html from disk: '{said}'")
         if "hbmlab.html" not in said:
             raise RuntimeError("index.html opened from disk does not point to hbmlab.html")
