@@ -255,7 +255,11 @@ public:
     }
     // Their warp layouts (sim/algo/warp_layout.hpp), for the self-attention shapes the kernels run
     // (NQ = N, a multiple of 8: the 16-byte paths) in 16-bit dtypes.
-    if (e == 2 && p.Nq() == p.seq_len && p.seq_len % 8 == 0) {
+    // Only for tiles a CTA holds: the engine refuses the others, and counting a tile set of
+    // millions of columns first would take minutes (a measurement record may give any Bc).
+    const std::int64_t per_block = options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
+    const bool fits = qk.smem_bytes_per_cta <= per_block && pv.smem_bytes_per_cta <= per_block;
+    if (e == 2 && p.Nq() == p.seq_len && p.seq_len % 8 == 0 && fits) {
       const StandardLayout layout{.N = p.seq_len, .Br = t.Br, .Bc = t.Bc, .d = d, .elem_bytes = e};
       qk.on_chip = standard_qk_kernel(qk, layout);
       sm.on_chip = standard_softmax_kernel(sm, layout);
