@@ -31,6 +31,17 @@ Run run_with(std::vector<std::string> args, const std::vector<std::string>& extr
   return run(args);
 }
 
+// simulate() called directly on a room's kernel (--hbmlab-kernels) at N = 1024 and d, counts only timed.
+SimulateRequest kernel_request(std::string_view room, std::int64_t d) {
+  SimulateRequest request;
+  request.algo = algo_named(room);
+  request.problem.seq_len = 1024;
+  request.problem.head_dim = d;
+  request.numerics = NumericsMode::off;
+  request.launch.hbmlab_kernels = true;
+  return request;
+}
+
 bool one_line(const std::string& text) {
   return !text.empty() && text.back() == '\n' && std::count(text.begin(), text.end(), '\n') == 1;
 }
@@ -446,13 +457,8 @@ TEST_CASE("simulate --hbmlab-kernels without blocks runs every room's kernel on 
   CHECK(flash3.code == 2);
   CHECK(flash3.err == "hbmlab simulate: --hbmlab-kernels: flash3 has no CUDA kernel in gpu/ at d = 128 whose tiles fit "
                       "the 166912 B one CTA may use (their compiled tile shapes are in sim/algo/kernel_tiles.hpp)\n");
-  SimulateRequest alone;
+  SimulateRequest alone = kernel_request("flash3", 128);
   alone.gpu = load_gpu("a100-40gb");
-  alone.algo = algo_named("flash3");
-  alone.problem.seq_len = 1024;
-  alone.problem.head_dim = 128;
-  alone.numerics = NumericsMode::off;
-  alone.launch.hbmlab_kernels = true;
   CHECK_THROWS_WITH(simulate(alone), "--hbmlab-kernels: no compiled tile shape of flash3's CUDA kernel at d = 128 fits "
                                      "the 166912 B one CTA may use (its default, Br=128 Bc=128, needs 197632 B)");
   // Blocks given are run as given, and a tile set no CTA holds is refused naming the option given.
@@ -482,13 +488,7 @@ TEST_CASE("simulate --hbmlab-kernels at a d with no compiled kernel is refused, 
   // The same d without the option: the reference launch, on the paper's blocks.
   CHECK(run({"simulate", "--algo", "all", "--head-dim", "96", "--numerics", "off", "--csv"}).code == 0);
   // Called directly, simulate() refuses it the same way.
-  SimulateRequest request;
-  request.algo = algo_named("flash2");
-  request.problem.seq_len = 1024;
-  request.problem.head_dim = 96;
-  request.numerics = NumericsMode::off;
-  request.launch.hbmlab_kernels = true;
-  CHECK_THROWS_WITH(simulate(request), "--hbmlab-kernels: flash2's CUDA kernel in gpu/ is compiled for d = 64 and "
+  CHECK_THROWS_WITH(simulate(kernel_request("flash2", 96)), "--hbmlab-kernels: flash2's CUDA kernel in gpu/ is compiled for d = 64 and "
                                        "128, not d = 96");
 }
 

@@ -257,8 +257,7 @@ public:
     // (NQ = N, a multiple of 8: the 16-byte paths) in 16-bit dtypes.
     // Only for tiles a CTA holds: the engine refuses the others, and counting a tile set of
     // millions of columns first would take minutes (a measurement record may give any Bc).
-    const std::int64_t per_block = options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
-    const bool fits = qk.smem_bytes_per_cta <= per_block && pv.smem_bytes_per_cta <= per_block;
+    const bool fits = qk.smem_bytes_per_cta <= cta_bytes && pv.smem_bytes_per_cta <= cta_bytes;
     if (e == 2 && p.Nq() == p.seq_len && p.seq_len % 8 == 0 && fits) {
       const StandardLayout layout{.N = p.seq_len, .Br = t.Br, .Bc = t.Bc, .d = d, .elem_bytes = e};
       qk.on_chip = standard_qk_kernel(qk, layout);
