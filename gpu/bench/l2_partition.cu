@@ -18,6 +18,11 @@
 //                random  as all, each pass in another order (an affine permutation of the lines).
 //          The first pass reads the footprint from DRAM; DRAM bytes beyond that are re-reads that
 //          missed, so the share that hit per later pass is 1 − (DRAM − F) / ((PASSES − 1) · F).
+//        l2_partition private SIDES_FILE CTAS PASSES read|write MB [MB ...]
+//          As flash1 with few (batch, head) pairs: CTAS CTAs of an ordinary launch (the GPU places
+//          them), each sweeping its own slice of the footprint PASSES times, no barrier between
+//          passes; `write` stores every line back after reading it (flash1 writes O_i, ℓ_i, m_i
+//          each sweep). Prints, per footprint, how many CTAs ran by each side (SIDES_FILE).
 //
 // Sides are told by latency: after SM 0 has read a line, an SM whose near partition holds it
 // (SM 0's side, or the line's home) reads it in fewer cycles than one that must cross to the other.
@@ -123,10 +128,35 @@ __global__ void pass_kernel(const uint4* data, const int* slot_of_sm, const int*
   if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
+// CTAS CTAs, each its own slice (blockIdx.x) swept `passes` times; `write`: each line stored back
+// (ordinary stores, write-back in the L2) after it is read. Each CTA records the SM it ran on.
+__global__ void private_kernel(uint4* data, long long lines_per_cta, int passes, int write, unsigned int* sm_of_cta,
+                               uint4* sink) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  uint4* base = data + std::size_t(blockIdx.x) * lines_per_cta * 8;
+  uint4 acc{0, 0, 0, 0};
+  for (int p = 0; p < passes; ++p) {
+#pragma unroll 4
+    for (long long j = warp * 4 + lane / 8; j < lines_per_cta; j += warps * 4) {
+      uint4* at = base + j * 8 + lane % 8;
+      uint4 x = __ldcg(at);
+      acc.x ^= x.x, acc.y ^= x.y, acc.z ^= x.z, acc.w ^= x.w;
+      if (write) {
+        x.w += 1;
+        *at = x;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) sm_of_cta[blockIdx.x] = sm_id();
+  if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
 int usage() {
   std::fprintf(stderr,
                "usage: l2_partition map SIDES_FILE [LINES_FILE]\n"
-               "       l2_partition sweep SIDES_FILE all|cross|side0|side1|random PASSES MB [MB ...]\n");
+               "       l2_partition sweep SIDES_FILE all|cross|side0|side1|random PASSES MB [MB ...]\n"
+               "       l2_partition private SIDES_FILE CTAS PASSES read|write MB [MB ...]\n");
   return 2;
 }
 
@@ -312,6 +342,58 @@ int run_sweep(const cudaDeviceProp& prop, const char* sides_path, const std::str
   return 0;
 }
 
+std::vector<int> read_sides(const char* sides_path, int sms) {
+  std::vector<int> side(sms, -1);
+  FILE* f = std::fopen(sides_path, "r");
+  if (!f) return {};
+  int s = 0, sd = 0;
+  double m1 = 0, m2 = 0;
+  while (std::fscanf(f, "%d %d %lf %lf", &s, &sd, &m1, &m2) == 4)
+    if (s >= 0 && s < sms && (sd == 0 || sd == 1)) side[s] = sd;
+  std::fclose(f);
+  if (std::count(side.begin(), side.end(), -1) > 0) return {};
+  return side;
+}
+
+int run_private(const cudaDeviceProp& prop, const char* sides_path, int ctas, int passes, bool write,
+                const std::vector<double>& footprints_mb) {
+  const int sms = prop.multiProcessorCount;
+  const std::vector<int> side = read_sides(sides_path, sms);
+  if (side.empty()) {
+    std::fprintf(stderr, "l2_partition: %s does not name a side for every SM (run map first)\n", sides_path);
+    return 2;
+  }
+  const double max_mb = *std::max_element(footprints_mb.begin(), footprints_mb.end());
+  const std::size_t max_bytes = std::size_t(max_mb * 1e6) + std::size_t(ctas) * 128;
+  uint4 *data = nullptr, *sink = nullptr;
+  unsigned int* d_sm = nullptr;
+  check(cudaMalloc(&data, max_bytes), "cudaMalloc data");
+  check(cudaMalloc(&sink, std::size_t(ctas) * 512 * sizeof(uint4)), "cudaMalloc sink");
+  check(cudaMalloc(&d_sm, std::size_t(ctas) * sizeof(unsigned int)), "cudaMalloc sm_of_cta");
+  fill_kernel<<<1024, 256>>>(data, max_bytes / 16);
+  check(cudaDeviceSynchronize(), "fill");
+  std::vector<unsigned int> sm_of_cta(ctas);
+  for (double mb : footprints_mb) {
+    const long long lines_per_cta = (long long)(mb * 1e6 / 128.0 / ctas);
+    const double footprint = double(lines_per_cta) * 128.0 * ctas;
+    private_kernel<<<ctas, 512>>>(data, lines_per_cta, passes, write ? 1 : 0, d_sm, sink);
+    check(cudaGetLastError(), "private_kernel launch");
+    check(cudaDeviceSynchronize(), "private_kernel");
+    check(cudaMemcpy(sm_of_cta.data(), d_sm, std::size_t(ctas) * sizeof(unsigned int), cudaMemcpyDeviceToHost),
+          "copy sm_of_cta");
+    int by_side[2] = {0, 0};
+    for (unsigned int sm : sm_of_cta) ++by_side[sm < unsigned(sms) ? side[sm] : 0];
+    std::printf("run mode private-%s passes %d readers %d footprint_bytes %.0f read_bytes %.0f side0 %d side1 %d sms",
+                write ? "write" : "read", passes, ctas, footprint, footprint * passes, by_side[0], by_side[1]);
+    for (unsigned int sm : sm_of_cta) std::printf(" %u", sm);
+    std::printf("\n");
+  }
+  cudaFree(d_sm);
+  cudaFree(sink);
+  cudaFree(data);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -320,6 +402,22 @@ int main(int argc, char** argv) {
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   const std::string verb = argv[1];
   if (verb == "map") return run_map(prop, argv[2], argc > 3 ? argv[3] : nullptr);
+  if (verb == "private") {
+    if (argc < 7) return usage();
+    const int ctas = std::atoi(argv[3]), passes = std::atoi(argv[4]);
+    const std::string rw = argv[5];
+    if (ctas < 1 || ctas > 1024 || passes < 2 || (rw != "read" && rw != "write")) return usage();
+    std::vector<double> mb;
+    for (int i = 6; i < argc; ++i) {
+      const double x = std::atof(argv[i]);
+      if (!(x > 0 && x < 4096)) {
+        std::fprintf(stderr, "l2_partition: footprint '%s' must be a positive number of MB\n", argv[i]);
+        return 2;
+      }
+      mb.push_back(x);
+    }
+    return run_private(prop, argv[2], ctas, passes, rw == "write", mb);
+  }
   if (verb != "sweep" || argc < 6) return usage();
   const std::string mode = argv[3];
   if (mode != "all" && mode != "cross" && mode != "side0" && mode != "side1" && mode != "random") return usage();
