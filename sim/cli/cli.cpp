@@ -993,7 +993,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::Option* o_gui_stage = gui_cmd->add_option("--stage", gui.stage, "open the lesson at its stage S, from 1 [1]")->type_name("S");
   gui_cmd->add_option("--screenshot", gui.screenshot, fmt::format("save a PNG of the window after --frames frames ({} unless given), then exit", kScreenshotFrames))
       ->type_name("PNG");
-  gui_cmd->add_option("--frames", gui.frames, "frames to render before the screenshot or exit [0: until closed]");
+  gui_cmd->add_option("--frames", gui.frames, "frames to render before the screenshot or exit, each 1/60 s of play however long it takes, "
+                      "so that a run shows the same on any machine [0: until closed, on the wall clock]");
   gui_cmd->add_option("--ui-scale", gui.ui_scale, "scale fonts and widgets, 0.5 to 8 (1.5 for a 1080p projector, 2 for 4K) [auto]");
   gui_cmd->add_option("--width", gui.width, "window width in pixels [1600]");
   gui_cmd->add_option("--height", gui.height, "window height in pixels [1000]");
