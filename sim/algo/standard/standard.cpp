@@ -205,7 +205,7 @@ public:
     if (d % 16 != 0)
       fail_input("--hbmlab-kernels: hbmlab's standard kernel (gpu/standard.cu) takes d a multiple of 16, got d = {}", d);
     // Its softmax_kernel holds a row of S in fp32 in shared memory: N bounds it, not the blocks.
-    const std::int64_t cta_bytes = options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
+    const std::int64_t cta_bytes = options.sram_bytes_per_block_of(gpu);
     if (p.seq_len * 4 > cta_bytes)
       fail_input("--hbmlab-kernels: hbmlab's standard kernel (gpu/standard.cu) keeps a row of S in shared memory, "
                  "N × 4 B = {} B at N = {}, more than the {} B one CTA may use",
