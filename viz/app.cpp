@@ -13,7 +13,13 @@
 //   help (show the help overlay), panel=NAME (point at a pane as a stage's `panel` key does: a
 //   small window's column scrolls to it), measured=all (a screenshot of the Measured tab waits for every
 //   record's prediction, not only the lesson's own), overlap (two buttons over each other and over
-//   a drawing's text, which the layout check must report).
+//   a drawing's text, which the layout check must report), delay=MS (each frame takes MS milliseconds
+//   longer, as on a busy machine: what a scripted run shows must not move with it).
+//
+// A scripted run (--frames, which --screenshot implies) advances the clock by a fixed 1/60 s a frame,
+// what a user sees on a 60 Hz display, whatever each frame took: N frames are N/60 s of play on any
+// machine, under any load, so its pictures and the play position it prints are repeatable. An
+// interactive window (and the page, which has no scripted mode) keeps the wall clock.
 //
 // [SECTION] Fonts and style
 // [SECTION] Layout
@@ -35,6 +41,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -323,6 +330,7 @@ struct Script {
   double at = -1;
   std::string algo, pass, tab, open, panel;
   double mouse_x = -1, mouse_y = -1;
+  int delay_ms = 0;
   bool scripted = false;
 };
 
@@ -351,6 +359,7 @@ Script parse_script(const char* text) {
     if (key == "tab") s.tab = value;
     if (key == "open") s.open = value;
     if (key == "panel") s.panel = value;
+    if (key == "delay") s.delay_ms = std::max(0, std::atoi(value.c_str()));
     if (key == "mouse" && value.find(':') != std::string::npos) {
       s.mouse_x = std::atof(value.substr(0, value.find(':')).c_str());
       s.mouse_y = std::atof(value.substr(value.find(':') + 1).c_str());
@@ -478,6 +487,7 @@ std::string run_script(AppState& app, const Script& s, GLFWwindow* window, int f
     if (frame == 18) glfwSetWindowSize(window, app.options.width, app.options.height);
   }
   if (s.extremes && frame % 3 == 1) apply_extreme(app, frame / 3);
+  if (s.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.delay_ms));
   if (s.scripted) {  // the pointer where the script says, else out of the way of the pictures
     int w = 0, h = 0;
     glfwGetWindowSize(window, &w, &h);
@@ -548,6 +558,9 @@ void print_layout(const LayoutCheck& check, float scale) {
 
 std::string glfw_error;
 void on_glfw_error(int, const char* text) { glfw_error = text; }
+
+// A scripted frame's step of the clock (the file's head says why).
+constexpr float kScriptedFrameSeconds = 1.0f / 60.0f;
 
 constexpr const char* kHowToGetWindow =
     "run it on a desktop, or headless: xvfb-run -a -s \"-screen 0 1600x1000x24\" hbmlab gui --screenshot out.png --frames 60";
@@ -645,6 +658,7 @@ int run_gui(const hbmlab::GuiOptions& options) {
 
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    if (headless) ImGui::GetIO().DeltaTime = kScriptedFrameSeconds;  // ImGui's own animations too
     ImGui::NewFrame();
     HandleShortcuts(app);
     advance(app, ImGui::GetIO().DeltaTime);
@@ -720,6 +734,9 @@ int run_gui(const hbmlab::GuiOptions& options) {
   if (!options.screenshot.empty() && saved && !app.scenario.stages.empty())  // what the picture shows
     std::cout << "lesson " << app.scenario.number << ", stage " << app.stage + 1 << " of " << app.scenario.stages.size()
               << ": " << app.scenario.stages[static_cast<std::size_t>(app.stage)].title << "\n";
+  if (!options.screenshot.empty() && saved && app.replay[0])  // where play stands in the picture
+    std::cout << fmt::format("replay at step {} of {}{}\n", app.play.pos, app.replay[0]->step_count(),
+                             app.play.playing ? ", playing" : "");
   if (!options.screenshot.empty() && app.tab == Tab::explorer && !app.explorer_runs.empty())
     std::cout << "explorer: " << app.explorer_runs.size() << " cells measured on " << app.explorer_runs.front().row.gpu << "\n";
   if (!options.screenshot.empty() && app.tab == Tab::onchip && app.replay[0])

@@ -48,6 +48,25 @@ inline constexpr KernelTile flash3_backward[] = {{64, 64, 128}, {128, 64, 128}};
 
 }  // namespace kernel_tiles
 
+// What a kernel takes besides its tiles. Every kernel of gpu/ is compiled in fp16 and bf16 only
+// (gpu/kernels.hpp: CompiledShape), causal or not, for its room's pass; NQ < N, HKV < H and a block
+// mask only where its row below says so (gpu/'s KernelFamily::takes_*, which `hbmlab measure`
+// follows, answer the same: tests/gpu/test_tables.cpp).
+struct KernelTakes {
+  bool query_len = false;   // NQ < N: the split-KV kernels (gpu/flash_decoding.cu)
+  bool kv_heads = false;    // HKV < H: K/V tiles of head bh / (H/HKV)
+  bool block_mask = false;  // DeviceTensors::kv_offsets
+};
+
+namespace kernel_takes {
+
+inline constexpr KernelTakes standard{}, flash1{}, flash2_backward{}, flash3_backward{};
+inline constexpr KernelTakes flash2{.block_mask = true};
+inline constexpr KernelTakes flash3{.kv_heads = true, .block_mask = true};
+inline constexpr KernelTakes split_kv{.query_len = true, .kv_heads = true};
+
+}  // namespace kernel_takes
+
 // The default tile of a table at d: its first row for d, none where no row has it.
 inline std::optional<Blocks> default_tile(std::span<const KernelTile> tiles, std::int64_t d) {
   const auto it = std::find_if(tiles.begin(), tiles.end(), [&](const KernelTile& t) { return t.d == d; });
@@ -64,6 +83,33 @@ inline std::string compiled_head_dims(std::span<const KernelTile> tiles) {
   for (std::size_t k = 0; k < dims.size(); ++k)
     text += (k == 0 ? "" : k + 1 == dims.size() ? " and " : ", ") + std::to_string(dims[k]);
   return text;
+}
+
+// The first thing of a problem a kernel is not compiled for, in two wordings: `lacks` goes after
+// "has no CUDA kernel in gpu/ " (a list's note or refusal), `refusal` after "<room>'s CUDA kernel in
+// gpu/ " (simulate() of one room).
+struct KernelMiss {
+  enum class What { dtype, head_dim, query_len, kv_heads, block_mask } what;
+  std::string lacks, refusal;
+};
+
+// Whether a kernel with these tiles and takes runs problem p: none where it does (whether its tiles
+// fit a CTA is the caller's to ask), else what it misses.
+inline std::optional<KernelMiss> kernel_miss(std::span<const KernelTile> tiles, KernelTakes takes, const AttentionProblem& p) {
+  using W = KernelMiss::What;
+  const std::string d = std::to_string(p.head_dim), dtype(to_string(p.dtype));
+  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16)
+    return KernelMiss{W::dtype, "for " + dtype, "is compiled for fp16 and bf16, not " + dtype};
+  if (!default_tile(tiles, p.head_dim))
+    return KernelMiss{W::head_dim, "for d = " + d, "is compiled for d = " + compiled_head_dims(tiles) + ", not d = " + d};
+  if (p.Nq() < p.seq_len && !takes.query_len)
+    return KernelMiss{W::query_len, "for NQ < N", "takes NQ = N only, not NQ = " + std::to_string(p.Nq()) + " of N = " +
+                                                      std::to_string(p.seq_len)};
+  if (p.Hkv() < p.heads && !takes.kv_heads)
+    return KernelMiss{W::kv_heads, "for HKV < H", "takes HKV = H only, not HKV = " + std::to_string(p.Hkv()) + " of H = " +
+                                                      std::to_string(p.heads)};
+  if (p.block_mask && !takes.block_mask) return KernelMiss{W::block_mask, "for a block mask", "takes no block mask"};
+  return std::nullopt;
 }
 
 }  // namespace hbmlab

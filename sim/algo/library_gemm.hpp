@@ -18,10 +18,8 @@ inline constexpr std::int64_t kLibraryThreads = 256;  // threads per library CTA
 // tile set's working set does not fit the SRAM one CTA may use.
 inline Blocks library_tiles(const Algorithm& room, const AttentionProblem& p, Blocks chosen, const GpuSpec& gpu,
                             const EngineOptions& options) {
-  const std::int64_t sram_bytes_per_block =
-      options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
   const Blocks t{std::min(kGemmTile, p.Nq()), std::min(kGemmTile, p.seq_len)};
-  return room.working_set_bytes(p, t) > sram_bytes_per_block ? chosen : t;
+  return room.working_set_bytes(p, t) > options.sram_bytes_per_block_of(gpu) ? chosen : t;
 }
 
 // One instance's tiles on the library's grid as plan steps: Q_i, K_j, S_ij … with their bytes (rows

@@ -441,6 +441,7 @@ protected:
   std::span<const KernelTile> hbmlab_kernel_tiles() const override {  // gpu/flash_decoding.cu, both rooms
     return kernel_tiles::split_kv;
   }
+  KernelTakes hbmlab_kernel_takes() const override { return kernel_takes::split_kv; }
 
   // [SECTION] The window
   //

@@ -90,32 +90,60 @@ std::string kernel_head_dims() {
   return compiled_head_dims(tiles);
 }
 
-// Whether --hbmlab-kernels can time a room's kernel on this problem (sim/algo/kernel_tiles.hpp): one
-// compiled for d, and without blocks given, a compiled tile shape one CTA of `cta_bytes` holds.
+std::string display_names(std::span<const Algo> list);
+
+// Whether --hbmlab-kernels can time a room's kernel on this problem: one compiled for its dtype, d and
+// shape (NQ < N, HKV < H, a block mask: sim/algo/kernel_tiles.hpp), and without blocks given, a
+// compiled tile shape one CTA of `cta_bytes` holds.
 bool runs_hbmlab_kernel(Algo a, const AttentionProblem& p, std::int64_t cta_bytes, bool blocks_given) {
-  return blocks_given ? a->hbmlab_kernel_blocks(p).has_value() : a->hbmlab_kernel_blocks(p, cta_bytes).has_value();
+  if (!a->has_hbmlab_kernel() || a->hbmlab_kernel_miss(p)) return false;
+  return blocks_given || a->hbmlab_kernel_blocks(p, cta_bytes).has_value();
 }
 
-// --hbmlab-kernels where a room's kernel cannot run: no kernel compiled for d, or none of its tile
-// shapes at d fits one CTA (an A100's 163 KiB). That room is timed on its reference launch, as a room
-// without a kernel is; where no room of the list can run one, the refusal says why. The trait's words
-// are the strings beside it.
+// --hbmlab-kernels where a room's kernel cannot run: none compiled for the problem's dtype, d, NQ < N,
+// HKV < H or block mask (the first of these that applies), or none of its tile shapes at d fits one
+// CTA (an A100's 163 KiB). That room is timed on its reference launch, as a room without a kernel is;
+// where no room of the list can run one, the refusal says why. The trait's words are the strings
+// beside it.
 struct HbmlabKernelAt {
   std::string lacks_one, lacks_many, elsewhere;
   RoomTrait trait = kHbmlabKernel;
   HbmlabKernelAt(const AttentionProblem& p, std::span<const Algo> rooms, std::int64_t cta_bytes, bool blocks_given) {
     auto runs = [p, cta_bytes, blocks_given](Algo a) { return runs_hbmlab_kernel(a, p, cta_bytes, blocks_given); };
     if (std::all_of(rooms.begin(), rooms.end(), [&](Algo a) { return !a->has_hbmlab_kernel() || runs(a); })) return;
-    bool compiled = false;  // some kernel of either pass is compiled for d
-    for (Pass pass : {Pass::forward, Pass::backward})
-      for (Algo a : algorithms(pass)) compiled = compiled || a->hbmlab_kernel_blocks(p).has_value();
-    const std::string why = compiled ? fmt::format("at d = {} whose tiles fit the {} B one CTA may use", p.head_dim, cta_bytes)
-                                     : fmt::format("for d = {}", p.head_dim);
+    // Why each room of the list with a kernel cannot run it, each reason once with its rooms.
+    struct Why {
+      std::string text;
+      std::optional<KernelMiss::What> what;  // none: no tile shape fits a CTA
+      std::vector<Algo> rooms;
+    };
+    std::vector<Why> whys;
+    for (Algo a : rooms) {
+      if (!a->has_hbmlab_kernel() || runs(a)) continue;
+      const std::optional<KernelMiss> miss = a->hbmlab_kernel_miss(p);
+      const std::string text = miss ? miss->lacks
+                                    : fmt::format("at d = {} whose tiles fit the {} B one CTA may use", p.head_dim, cta_bytes);
+      const auto it = std::find_if(whys.begin(), whys.end(), [&](const Why& w) { return w.text == text; });
+      if (it != whys.end()) it->rooms.push_back(a);
+      else whys.push_back({text, miss ? std::optional(miss->what) : std::nullopt, {a}});
+    }
+    std::string why;  // "for NQ < N"; with several: "for a block mask (flash1) or at d = 128 whose tiles … (flash3)"
+    for (const Why& w : whys)
+      why += whys.size() == 1 ? w.text : fmt::format("{}{} ({})", why.empty() ? "" : " or ", w.text, display_names(w.rooms));
     lacks_one = "has no CUDA kernel in gpu/ " + why;
     lacks_many = "have no CUDA kernel in gpu/ " + why;
-    elsewhere = compiled ? "their compiled tile shapes are in sim/algo/kernel_tiles.hpp"
-                         : fmt::format("hbmlab's kernels are compiled for d = {}", kernel_head_dims());
-    trait = RoomTrait{runs, lacks_one, lacks_many, "", "", elsewhere, kHbmlabKernel.instead_one, kHbmlabKernel.instead_many};
+    // The refusal's brackets: the kernels that run this problem where some do, else what they are compiled for.
+    bool somewhere = false;
+    for (Pass pass : {Pass::forward, Pass::backward})
+      for (Algo a : algorithms(pass)) somewhere = somewhere || runs(a);
+    using W = KernelMiss::What;
+    const std::optional<W> what = whys.size() == 1 ? whys.front().what : std::nullopt;
+    if (whys.size() == 1 && !what) elsewhere = "their compiled tile shapes are in sim/algo/kernel_tiles.hpp";
+    else if (what == W::dtype) elsewhere = "hbmlab's kernels are compiled for fp16 and bf16";
+    else if (what == W::head_dim) elsewhere = fmt::format("hbmlab's kernels are compiled for d = {}", kernel_head_dims());
+    else if (!somewhere) elsewhere = "sim/algo/kernel_tiles.hpp says what each kernel takes";
+    trait = RoomTrait{runs, lacks_one, lacks_many, "has one", "have one", elsewhere, kHbmlabKernel.instead_one,
+                      kHbmlabKernel.instead_many};
   }
   HbmlabKernelAt(const HbmlabKernelAt&) = delete;
 };
@@ -993,7 +1021,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::Option* o_gui_stage = gui_cmd->add_option("--stage", gui.stage, "open the lesson at its stage S, from 1 [1]")->type_name("S");
   gui_cmd->add_option("--screenshot", gui.screenshot, fmt::format("save a PNG of the window after --frames frames ({} unless given), then exit", kScreenshotFrames))
       ->type_name("PNG");
-  gui_cmd->add_option("--frames", gui.frames, "frames to render before the screenshot or exit [0: until closed]");
+  gui_cmd->add_option("--frames", gui.frames, "frames to render before the screenshot or exit, each 1/60 s of play however long it takes, "
+                      "so that a run shows the same on any machine [0: until closed, on the wall clock]");
   gui_cmd->add_option("--ui-scale", gui.ui_scale, "scale fonts and widgets, 0.5 to 8 (1.5 for a 1080p projector, 2 for 4K) [auto]");
   gui_cmd->add_option("--width", gui.width, "window width in pixels [1600]");
   gui_cmd->add_option("--height", gui.height, "window height in pixels [1000]");

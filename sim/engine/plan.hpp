@@ -128,6 +128,15 @@ struct EngineOptions {
   std::int64_t sram_bytes_per_sm = 0;     // 0: the GPU's
   std::int64_t sram_bytes_per_block = 0;  // 0: the GPU's
   LaunchOverride launch;
+
+  // The SRAM an SM has and one CTA may use: the options' where given (--sram-bytes, a sweep's point),
+  // else the GPU's. The rooms and the engine read them here, so that both hold a CTA to one limit.
+  std::int64_t sram_bytes_per_sm_of(const GpuSpec& gpu) const {
+    return sram_bytes_per_sm > 0 ? sram_bytes_per_sm : gpu.sram_bytes_per_sm;
+  }
+  std::int64_t sram_bytes_per_block_of(const GpuSpec& gpu) const {
+    return sram_bytes_per_block > 0 ? sram_bytes_per_block : gpu.sram_bytes_per_block;
+  }
 };
 
 // Builds a KernelPlan CTA by CTA. As a StepSink it takes a room's step stream directly, starting a

@@ -182,12 +182,11 @@ SimulationResult simulate(const SimulateRequest& request) {
     return simulate_auto_splits(request);
   request.problem.validate();
   request.algo->check_problem(request.problem);
-  // A kernel is timed only where it exists: gpu/ compiles each for a few head dims.
-  if (request.launch.hbmlab_kernels && request.algo->has_hbmlab_kernel() &&
-      !request.algo->hbmlab_kernel_blocks(request.problem))
-    fail_input("--hbmlab-kernels: {}'s CUDA kernel in gpu/ is compiled for d = {}, not d = {}",
-               to_string(request.algo), compiled_head_dims(request.algo->hbmlab_kernel_tiles()),
-               request.problem.head_dim);
+  // A kernel is timed only where it exists: gpu/ compiles each for fp16 and bf16, a few head dims,
+  // and the problem shapes it takes (sim/algo/kernel_tiles.hpp), as `hbmlab measure` runs it.
+  if (request.launch.hbmlab_kernels && request.algo->has_hbmlab_kernel())
+    if (const std::optional<KernelMiss> miss = request.algo->hbmlab_kernel_miss(request.problem))
+      fail_input("--hbmlab-kernels: {}'s CUDA kernel in gpu/ {}", to_string(request.algo), miss->refusal);
   SimulationResult r;
   r.gpu = request.gpu;
   r.algo = request.algo;

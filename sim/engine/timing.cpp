@@ -384,8 +384,8 @@ public:
   Replay(const GpuSpec& gpu, const EngineOptions& options, EngineResult& result)
       : gpu_(gpu), options_(options), pipe_rates_(rates_of(gpu, gpu.pipe_clock_mhz)),
         fp32_rates_(rates_of(gpu, gpu.clock_mhz)), rates_(pipe_rates_), result_(result) {
-    sram_per_sm_ = options.sram_bytes_per_sm > 0 ? options.sram_bytes_per_sm : gpu.sram_bytes_per_sm;
-    sram_per_block_ = options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
+    sram_per_sm_ = options.sram_bytes_per_sm_of(gpu);
+    sram_per_block_ = options.sram_bytes_per_block_of(gpu);
     if (options.l2_enabled)
       l2_.emplace_back(gpu.l2_effective_bytes, gpu.l2_ways, gpu.l2_line_bytes, std::max<std::int64_t>(1, gpu.l2_partitions));
   }

@@ -148,6 +148,15 @@ TEST_CASE("bad input everywhere: exit 2, one line naming the option or file key,
       // No room of the list has a kernel in gpu/ (a list with one that has runs the others on their reference launch).
       {{"simulate", "--algo", "flash1", "--pass", "backward", "--hbmlab-kernels"},
        "--hbmlab-kernels: flash1 backward has no CUDA kernel in gpu/ (standard, flash1, flash2, flash3, flash-decoding and flashdecoding++ have one)"},
+      // A problem no kernel of the list is compiled for, as `hbmlab measure` refuses it (sim/algo/kernel_tiles.hpp).
+      {{"simulate", "--algo", "flash2", "--hbmlab-kernels", "--dtype", "fp32"},
+       "--hbmlab-kernels: flash2 has no CUDA kernel in gpu/ for fp32 (hbmlab's kernels are compiled for fp16 and bf16)"},
+      {{"simulate", "--algo", "flash1", "--hbmlab-kernels", "--query-len", "1"},
+       "--hbmlab-kernels: flash1 has no CUDA kernel in gpu/ for NQ < N (flash-decoding and flashdecoding++ have one)"},
+      {{"simulate", "--algo", "standard", "--hbmlab-kernels", "--heads", "4", "--kv-heads", "1"},
+       "--hbmlab-kernels: standard has no CUDA kernel in gpu/ for HKV < H (flash3, flash-decoding and flashdecoding++ have one)"},
+      {{"simulate", "--algo", "flash1", "--hbmlab-kernels", "--block-mask", "butterfly"},
+       "--hbmlab-kernels: flash1 has no CUDA kernel in gpu/ for a block mask (flash2 and flash3 have one)"},
       // A CTA the GPU cannot hold is the blocks' doing (flash3's paper blocks at d = 8: 17 warpgroups).
       // (the blocks are the paper's rule's, no option's: the preset's key is named).
       {{"simulate", "--algo", "flash3", "--head-dim", "8"}, "scenarios/gpus/a100-40gb.toml: numbers.max_threads_per_sm: "},
@@ -249,7 +258,9 @@ TEST_CASE("bad input everywhere: exit 2, one line naming the option or file key,
       {{"validate", "--measurements", file("string-causal.json")}, file("string-causal.json") + ": records[0].problem.causal: "},
       {{"validate", "--measurements", file("negative-time.json")}, file("negative-time.json") + ": records[0].time_ms_median: "},
       {{"validate", "--measurements", file("unknown-kernel.json")}, file("unknown-kernel.json") + ": records[0].kernel: "},
-      {{"validate", "--measurements", file("odd-head-dim.json")}, file("odd-head-dim.json") + ": records[0]: "},
+      // A record of hbmlab's kernel at a d it is not compiled for is refused before the engine runs it.
+      {{"validate", "--measurements", file("odd-head-dim.json")},
+       file("odd-head-dim.json") + ": records[0]: standard's CUDA kernel in gpu/ is compiled for d = 64 and 128, not d = 7"},
       {{"validate", "--measurements", file("sdpa-without-B.json")}, file("sdpa-without-B.json") + ": sdpa[0].B: missing"},
       {{"validate", "--measurements", file("sdpa-causal-number.json")}, file("sdpa-causal-number.json") + ": sdpa[0].causal: "},
       {{"validate", "--measurements", file("records-not-array.json")}, file("records-not-array.json") + ": records: "},

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/algo/block_sparse/masks.hpp"
 #include "sim/cli/cli.hpp"
 #include "tests/core/cli_run.hpp"
 #include "sim/common/error.hpp"
@@ -490,6 +491,88 @@ TEST_CASE("simulate --hbmlab-kernels at a d with no compiled kernel is refused, 
   // Called directly, simulate() refuses it the same way.
   CHECK_THROWS_WITH(simulate(kernel_request("flash2", 96)), "--hbmlab-kernels: flash2's CUDA kernel in gpu/ is compiled for d = 64 and "
                                        "128, not d = 96");
+}
+
+// What each kernel of gpu/ takes besides its tiles (sim/algo/kernel_tiles.hpp), as `hbmlab measure`
+// refuses the rest: fp16 and bf16; NQ = N but for the split-KV kernels; HKV = H but for flash3's and
+// theirs; a block mask flash2's and flash3's only. A room of a list whose kernel does not take the
+// problem is timed on its reference launch with a note, as a room without a kernel is; alone, or
+// where no room of the list can run its kernel, it is refused in one line.
+TEST_CASE("simulate --hbmlab-kernels times only the kernels gpu/ has for the problem's dtype and shape", "[cli]") {
+  const std::vector<std::string> base = {"simulate", "--seq-len", "1024", "--numerics", "off", "--hbmlab-kernels"};
+  const std::string head = "hbmlab simulate: --hbmlab-kernels: ";
+  auto refusal = [&](std::vector<std::string> extra) {
+    const Run r = run_with(base, extra);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    return r.err;
+  };
+  CHECK(refusal({"--algo", "all", "--dtype", "fp32"}) ==
+        head + "standard, flash1, flash2 and flash3 have no CUDA kernel in gpu/ for fp32 (hbmlab's kernels are compiled "
+               "for fp16 and bf16)\n");
+  CHECK(refusal({"--algo", "standard,flash1,flash2,flash3", "--query-len", "1"}) ==
+        head + "standard, flash1, flash2 and flash3 have no CUDA kernel in gpu/ for NQ < N (flash-decoding and "
+               "flashdecoding++ have one)\n");
+  CHECK(refusal({"--algo", "standard,flash1,flash2", "--heads", "8", "--kv-heads", "2"}) ==
+        head + "standard, flash1 and flash2 have no CUDA kernel in gpu/ for HKV < H (flash3, flash-decoding and "
+               "flashdecoding++ have one)\n");
+  CHECK(refusal({"--algo", "flash1", "--block-mask", "butterfly"}) ==
+        head + "flash1 has no CUDA kernel in gpu/ for a block mask (flash2 and flash3 have one)\n");
+  CHECK(refusal({"--algo", "flash2", "--pass", "backward", "--block-mask", "butterfly"}) ==
+        head + "flash2 backward has no CUDA kernel in gpu/ for a block mask (flash2 and flash3 have one)\n");
+
+  // A list where some rooms' kernels take it: those run their kernels, the others their reference launch.
+  const Run decode = run_with(base, {"--algo", "all", "--query-len", "1", "--csv"});
+  REQUIRE(decode.code == 0);
+  CHECK(decode.err == "note: --hbmlab-kernels applies to flash-decoding and flashdecoding++; standard, flash1, flash2 "
+                      "and flash3 have no CUDA kernel in gpu/ for NQ < N and are timed on their reference launch\n");
+  CHECK(std::count(decode.out.begin(), decode.out.end(), '\n') == 1 + 6);
+  const Run masked = run_with(base, {"--algo", "flash1,flash2", "--block-mask", "butterfly"});
+  REQUIRE(masked.code == 0);
+  CHECK(masked.out.starts_with("note: --hbmlab-kernels applies to flash2; flash1 has no CUDA kernel in gpu/ for a block "
+                               "mask and is timed on its reference launch\n"));
+  const Run grouped = run_with(base, {"--algo", "all", "--heads", "8", "--kv-heads", "2", "--json"});
+  REQUIRE(grouped.code == 0);
+  const std::string note = "--hbmlab-kernels applies to flash3, flash-decoding and flashdecoding++; standard, flash1 "
+                           "and flash2 have no CUDA kernel in gpu/ for HKV < H and are timed on their reference launch";
+  const auto rooms = nlohmann::json::parse(grouped.out);
+  REQUIRE(rooms.size() == 6);
+  for (const auto& room : rooms) {
+    const std::string name = room["algorithm"];
+    INFO(name);
+    const bool reference = name == "standard" || name == "flash1" || name == "flash2";
+    CHECK(room["time"]["launch"] == (reference ? "reference" : "hbmlab-kernels"));
+    CHECK(room.contains("notes") == reference);
+    if (!reference) continue;
+    CHECK(room["notes"] == nlohmann::json::array({note}));
+    // Its figures are those of a run without the option.
+    nlohmann::json alone = room;
+    alone.erase("notes");
+    const Run plain = run({"simulate", "--seq-len", "1024", "--numerics", "off", "--heads", "8", "--kv-heads", "2",
+                           "--algo", name, "--json"});
+    CHECK(alone == nlohmann::json::parse(plain.out));
+  }
+
+  // Called directly, simulate() refuses each the same way.
+  SimulateRequest fp32 = kernel_request("flash2", 64);
+  fp32.problem.dtype = Dtype::fp32;
+  CHECK_THROWS_WITH(simulate(fp32), "--hbmlab-kernels: flash2's CUDA kernel in gpu/ is compiled for fp16 and bf16, not fp32");
+  SimulateRequest decoding = kernel_request("flash2", 64);
+  decoding.problem.query_len = 1;
+  CHECK_THROWS_WITH(simulate(decoding), "--hbmlab-kernels: flash2's CUDA kernel in gpu/ takes NQ = N only, not NQ = 1 of N = 1024");
+  SimulateRequest gqa = kernel_request("standard", 64);
+  gqa.problem.heads = 8;
+  gqa.problem.kv_heads = 2;
+  CHECK_THROWS_WITH(simulate(gqa), "--hbmlab-kernels: standard's CUDA kernel in gpu/ takes HKV = H only, not HKV = 2 of H = 8");
+  SimulateRequest mask = kernel_request("flash1", 64);
+  mask.problem.block_mask = parse_block_mask("butterfly");
+  CHECK_THROWS_WITH(simulate(mask), "--hbmlab-kernels: flash1's CUDA kernel in gpu/ takes no block mask");
+  // Those that take it run it.
+  gqa.gpu = decoding.gpu = load_gpu("a100-40gb");
+  gqa.algo = algo_named("flash3");
+  CHECK(simulate(gqa).launch.hbmlab_kernels);
+  decoding.algo = algo_named("flash-decoding");
+  CHECK(simulate(decoding).launch.hbmlab_kernels);
 }
 
 TEST_CASE("bounds takes --causal and --csv as simulate and sweep do", "[cli][bounds]") {

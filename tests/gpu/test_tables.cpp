@@ -39,6 +39,11 @@ TEST_CASE("every kernel family is compiled for exactly its room's tiles, in its 
       CHECK(s.fp16 != nullptr);
       CHECK(s.bf16 != nullptr);
     }
+    // What it takes besides its tiles is its room's row of kernel_takes, which simulate reads.
+    const KernelTakes takes = algo->hbmlab_kernel_takes();
+    CHECK(f->takes_query_len() == takes.query_len);
+    CHECK(f->takes_kv_heads() == takes.kv_heads);
+    CHECK(f->takes_block_mask() == takes.block_mask);
     // measure's default for each d and dtype is the room's kernel blocks.
     for (int d : {64, 128})
       for (Dtype dtype : {Dtype::fp16, Dtype::bf16}) {

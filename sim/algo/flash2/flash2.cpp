@@ -208,6 +208,7 @@ public:
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr; }
   bool has_kv_order() const override { return true; }
   std::span<const KernelTile> hbmlab_kernel_tiles() const override { return kernel_tiles::flash2; }  // gpu/flash2.cu
+  KernelTakes hbmlab_kernel_takes() const override { return kernel_takes::flash2; }
   // NQ < N: the queries are the last NQ positions. HKV < H: each query head reads its K/V head itself
   // (no packing): K and V are read H/HKV times per K/V head, and the L2 may catch the repeats.
   ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true, .block_mask = true}; }

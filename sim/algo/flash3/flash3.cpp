@@ -108,6 +108,7 @@ public:
   }
   std::int64_t roofline_ctas_per_instance(const BlockGrid& g) const override { return g.Tr; }
   std::span<const KernelTile> hbmlab_kernel_tiles() const override { return kernel_tiles::flash3; }  // gpu/flash3.cu
+  KernelTakes hbmlab_kernel_takes() const override { return kernel_takes::flash3; }
   // Its threads are its warpgroups, one producer and Br/64 consumers, which its on-chip counts and
   // pipeline follow: --block-rows changes them, a thread count alone would describe no kernel.
   bool takes_launch_threads() const override { return false; }

@@ -201,11 +201,11 @@ public:
     if (!hbmlab_kernels) return plans;
 
     // gpu/standard.cu: 4-warp WMMA CTAs, one Br × Bc tile of S or Br × d of O each. Its rows are
-    // copied 16 bytes at a time and multiplied 16 columns at a time: d a multiple of 16.
-    if (d % 16 != 0)
-      fail_input("--hbmlab-kernels: hbmlab's standard kernel (gpu/standard.cu) takes d a multiple of 16, got d = {}", d);
+    // copied 16 bytes at a time and multiplied 16 columns at a time: d a multiple of 16, which every
+    // d it is compiled for is (simulate() and validate refuse any other d first).
+    static_assert(std::ranges::all_of(kernel_tiles::standard, [](const KernelTile& k) { return k.d % 16 == 0; }));
     // Its softmax_kernel holds a row of S in fp32 in shared memory: N bounds it, not the blocks.
-    const std::int64_t cta_bytes = options.sram_bytes_per_block > 0 ? options.sram_bytes_per_block : gpu.sram_bytes_per_block;
+    const std::int64_t cta_bytes = options.sram_bytes_per_block_of(gpu);
     if (p.seq_len * 4 > cta_bytes)
       fail_input("--hbmlab-kernels: hbmlab's standard kernel (gpu/standard.cu) keeps a row of S in shared memory, "
                  "N × 4 B = {} B at N = {}, more than the {} B one CTA may use",
