@@ -203,7 +203,11 @@ public:
     // gpu/standard.cu: 4-warp WMMA CTAs, one Br × Bc tile of S or Br × d of O each. Its rows are
     // copied 16 bytes at a time and multiplied 16 columns at a time: d a multiple of 16, which every
     // d it is compiled for is (simulate() and validate refuse any other d first).
-    static_assert(std::ranges::all_of(kernel_tiles::standard, [](const KernelTile& k) { return k.d % 16 == 0; }));
+    static_assert([] {
+      for (const KernelTile& k : kernel_tiles::standard)
+        if (k.d % 16 != 0) return false;
+      return true;
+    }());
     // Its softmax_kernel holds a row of S in fp32 in shared memory: N bounds it, not the blocks.
     const std::int64_t cta_bytes = options.sram_bytes_per_block_of(gpu);
     if (p.seq_len * 4 > cta_bytes)
