@@ -280,22 +280,26 @@ int run_map(const cudaDeviceProp& prop, const char* sides_path, const char* line
   return 0;
 }
 
-int run_sweep(const cudaDeviceProp& prop, const char* sides_path, const std::string& mode, int passes,
-              const std::vector<double>& footprints_mb) {
-  const int sms = prop.multiProcessorCount;
+// The side of every SM from SIDES_FILE (`map`'s output); empty if it does not name one for each.
+std::vector<int> read_sides(const char* sides_path, int sms) {
   std::vector<int> side(sms, -1);
   FILE* f = std::fopen(sides_path, "r");
-  if (!f) {
-    std::fprintf(stderr, "l2_partition: cannot read %s (run map first)\n", sides_path);
-    return 2;
-  }
+  if (!f) return {};
   int s = 0, sd = 0;
   double m1 = 0, m2 = 0;
   while (std::fscanf(f, "%d %d %lf %lf", &s, &sd, &m1, &m2) == 4)
     if (s >= 0 && s < sms && (sd == 0 || sd == 1)) side[s] = sd;
   std::fclose(f);
-  if (std::count(side.begin(), side.end(), -1) > 0) {
-    std::fprintf(stderr, "l2_partition: %s does not name a side for every SM\n", sides_path);
+  if (std::count(side.begin(), side.end(), -1) > 0) return {};
+  return side;
+}
+
+int run_sweep(const cudaDeviceProp& prop, const char* sides_path, const std::string& mode, int passes,
+              const std::vector<double>& footprints_mb) {
+  const int sms = prop.multiProcessorCount;
+  const std::vector<int> side = read_sides(sides_path, sms);
+  if (side.empty()) {
+    std::fprintf(stderr, "l2_partition: %s does not name a side for every SM (run map first)\n", sides_path);
     return 2;
   }
   const bool cross = mode == "cross", random_order = mode == "random";
@@ -342,19 +346,6 @@ int run_sweep(const cudaDeviceProp& prop, const char* sides_path, const std::str
   return 0;
 }
 
-std::vector<int> read_sides(const char* sides_path, int sms) {
-  std::vector<int> side(sms, -1);
-  FILE* f = std::fopen(sides_path, "r");
-  if (!f) return {};
-  int s = 0, sd = 0;
-  double m1 = 0, m2 = 0;
-  while (std::fscanf(f, "%d %d %lf %lf", &s, &sd, &m1, &m2) == 4)
-    if (s >= 0 && s < sms && (sd == 0 || sd == 1)) side[s] = sd;
-  std::fclose(f);
-  if (std::count(side.begin(), side.end(), -1) > 0) return {};
-  return side;
-}
-
 int run_private(const cudaDeviceProp& prop, const char* sides_path, int ctas, int passes, bool write,
                 const std::vector<double>& footprints_mb) {
   const int sms = prop.multiProcessorCount;
@@ -394,6 +385,20 @@ int run_private(const cudaDeviceProp& prop, const char* sides_path, int ctas, in
   return 0;
 }
 
+// The footprints in MB from argv[first] on; exits 2 naming the first that is not one.
+std::vector<double> parse_footprints(int argc, char** argv, int first) {
+  std::vector<double> mb;
+  for (int i = first; i < argc; ++i) {
+    const double x = std::atof(argv[i]);
+    if (!(x > 0 && x < 4096)) {
+      std::fprintf(stderr, "l2_partition: footprint '%s' must be a positive number of MB\n", argv[i]);
+      std::exit(2);
+    }
+    mb.push_back(x);
+  }
+  return mb;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -406,17 +411,11 @@ int main(int argc, char** argv) {
     if (argc < 7) return usage();
     const int ctas = std::atoi(argv[3]), passes = std::atoi(argv[4]);
     const std::string rw = argv[5];
-    if (ctas < 1 || ctas > 1024 || passes < 2 || (rw != "read" && rw != "write")) return usage();
-    std::vector<double> mb;
-    for (int i = 6; i < argc; ++i) {
-      const double x = std::atof(argv[i]);
-      if (!(x > 0 && x < 4096)) {
-        std::fprintf(stderr, "l2_partition: footprint '%s' must be a positive number of MB\n", argv[i]);
-        return 2;
-      }
-      mb.push_back(x);
+    if (ctas < 1 || ctas > 1024 || passes < 2 || (rw != "read" && rw != "write")) {
+      std::fprintf(stderr, "l2_partition: private wants CTAS 1 to 1024, PASSES at least 2, read or write\n");
+      return 2;
     }
-    return run_private(prop, argv[2], ctas, passes, rw == "write", mb);
+    return run_private(prop, argv[2], ctas, passes, rw == "write", parse_footprints(argc, argv, 6));
   }
   if (verb != "sweep" || argc < 6) return usage();
   const std::string mode = argv[3];
@@ -426,14 +425,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "l2_partition: PASSES must be at least 2\n");
     return 2;
   }
-  std::vector<double> mb;
-  for (int i = 5; i < argc; ++i) {
-    const double x = std::atof(argv[i]);
-    if (!(x > 0 && x < 4096)) {
-      std::fprintf(stderr, "l2_partition: footprint '%s' must be a positive number of MB\n", argv[i]);
-      return 2;
-    }
-    mb.push_back(x);
-  }
-  return run_sweep(prop, argv[2], mode, passes, mb);
+  return run_sweep(prop, argv[2], mode, passes, parse_footprints(argc, argv, 5));
 }

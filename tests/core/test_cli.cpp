@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -30,6 +31,25 @@ namespace {
 Run run_with(std::vector<std::string> args, const std::vector<std::string>& extra) {
   args.insert(args.end(), extra.begin(), extra.end());
   return run(args);
+}
+
+// The rooms of a --hbmlab-kernels --json run: those `reference` names are timed on their reference
+// launch with `note` and, the note aside, print what `plain(room)` (the run without the option) does;
+// the others run hbmlab's kernels and carry no note.
+void check_reference_rooms(const nlohmann::json& rooms, const std::function<bool(const nlohmann::json&)>& reference,
+                           const std::string& note,
+                           const std::function<std::vector<std::string>(const nlohmann::json&)>& plain) {
+  for (const auto& room : rooms) {
+    INFO(room["algorithm"] << " " << room.value("pass", "forward"));
+    const bool by_reference = reference(room);
+    CHECK(room["time"]["launch"] == (by_reference ? "reference" : "hbmlab-kernels"));
+    CHECK(room.contains("notes") == by_reference);
+    if (!by_reference) continue;
+    CHECK(room["notes"] == nlohmann::json::array({note}));
+    nlohmann::json alone = room;
+    alone.erase("notes");
+    CHECK(alone == nlohmann::json::parse(run(plain(room)).out));
+  }
 }
 
 // simulate() called directly on a room's kernel (--hbmlab-kernels) at N = 1024 and d, counts only timed.
@@ -335,20 +355,14 @@ TEST_CASE("simulate --hbmlab-kernels on a list: rooms without a kernel in gpu/ a
   REQUIRE(json.code == 0);
   const auto j = nlohmann::json::parse(json.out);
   REQUIRE(j.size() == 4);
-  for (const auto& room : j) {
-    INFO(room["algorithm"] << " " << room.value("pass", "forward"));
-    const bool reference = room["algorithm"] == "standard" && room.value("pass", "forward") == "backward";
-    CHECK(room["time"]["launch"] == (reference ? "reference" : "hbmlab-kernels"));
-    CHECK(room.contains("notes") == reference);
-    if (!reference) continue;
-    CHECK(room["notes"] == nlohmann::json::array({note}));
-    // Its figures are those of a run without the option.
-    nlohmann::json alone = room;
-    alone.erase("notes");
-    const Run plain = run({"simulate", "--seq-len", "256", "--block-rows", "64", "--block-cols", "64", "--numerics",
-                           "off", "--pass", "backward", "--algo", "standard", "--json"});
-    CHECK(alone == nlohmann::json::parse(plain.out));
-  }
+  check_reference_rooms(
+      j, [](const nlohmann::json& room) {
+        return room["algorithm"] == "standard" && room.value("pass", "forward") == "backward";
+      },
+      note, [](const nlohmann::json&) {
+        return std::vector<std::string>{"simulate", "--seq-len", "256", "--block-rows", "64", "--block-cols", "64",
+                                        "--numerics", "off", "--pass", "backward", "--algo", "standard", "--json"};
+      });
   const Run csv = with({"--algo", "standard,flash2", "--hbmlab-kernels", "--csv"});
   REQUIRE(csv.code == 0);
   CHECK(csv.err == "note: " + note + "\n");
@@ -537,21 +551,15 @@ TEST_CASE("simulate --hbmlab-kernels times only the kernels gpu/ has for the pro
                            "and flash2 have no CUDA kernel in gpu/ for HKV < H and are timed on their reference launch";
   const auto rooms = nlohmann::json::parse(grouped.out);
   REQUIRE(rooms.size() == 6);
-  for (const auto& room : rooms) {
-    const std::string name = room["algorithm"];
-    INFO(name);
-    const bool reference = name == "standard" || name == "flash1" || name == "flash2";
-    CHECK(room["time"]["launch"] == (reference ? "reference" : "hbmlab-kernels"));
-    CHECK(room.contains("notes") == reference);
-    if (!reference) continue;
-    CHECK(room["notes"] == nlohmann::json::array({note}));
-    // Its figures are those of a run without the option.
-    nlohmann::json alone = room;
-    alone.erase("notes");
-    const Run plain = run({"simulate", "--seq-len", "1024", "--numerics", "off", "--heads", "8", "--kv-heads", "2",
-                           "--algo", name, "--json"});
-    CHECK(alone == nlohmann::json::parse(plain.out));
-  }
+  check_reference_rooms(
+      rooms, [](const nlohmann::json& room) {
+        const std::string name = room["algorithm"];
+        return name == "standard" || name == "flash1" || name == "flash2";
+      },
+      note, [](const nlohmann::json& room) {
+        return std::vector<std::string>{"simulate", "--seq-len", "1024", "--numerics", "off", "--heads", "8",
+                                        "--kv-heads", "2", "--algo", room["algorithm"].get<std::string>(), "--json"};
+      });
 
   // Called directly, simulate() refuses each the same way.
   SimulateRequest fp32 = kernel_request("flash2", 64);
