@@ -34,11 +34,15 @@
 //            OUTDIR/kv-drift.jsonl (--raw: OUTDIR/raw/LABEL.bin for the balanced sweeps and every
 //            longest-asc-dynamic one with nothing set aside; --raw-every: OUTDIR/raw/LABEL-RUN.bin
 //            for those sweeps at every set-aside, RUN 0–5)
-//        kv_drift run OUTDIR --grid fa2 [--heads BH] [--seq N] [--tile-us T] [--reps R] [--kv-rows 128|64]
+//        kv_drift run OUTDIR --grid fa2 [--heads BH] [--seq N] [--tile-us T | --work W] [--reps R] [--kv-rows 128|64]
 //            FlashAttention-2's grid instead (below): K/V descending, then ascending, R times each
 //            (default 2), nothing set aside; `run` lines, OUTDIR/kv-drift-fa2.jsonl and the first
 //            repetition's records OUTDIR/raw/fa2-ORDER-hBH-nN[-kv64].bin
 //            [--kv-order desc|asc|both]  only one order (default both)
+//            [--work W]            W mma.sync per warp a K/V tile (a multiple of 8), instead of the work
+//                                  sized to --tile-us by a probe in each process: the probe's figure
+//                                  varies from process to process, so runs meant to be compared (two
+//                                  layouts, two processes) give the work the first printed (`work: … = W`)
 //            [--head-pitch-kib P]  each head's Q, K, V and O rows P KiB after the previous head's
 //                                  (default the head's own N·d·2 bytes: [B·H, N, d], contiguous)
 //            [--layout bshd]       the heads' rows interleaved, PyTorch's [B, N, H, d] strides with
@@ -84,6 +88,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr int kFa2Threads = 128;                          // hbmlab's flash2 at d = 128
 constexpr int kFa2SmemBytes = 3 * kTileVec * 16;          // Q_i, K_j, V_j: 96 KiB, two CTAs an SM
 constexpr int kFa2Grid = 4;                               // the raw record's flag: one CTA an item
+constexpr int kMaxWork = 1 << 16;  // --work at most: about 450 µs a 128 × 128 tile at the H100's 6.9 ns an MMA
 constexpr int kKv64 = 8;                                  // the raw record's flag: 128 × 64 K/V tiles
 
 // [SECTION] The sweep (device)
@@ -852,7 +857,9 @@ struct Fa2Layout {
 };
 
 // FlashAttention-2's grid at d = 128: B·H = `heads`, N = `seq`; K/V descending then ascending.
-int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int reps, int kv_split, const Fa2Layout& lay) {
+// `fixed_work` > 0: the mma.sync per warp a K/V tile (--work), instead of sizing them to `tile_us`.
+int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int fixed_work, int reps, int kv_split,
+            const Fa2Layout& lay) {
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");
   const int sms = prop.multiProcessorCount;
@@ -893,12 +900,18 @@ int run_fa2(const std::string& outdir, int heads, int seq, double tile_us, int r
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), "event");
   check(cudaEventCreate(&e1), "event");
-  // The work a tile: MMAs per warp for `tile_us` with two CTAs of kFa2Threads on every SM.
-  const double ns_mma = ns_per_mma<kFa2Threads, 2>(2 * sms, e0, e1, fsink);
-  // tile_us is a 128 × 128 tile's; a 128 × 64 one takes half.
-  const int work = std::max(8, int(std::lround(tile_us * 1e3 / kv_split / ns_mma / 8)) * 8);
-  std::printf("work: %.4f ns per mma.sync per warp (two CTAs of %d threads an SM); %.2f us a 128 x %d tile = %d\n",
-              ns_mma, kFa2Threads, tile_us / kv_split, kTileRows / kv_split, work);
+  // The work a tile: MMAs per warp for `tile_us` with two CTAs of kFa2Threads on every SM, sized in
+  // this process (so two processes' figures differ by their calibrations), or --work's.
+  int work = fixed_work;
+  if (work > 0) {
+    std::printf("work: %d mma.sync per warp a 128 x %d tile (--work; not sized to a time)\n", work, kTileRows / kv_split);
+  } else {
+    const double ns_mma = ns_per_mma<kFa2Threads, 2>(2 * sms, e0, e1, fsink);
+    // tile_us is a 128 × 128 tile's; a 128 × 64 one takes half.
+    work = std::max(8, int(std::lround(tile_us * 1e3 / kv_split / ns_mma / 8)) * 8);
+    std::printf("work: %.4f ns per mma.sync per warp (two CTAs of %d threads an SM); %.2f us a 128 x %d tile = %d\n",
+                ns_mma, kFa2Threads, tile_us / kv_split, kTileRows / kv_split, work);
+  }
   FILE* jl = std::fopen((outdir + "/kv-drift-fa2.jsonl").c_str(), "a");
   if (!jl) {
     std::fprintf(stderr, "kv_drift: cannot write %s/kv-drift-fa2.jsonl\n", outdir.c_str());
@@ -968,8 +981,9 @@ int main(int argc, char** argv) {
                                        "shortest-asc-dynamic"};
     std::vector<std::string> works = {"memory", "balanced", "compute"};
     bool fa2 = false;
-    int fa2_heads = 32, fa2_seq = 8192, fa2_reps = 2, fa2_kv_split = 1;
+    int fa2_heads = 32, fa2_seq = 8192, fa2_reps = 2, fa2_kv_split = 1, fa2_work = 0;
     double fa2_tile_us = 6;
+    bool tile_us_given = false;
     Fa2Layout fa2_layout;
     std::string fa2_only;  // the last option that needs --grid fa2
     for (int a = 3; a < argc; ++a) {
@@ -1020,7 +1034,20 @@ int main(int argc, char** argv) {
           return 2;
         }
         (arg == "--heads" ? fa2_heads : arg == "--seq" ? fa2_seq : fa2_reps) = int(x);
-        if (!whole) fa2_tile_us = x;
+        if (!whole) {
+          fa2_tile_us = x;
+          tile_us_given = true;
+        }
+      } else if (arg == "--work" && a + 1 < argc) {
+        // Each K/V tile's work splits in two halves (Q·K_jᵀ, P·V_j) of 4 MMAs a step: a multiple of 8.
+        const double x = std::atof(argv[++a]);
+        if (!(x >= 8) || x != std::floor(x) || std::fmod(x, 8) != 0 || x > kMaxWork) {
+          std::fprintf(stderr, "kv_drift: --work: %s is not a multiple of 8 from 8 to %d (mma.sync per warp a tile)\n",
+                       argv[a], kMaxWork);
+          return 2;
+        }
+        fa2_work = int(x);
+        fa2_only = arg;
       } else if (arg == "--raw") {
         opt.raw = true;
       } else if ((arg == "--orders" || arg == "--works" || arg == "--raw-every") && a + 1 < argc) {
@@ -1054,6 +1081,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kv_drift: %s: only with --grid fa2\n", fa2_only.c_str());
       return 2;
     }
+    if (fa2_work > 0 && tile_us_given) {
+      std::fprintf(stderr, "kv_drift: --work: not with --tile-us (each sets the work a tile)\n");
+      return 2;
+    }
     if (fa2_layout.bshd && fa2_layout.head_pitch_kib) {
       std::fprintf(stderr, "kv_drift: --head-pitch-kib: not with --layout bshd (its heads are one row apart)\n");
       return 2;
@@ -1063,11 +1094,11 @@ int main(int argc, char** argv) {
                    fa2_layout.head_pitch_kib, (long long)fa2_seq * kRowVec * 16 / 1024, fa2_seq);
       return 2;
     }
-    if (fa2) return run_fa2(argv[2], fa2_heads, fa2_seq, fa2_tile_us, fa2_reps, fa2_kv_split, fa2_layout);
+    if (fa2) return run_fa2(argv[2], fa2_heads, fa2_seq, fa2_tile_us, fa2_work, fa2_reps, fa2_kv_split, fa2_layout);
     return run_all(argv[2], opt);
   }
   std::fprintf(stderr, "usage: kv_drift run OUTDIR [--raw] [--orders A,B] [--works memory,balanced,compute] "
-                       "[--raw-every LABEL,...] | kv_drift run OUTDIR --grid fa2 [--heads BH] [--seq N] [--tile-us T] "
+                       "[--raw-every LABEL,...] | kv_drift run OUTDIR --grid fa2 [--heads BH] [--seq N] [--tile-us T | --work W] "
                        "[--reps R] [--kv-rows 128|64] [--kv-order desc|asc|both] [--head-pitch-kib P | --layout bhsd|bshd] "
                        "| kv_drift analyse FILE.bin\n");
   return 2;

@@ -10,6 +10,9 @@
 # OUTDIR/kv-drift-layout-raw.tar.xz (the device hands back a limited number of files).
 # Run: gpu/bench/kv_drift_layout.sh OUTDIR                  (builds with nvcc)
 #      BIN=prebuilt/kv_drift gpu/bench/kv_drift_layout.sh OUTDIR
+#      WORK=768 gpu/bench/kv_drift_layout.sh OUTDIR         every run the same work a tile (kv_drift --work):
+#                                                           without it each process sizes its own to 6 µs,
+#                                                           and the layouts' times are not comparable
 set -uo pipefail
 out=${1:?usage: kv_drift_layout.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +27,7 @@ profile() {
   ncu --clock-control none --cache-control none -k regex:kv_fa2 \
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,gpu__time_duration.sum \
       --csv --page raw --print-units base --log-file "$out/ncu-$tag.csv" \
-      "$bin" run "$out" --grid fa2 --kv-rows 128 --reps 2 "$@" > "$out/runs-$tag.txt" 2>&1
+      "$bin" run "$out" --grid fa2 --kv-rows 128 --reps 2 ${WORK:+--work "$WORK"} "$@" > "$out/runs-$tag.txt" 2>&1
   local rc=$?
   # The CSV's fields are quoted and joined by ","; numbers may carry thousands separators.
   awk -v rc=$rc -v tag="$tag" '

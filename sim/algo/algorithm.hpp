@@ -165,10 +165,10 @@ public:
   virtual std::span<const KernelTile> hbmlab_kernel_tiles() const { return {}; }
   // What that kernel takes besides its tiles (kernel_tiles.hpp: every one fp16 and bf16 only).
   virtual KernelTakes hbmlab_kernel_takes() const { return {}; }
-  // What of the problem that kernel is not compiled for (dtype, d, NQ < N, HKV < H, a block mask);
-  // none where it runs it. For a room with a kernel.
-  std::optional<KernelMiss> hbmlab_kernel_miss(const AttentionProblem& p) const {
-    return kernel_miss(hbmlab_kernel_tiles(), hbmlab_kernel_takes(), p);
+  // What of the problem that kernel is not compiled for (dtype, d, NQ < N, HKV < H, a block mask), or
+  // a row of S one CTA of `cta_bytes` cannot hold; none where it runs it. For a room with a kernel.
+  std::optional<KernelMiss> hbmlab_kernel_miss(const AttentionProblem& p, std::optional<std::int64_t> cta_bytes) const {
+    return kernel_miss(hbmlab_kernel_tiles(), hbmlab_kernel_takes(), p, cta_bytes);
   }
   // gpu/ has a CUDA kernel of this room, so LaunchOverride::hbmlab_kernels means something: the
   // engine times that kernel as written (`simulate --hbmlab-kernels`, validate's records).

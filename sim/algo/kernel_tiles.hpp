@@ -56,11 +56,16 @@ struct KernelTakes {
   bool query_len = false;   // NQ < N: the split-KV kernels (gpu/flash_decoding.cu)
   bool kv_heads = false;    // HKV < H: K/V tiles of head bh / (H/HKV)
   bool block_mask = false;  // DeviceTensors::kv_offsets
+  // Bytes per key of a whole row of S that one CTA keeps in shared memory (0: none), so that N
+  // is bounded by the SRAM one CTA may use, whatever the tiles.
+  std::int64_t row_bytes_per_key = 0;
 };
 
 namespace kernel_takes {
 
-inline constexpr KernelTakes standard{}, flash1{}, flash2_backward{}, flash3_backward{};
+inline constexpr KernelTakes flash1{}, flash2_backward{}, flash3_backward{};
+// gpu/standard.cu: softmax_kernel holds its row of S in fp32.
+inline constexpr KernelTakes standard{.row_bytes_per_key = 4};
 inline constexpr KernelTakes flash2{.block_mask = true};
 inline constexpr KernelTakes flash3{.kv_heads = true, .block_mask = true};
 inline constexpr KernelTakes split_kv{.query_len = true, .kv_heads = true};
@@ -85,17 +90,19 @@ inline std::string compiled_head_dims(std::span<const KernelTile> tiles) {
   return text;
 }
 
-// The first thing of a problem a kernel is not compiled for, in two wordings: `lacks` goes after
-// "has no CUDA kernel in gpu/ " (a list's note or refusal), `refusal` after "<room>'s CUDA kernel in
-// gpu/ " (simulate() of one room).
+// The first thing of a problem a kernel is not compiled for, or whose row of S one CTA cannot hold, in
+// two wordings: `lacks` goes after "has no CUDA kernel in gpu/ " (a list's note or refusal), `refusal`
+// after "<room>'s CUDA kernel in gpu/ " (simulate() of one room).
 struct KernelMiss {
-  enum class What { dtype, head_dim, query_len, kv_heads, block_mask } what;
+  enum class What { dtype, head_dim, query_len, kv_heads, block_mask, seq_len } what;
   std::string lacks, refusal;
 };
 
-// Whether a kernel with these tiles and takes runs problem p: none where it does (whether its tiles
-// fit a CTA is the caller's to ask), else what it misses.
-inline std::optional<KernelMiss> kernel_miss(std::span<const KernelTile> tiles, KernelTakes takes, const AttentionProblem& p) {
+// Whether a kernel with these tiles and takes runs problem p on CTAs of `cta_bytes` of shared memory:
+// none where it does (whether its tiles fit a CTA is the caller's to ask), else what it misses. Without
+// `cta_bytes` (a record read before its GPU is known) a row of S is not asked about.
+inline std::optional<KernelMiss> kernel_miss(std::span<const KernelTile> tiles, KernelTakes takes, const AttentionProblem& p,
+                                             std::optional<std::int64_t> cta_bytes) {
   using W = KernelMiss::What;
   const std::string d = std::to_string(p.head_dim), dtype(to_string(p.dtype));
   if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16)
@@ -109,6 +116,13 @@ inline std::optional<KernelMiss> kernel_miss(std::span<const KernelTile> tiles, 
     return KernelMiss{W::kv_heads, "for HKV < H", "takes HKV = H only, not HKV = " + std::to_string(p.Hkv()) + " of H = " +
                                                       std::to_string(p.heads)};
   if (p.block_mask && !takes.block_mask) return KernelMiss{W::block_mask, "for a block mask", "takes no block mask"};
+  if (const std::int64_t row_bytes = takes.row_bytes_per_key * p.seq_len; cta_bytes && row_bytes > *cta_bytes) {
+    const std::string row = "N × " + std::to_string(takes.row_bytes_per_key) + " B = " + std::to_string(row_bytes) +
+                            " B at --seq-len " + std::to_string(p.seq_len);
+    const std::string cta = "the " + std::to_string(*cta_bytes) + " B one CTA may use";
+    return KernelMiss{W::seq_len, "whose row of S, " + row + ", fits " + cta,
+                      "keeps a row of S in shared memory, " + row + ", more than " + cta};
+  }
   return std::nullopt;
 }
 

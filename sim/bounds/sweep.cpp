@@ -71,6 +71,9 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
         if (!pt.fits) return;
         EngineOptions options;
         options.sram_bytes_per_sm = options.sram_bytes_per_block = pt.sram_bytes;
+        // Without --sram-bytes, the SM's SRAM is also the CTA's.
+        options.sram_source =
+            config.sram_bytes.empty() ? config.gpu.origin + ": numbers.sram_bytes_per_sm" : "--sram-bytes";
         options.l2_enabled = config.l2_enabled;
         if (pt.algo->takes_launch()) options.launch = config.launch;
         if (!pt.algo->takes_launch_threads()) options.launch.threads_per_cta.reset();

@@ -93,16 +93,16 @@ std::string kernel_head_dims() {
 std::string display_names(std::span<const Algo> list);
 
 // Whether --hbmlab-kernels can time a room's kernel on this problem: one compiled for its dtype, d and
-// shape (NQ < N, HKV < H, a block mask: sim/algo/kernel_tiles.hpp), and without blocks given, a
-// compiled tile shape one CTA of `cta_bytes` holds.
+// shape (NQ < N, HKV < H, a block mask: sim/algo/kernel_tiles.hpp) whose row of S, if it keeps one,
+// one CTA of `cta_bytes` holds, and without blocks given, a compiled tile shape that CTA holds.
 bool runs_hbmlab_kernel(Algo a, const AttentionProblem& p, std::int64_t cta_bytes, bool blocks_given) {
-  if (!a->has_hbmlab_kernel() || a->hbmlab_kernel_miss(p)) return false;
+  if (!a->has_hbmlab_kernel() || a->hbmlab_kernel_miss(p, cta_bytes)) return false;
   return blocks_given || a->hbmlab_kernel_blocks(p, cta_bytes).has_value();
 }
 
 // --hbmlab-kernels where a room's kernel cannot run: none compiled for the problem's dtype, d, NQ < N,
-// HKV < H or block mask (the first of these that applies), or none of its tile shapes at d fits one
-// CTA (an A100's 163 KiB). That room is timed on its reference launch, as a room without a kernel is;
+// HKV < H or block mask (the first of these that applies), its row of S does not fit one CTA
+// (standard at N = 65536), or none of its tile shapes at d fits one CTA (an A100's 163 KiB). That room is timed on its reference launch, as a room without a kernel is;
 // where no room of the list can run one, the refusal says why. The trait's words are the strings
 // beside it.
 struct HbmlabKernelAt {
@@ -114,20 +114,23 @@ struct HbmlabKernelAt {
     // Why each room of the list with a kernel cannot run it, each reason once with its rooms.
     struct Why {
       std::string text;
-      std::optional<KernelMiss::What> what;  // none: no tile shape fits a CTA
+      std::optional<KernelMiss::What> what;  // none: no tile shape fits a CTA, or no kernel at all
       std::vector<Algo> rooms;
     };
     std::vector<Why> whys;
+    std::vector<Algo> without;  // the rooms with no kernel at all: a reason of their own beside the others
     for (Algo a : rooms) {
+      if (!a->has_hbmlab_kernel()) without.push_back(a);
       if (!a->has_hbmlab_kernel() || runs(a)) continue;
-      const std::optional<KernelMiss> miss = a->hbmlab_kernel_miss(p);
+      const std::optional<KernelMiss> miss = a->hbmlab_kernel_miss(p, cta_bytes);
       const std::string text = miss ? miss->lacks
                                     : fmt::format("at d = {} whose tiles fit the {} B one CTA may use", p.head_dim, cta_bytes);
       const auto it = std::find_if(whys.begin(), whys.end(), [&](const Why& w) { return w.text == text; });
       if (it != whys.end()) it->rooms.push_back(a);
       else whys.push_back({text, miss ? std::optional(miss->what) : std::nullopt, {a}});
     }
-    std::string why;  // "for NQ < N"; with several: "for a block mask (flash1) or at d = 128 whose tiles … (flash3)"
+    if (!without.empty()) whys.push_back({"at all", std::nullopt, without});
+    std::string why;  // "for NQ < N"; with several: "for a block mask (flash1) or at all (flash1 backward)"
     for (const Why& w : whys)
       why += whys.size() == 1 ? w.text : fmt::format("{}{} ({})", why.empty() ? "" : " or ", w.text, display_names(w.rooms));
     lacks_one = "has no CUDA kernel in gpu/ " + why;
@@ -202,9 +205,13 @@ std::vector<OptionNote> narrow_rooms(std::span<const RoomOption> given, std::vec
           for (Algo a : algorithms(pass))
             if (t.takes(a) && std::none_of(anywhere.begin(), anywhere.end(), [&](Algo b) { return b->name() == a->name(); }))
               anywhere.push_back(a);
-        fail_input("{}: {} {} ({})", o.names.front(), display_names(not_taking), one ? t.lacks_one : t.lacks_many,
-                   !t.elsewhere.empty() ? std::string(t.elsewhere)
-                                        : fmt::format("{} {}", names_of(anywhere), anywhere.size() == 1 ? t.has_one : t.has_many));
+        // Words that end in brackets of their own (several reasons, each with its rooms) are followed by
+        // "; " rather than a second pair, so that the refusal reads as one sentence.
+        const std::string_view lacks = one ? t.lacks_one : t.lacks_many;
+        const std::string where = !t.elsewhere.empty() ? std::string(t.elsewhere)
+                                                       : fmt::format("{} {}", names_of(anywhere), anywhere.size() == 1 ? t.has_one : t.has_many);
+        fail_input("{}: {} {}{}", o.names.front(), display_names(not_taking), lacks,
+                   lacks.ends_with(')') ? "; " + where : " (" + where + ")");
       }
       if (not_taking.empty()) continue;
       std::string names;
@@ -437,11 +444,14 @@ struct LaunchFlags {
 // launch options were checked (LaunchFlags::checked), so the blocks or the launch made it; named by
 // the option given that changes them (blocks_option: --block-rows or --block-cols where the user set
 // the blocks; empty where the room chose them, and the preset's key leads) rather than by the
-// preset's number alone. Other errors go on as they are.
+// preset's number alone (the SRAM per CTA is named by what gave it: the preset's key or --sram-bytes).
+// Other errors go on as they are.
 [[noreturn]] void name_cta_option(const InputError& e, const GpuSpec& gpu, const LaunchOverride& l,
                                   std::string_view blocks_option) {
   const std::string_view what = e.what();
-  if (!what.starts_with(gpu.origin + ": numbers.") || what.find("cannot hold one") == what.npos) throw e;
+  if (!(what.starts_with(gpu.origin + ": numbers.") || what.starts_with("--sram-bytes: ")) ||
+      what.find("cannot hold one") == what.npos)
+    throw e;
   const bool registers = what.find("numbers.registers_per_sm") != what.npos;
   if (registers && l.registers_per_thread) fail_input("--launch-registers: {}; fewer registers per thread fit", what);
   if (registers && l.threads_per_cta) fail_input("--launch-threads: {}; fewer threads per CTA fit", what);

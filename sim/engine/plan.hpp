@@ -127,6 +127,9 @@ struct EngineOptions {
   bool record_timeline = false;
   std::int64_t sram_bytes_per_sm = 0;     // 0: the GPU's
   std::int64_t sram_bytes_per_block = 0;  // 0: the GPU's
+  // Where sram_bytes_per_block came from, as an error names it: an option ("--sram-bytes") or a key
+  // ("scenarios/gpus/h100.toml: numbers.sram_bytes_per_sm"); empty: the GPU's sram_bytes_per_block.
+  std::string sram_source;
   LaunchOverride launch;
 
   // The SRAM an SM has and one CTA may use: the options' where given (--sram-bytes, a sweep's point),
@@ -136,6 +139,9 @@ struct EngineOptions {
   }
   std::int64_t sram_bytes_per_block_of(const GpuSpec& gpu) const {
     return sram_bytes_per_block > 0 ? sram_bytes_per_block : gpu.sram_bytes_per_block;
+  }
+  std::string sram_bytes_per_block_source(const GpuSpec& gpu) const {
+    return !sram_source.empty() ? sram_source : gpu.origin + ": numbers.sram_bytes_per_block";
   }
 };
 

@@ -185,7 +185,8 @@ SimulationResult simulate(const SimulateRequest& request) {
   // A kernel is timed only where it exists: gpu/ compiles each for fp16 and bf16, a few head dims,
   // and the problem shapes it takes (sim/algo/kernel_tiles.hpp), as `hbmlab measure` runs it.
   if (request.launch.hbmlab_kernels && request.algo->has_hbmlab_kernel())
-    if (const std::optional<KernelMiss> miss = request.algo->hbmlab_kernel_miss(request.problem))
+    if (const std::optional<KernelMiss> miss = request.algo->hbmlab_kernel_miss(
+            request.problem, request.sram_bytes.value_or(request.gpu.sram_bytes_per_block)))
       fail_input("--hbmlab-kernels: {}'s CUDA kernel in gpu/ {}", to_string(request.algo), miss->refusal);
   SimulationResult r;
   r.gpu = request.gpu;
@@ -258,6 +259,7 @@ SimulationResult simulate(const SimulateRequest& request) {
 
   options.sram_bytes_per_sm = r.sram_bytes_per_sm;
   options.sram_bytes_per_block = r.sram_bytes_per_block;
+  if (request.sram_bytes) options.sram_source = "--sram-bytes";
   options.launch = request.launch;
   r.engine = run_engine(request.algo, p, r.blocks.blocks, request.gpu, options);
   r.time = time_estimate(r.engine);

@@ -30,10 +30,12 @@ struct Occupancy {
   std::string limit;
 };
 
-Occupancy occupancy(const KernelPlan& k, const GpuSpec& gpu, std::int64_t sram_per_sm, std::int64_t sram_per_block) {
+// `block_source`: what sram_per_block came from (EngineOptions::sram_bytes_per_block_source).
+Occupancy occupancy(const KernelPlan& k, const GpuSpec& gpu, std::int64_t sram_per_sm, std::int64_t sram_per_block,
+                    std::string_view block_source) {
   if (k.smem_bytes_per_cta > sram_per_block)
-    fail_input("{}: numbers.sram_bytes_per_block: {} B cannot hold one tile set of {} ({} B per CTA)", gpu.origin,
-               sram_per_block, k.name, k.smem_bytes_per_cta);
+    fail_input("{}: {} B cannot hold one tile set of {} ({} B per CTA)", block_source, sram_per_block, k.name,
+               k.smem_bytes_per_cta);
   if (k.threads_per_cta > gpu.max_threads_per_sm)
     fail_input("{}: numbers.max_threads_per_sm: {} threads cannot hold one CTA of {} ({} threads)", gpu.origin,
                gpu.max_threads_per_sm, k.name, k.threads_per_cta);
@@ -751,7 +753,7 @@ void Replay::end_kernel(KernelTiming& kt, const BusyTime& busy, double start_s, 
 void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   rates_ = k.matmul_on_fp32_units ? fp32_rates_ : pipe_rates_;
   const std::int64_t S = gpu_.sm_count;
-  const Occupancy occ = occupancy(k, gpu_, sram_per_sm_, sram_per_block_);
+  const Occupancy occ = occupancy(k, gpu_, sram_per_sm_, sram_per_block_, options_.sram_bytes_per_block_source(gpu_));
   KernelTiming kt = begin_kernel(k, occ);
   const double start_s = now_s_ + gpu_.kernel_overhead_ns * 1e-9;  // launch: the first CTAs start after it
   const PipeCosts pipes = pipe_costs(k, rates_, occ.ctas_per_sm);

@@ -146,9 +146,9 @@ void check_row(ValidationRow& row, const std::string& where) {
     fail_input("{}: {}", where, e.what());
   }
   // A record of hbmlab's own kernel is of a problem gpu/ compiles it for, as simulate() asks
-  // (sim/algo/kernel_tiles.hpp): its dtype, d and shape.
+  // (sim/algo/kernel_tiles.hpp): its dtype, d and shape (the GPU's SRAM is the engine's to ask).
   if (row.launch.hbmlab_kernels && row.algo->has_hbmlab_kernel())
-    if (const std::optional<KernelMiss> miss = row.algo->hbmlab_kernel_miss(row.problem))
+    if (const std::optional<KernelMiss> miss = row.algo->hbmlab_kernel_miss(row.problem, std::nullopt))
       fail_input("{}: {}'s CUDA kernel in gpu/ {}", where, to_string(row.algo), miss->refusal);
 }
 

@@ -144,7 +144,13 @@ TEST_CASE("bad input everywhere: exit 2, one line naming the option or file key,
       {{"simulate", "--algo", "flash2", "--hbmlab-kernels", "--head-dim", "96"},
        "--hbmlab-kernels: flash2 has no CUDA kernel in gpu/ for d = 96 (hbmlab's kernels are compiled for d = 64 and 128)"},
       {{"simulate", "--algo", "standard", "--hbmlab-kernels", "--seq-len", "65536"},
-       "--hbmlab-kernels: hbmlab's standard kernel (gpu/standard.cu) keeps a row of S in shared memory"},
+       "--hbmlab-kernels: standard has no CUDA kernel in gpu/ whose row of S, N × 4 B = 262144 B at --seq-len 65536, "
+       "fits the 166912 B one CTA may use"},
+      {{"simulate", "--algo", "flash1,flash2", "--hbmlab-kernels", "--block-mask", "butterfly", "--sram-bytes", "16384"},
+       "--hbmlab-kernels: flash1 and flash2 have no CUDA kernel in gpu/ for a block mask (flash1) or at d = 64 whose "
+       "tiles fit the 16384 B one CTA may use (flash2); sim/algo/kernel_tiles.hpp says what each kernel takes"},
+      {{"simulate", "--algo", "standard", "--hbmlab-kernels", "--block-cols", "512", "--sram-bytes", "200000"},
+       "--block-cols: --sram-bytes: 200000 B cannot hold one tile set of pv_kernel O = PV"},
       // No room of the list has a kernel in gpu/ (a list with one that has runs the others on their reference launch).
       {{"simulate", "--algo", "flash1", "--pass", "backward", "--hbmlab-kernels"},
        "--hbmlab-kernels: flash1 backward has no CUDA kernel in gpu/ (standard, flash1, flash2, flash3, flash-decoding and flashdecoding++ have one)"},

@@ -442,8 +442,9 @@ TEST_CASE("simulate --hbmlab-kernels without blocks runs every room's kernel on 
           CHECK(r.err == (rooms[1] != "all" ? ""
                           : a100_128 ? "note: --hbmlab-kernels applies to standard, flash1, flash2, flash2 backward and "
                                        "flash3 backward; standard backward, flash1 backward and flash3 have no CUDA kernel "
-                                       "in gpu/ at d = 128 whose tiles fit the 166912 B one CTA may use and are timed on "
-                                       "their reference launch\n"
+                                       "in gpu/ at d = 128 whose tiles fit the 166912 B one CTA may use (flash3) or at "
+                                       "all (standard backward and flash1 backward) and are timed on their reference "
+                                       "launch\n"
                                      : "note: --hbmlab-kernels applies to standard, flash1, flash2, flash2 backward, flash3 "
                                        "and flash3 backward; standard backward and flash1 backward have no CUDA kernel in "
                                        "gpu/ and are timed on their reference launch\n"));
@@ -486,6 +487,19 @@ TEST_CASE("simulate --hbmlab-kernels without blocks runs every room's kernel on 
   CHECK(too_wide.out.empty());
   CHECK(too_wide.err.starts_with("hbmlab simulate: --block-cols: scenarios/gpus/a100-40gb.toml: "
                                  "numbers.sram_bytes_per_block: 166912 B cannot hold one tile set of pv_kernel O = PV"));
+  // With --sram-bytes, the CTA's SRAM is the option's, and so is the name of what cannot hold the tiles.
+  const Run small_cta = run({"simulate", "--algo", "standard", "--hbmlab-kernels", "--block-cols", "512", "--sram-bytes",
+                             "200000"});
+  CHECK(small_cta.code == 2);
+  CHECK(small_cta.err == "hbmlab simulate: --block-cols: --sram-bytes: 200000 B cannot hold one tile set of pv_kernel "
+                         "O = PV (280576 B per CTA); smaller blocks (--block-rows, --block-cols) fit\n");
+  // flash1's kernel keeps its 83200 B of shared memory only where the run's CTA holds them: at
+  // --sram-bytes 65536 its tiles' working set, as the engine times every room, not the A100's 166912 B.
+  const Run flash1_small = run({"simulate", "--algo", "flash1", "--hbmlab-kernels", "--sram-bytes", "65536",
+                                "--numerics", "off", "--csv"});
+  CHECK(flash1_small.err.empty());
+  REQUIRE(flash1_small.code == 0);
+  CHECK_THAT(flash1_small.out, Catch::Contains("\nflash1,a100-40gb,1,1,1024,64,fp16,0,64,64,"));
   // Without the option, the reference launch on the paper's blocks, as before.
   const Run reference = run({"simulate", "--algo", "standard,flash2", "--numerics", "off", "--csv"});
   CHECK_THAT(reference.out, Catch::Contains("\nstandard,a100-40gb,1,1,1024,64,fp16,0,64,328,"));
@@ -534,6 +548,21 @@ TEST_CASE("simulate --hbmlab-kernels times only the kernels gpu/ has for the pro
         head + "flash1 has no CUDA kernel in gpu/ for a block mask (flash2 and flash3 have one)\n");
   CHECK(refusal({"--algo", "flash2", "--pass", "backward", "--block-mask", "butterfly"}) ==
         head + "flash2 backward has no CUDA kernel in gpu/ for a block mask (flash2 and flash3 have one)\n");
+  // standard's softmax_kernel keeps a row of S, N × 4 B, in one CTA's shared memory: --seq-len bounds it.
+  const std::vector<std::string> long_base = {"simulate", "--seq-len", "65536", "--numerics", "off", "--hbmlab-kernels"};
+  const Run long_alone = run_with(long_base, {"--algo", "standard"});
+  CHECK(long_alone.code == 2);
+  CHECK(long_alone.out.empty());
+  CHECK(long_alone.err ==
+        head + "standard has no CUDA kernel in gpu/ whose row of S, N × 4 B = 262144 B at --seq-len 65536, fits the "
+               "166912 B one CTA may use (flash1, flash2, flash3, flash-decoding and flashdecoding++ have one)\n");
+  CHECK(refusal({"--algo", "standard", "--sram-bytes", "4000"}) ==
+        head + "standard has no CUDA kernel in gpu/ whose row of S, N × 4 B = 4096 B at --seq-len 1024, fits the "
+               "4000 B one CTA may use (sim/algo/kernel_tiles.hpp says what each kernel takes)\n");
+  // Rooms that miss for different reasons: each reason with its rooms, and the sentence ends once.
+  CHECK(refusal({"--algo", "flash1,flash2", "--block-mask", "butterfly", "--sram-bytes", "16384"}) ==
+        head + "flash1 and flash2 have no CUDA kernel in gpu/ for a block mask (flash1) or at d = 64 whose tiles fit "
+               "the 16384 B one CTA may use (flash2); sim/algo/kernel_tiles.hpp says what each kernel takes\n");
 
   // A list where some rooms' kernels take it: those run their kernels, the others their reference launch.
   const Run decode = run_with(base, {"--algo", "all", "--query-len", "1", "--csv"});
@@ -561,7 +590,34 @@ TEST_CASE("simulate --hbmlab-kernels times only the kernels gpu/ has for the pro
                                         "--kv-heads", "2", "--algo", room["algorithm"].get<std::string>(), "--json"};
       });
 
+  // In a list the row of S leaves standard on its reference launch, in either pass; the rooms with no
+  // kernel at all are named apart. (N = 16384 and a CTA of 65000 B: the same limit, in a second.)
+  const std::vector<std::string> rows_base = {"simulate", "--seq-len", "16384", "--sram-bytes", "65000", "--numerics",
+                                              "off", "--hbmlab-kernels", "--algo", "standard,flash1,flash2"};
+  const Run both_rows = run_with(rows_base, {"--pass", "both", "--csv"});
+  REQUIRE(both_rows.code == 0);
+  CHECK(both_rows.err == "note: --hbmlab-kernels applies to flash1, flash2 and flash2 backward; standard, standard "
+                         "backward and flash1 backward have no CUDA kernel in gpu/ whose row of S, N × 4 B = 65536 B at "
+                         "--seq-len 16384, fits the 65000 B one CTA may use (standard) or at all (standard backward and "
+                         "flash1 backward) and are timed on their reference launch\n");
+  CHECK(std::count(both_rows.out.begin(), both_rows.out.end(), '\n') == 1 + 6);
+  const Run forward_rows = run_with(rows_base, {"--json"});
+  REQUIRE(forward_rows.code == 0);
+  check_reference_rooms(
+      nlohmann::json::parse(forward_rows.out), [](const nlohmann::json& room) { return room["algorithm"] == "standard"; },
+      "--hbmlab-kernels applies to flash1 and flash2; standard has no CUDA kernel in gpu/ whose row of S, N × 4 B = "
+      "65536 B at --seq-len 16384, fits the 65000 B one CTA may use and is timed on its reference launch",
+      [](const nlohmann::json&) {
+        return std::vector<std::string>{"simulate", "--seq-len", "16384", "--sram-bytes", "65000", "--numerics", "off",
+                                        "--algo", "standard", "--json"};
+      });
+
   // Called directly, simulate() refuses each the same way.
+  SimulateRequest rows = kernel_request("standard", 64);
+  rows.problem.seq_len = 65536;
+  rows.gpu = load_gpu("a100-40gb");
+  CHECK_THROWS_WITH(simulate(rows), "--hbmlab-kernels: standard's CUDA kernel in gpu/ keeps a row of S in shared memory, "
+                                    "N × 4 B = 262144 B at --seq-len 65536, more than the 166912 B one CTA may use");
   SimulateRequest fp32 = kernel_request("flash2", 64);
   fp32.problem.dtype = Dtype::fp32;
   CHECK_THROWS_WITH(simulate(fp32), "--hbmlab-kernels: flash2's CUDA kernel in gpu/ is compiled for fp16 and bf16, not fp32");

@@ -498,6 +498,18 @@ TEST_CASE("hbmlab's own kernels as written (--hbmlab-kernels, validate's records
     CHECK(run_engine(algo_named("flash1"), p, {64, 64}, h100, own).predicted_s >
           5 * run_engine(algo_named("flash1"), p, {64, 64}, h100, reference).predicted_s);
   }
+  SECTION("flash1: its shared memory where the SRAM per CTA of the run holds it, else the tiles' working set") {
+    constexpr std::int64_t kKernelSmem = 4 * (64 * 65 + 64 * 64 + 2 * 64 * 64 + 64 * 64 + 4 * 64);  // 83200 B
+    const KernelPlan ref = plan_kernels(algo_named("flash1"), p, {64, 64}, h100, reference).front();
+    CHECK(plan_kernels(algo_named("flash1"), p, {64, 64}, h100, own).front().smem_bytes_per_cta == kKernelSmem);
+    // --sram-bytes 65536: the H100's 227 KiB would hold it, the run's CTA does not.
+    EngineOptions small = own;
+    small.sram_bytes_per_sm = small.sram_bytes_per_block = 65536;
+    small.sram_source = "--sram-bytes";
+    CHECK(plan_kernels(algo_named("flash1"), p, {64, 64}, h100, small).front().smem_bytes_per_cta == ref.smem_bytes_per_cta);
+    CHECK(ref.smem_bytes_per_cta < 65536);
+    CHECK(run_engine(algo_named("flash1"), p, {64, 64}, h100, small).predicted_s > 0);
+  }
   SECTION("standard: Br × Bc tiles of 128 threads, one softmax CTA per row; same DRAM traffic") {
     const std::vector<KernelPlan> k = plan_kernels(algo_named("standard"), p, {64, 64}, h100, own);
     REQUIRE(k.size() == 3);
@@ -567,6 +579,11 @@ TEST_CASE("bad configurations name the key and exit with code 2", "[engine][erro
   const GpuSpec toy = load_gpu("toy");
   KernelPlan big = synthetic(1, 1, 64, 0, true, 512);  // 512 B of SRAM per CTA; the toy has 256
   CHECK_THROWS_WITH(run_plans({big}, toy, {}), Catch::Contains("numbers.sram_bytes_per_block"));
+  // The SRAM per CTA a run gives (--sram-bytes) is named by what gave it, not by the preset's key.
+  EngineOptions given;
+  given.sram_bytes_per_sm = given.sram_bytes_per_block = 384;
+  given.sram_source = "--sram-bytes";
+  CHECK_THROWS_WITH(run_plans({big}, toy, given), Catch::StartsWith("--sram-bytes: 384 B cannot hold one tile set of "));
 
   const std::string text(*find_embedded("gpus/toy.toml"));
   auto with = [&](const std::string& from, const std::string& to) {

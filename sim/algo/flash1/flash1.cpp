@@ -192,11 +192,12 @@ public:
       plan.matmul_on_fp32_units = true;
       // Its launch, where a record does not give it: 256 threads, and shared memory for K_j (rows
       // padded to d + 1), V_j, Q_i, O_i and S_ij in fp32 with ℓ_i, m_i and the two rescaling factors
-      // (where a CTA can have that much).
+      // (where a CTA of this run can have that much: --sram-bytes, else the GPU's).
       const std::int64_t d = p.head_dim;
       const std::int64_t kernel_smem = 4 * (b.Bc * (d + 1) + b.Bc * d + 2 * b.Br * d + b.Br * b.Bc + 4 * b.Br);
       if (!options.launch.threads_per_cta) plan.threads_per_cta = Flash1Layout::kThreads;
-      if (!options.launch.smem_bytes_per_cta && kernel_smem <= gpu.sram_bytes_per_block) plan.smem_bytes_per_cta = kernel_smem;
+      if (!options.launch.smem_bytes_per_cta && kernel_smem <= options.sram_bytes_per_block_of(gpu))
+        plan.smem_bytes_per_cta = kernel_smem;
       plan.bytes_in_flight_per_cta = plan.threads_per_cta * kLoadBytesPerThread;
       plan.overlap += "; Q_i, O_i load a few 2-byte elements per thread at a time";
       // Its products are bound by the shared-memory wavefronts its one CTA's 8 warps keep in flight,

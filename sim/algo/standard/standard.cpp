@@ -208,12 +208,11 @@ public:
         if (k.d % 16 != 0) return false;
       return true;
     }());
-    // Its softmax_kernel holds a row of S in fp32 in shared memory: N bounds it, not the blocks.
+    // Its softmax_kernel holds a row of S in fp32 in shared memory: N bounds it, not the blocks
+    // (kernel_takes::standard; simulate() and the commands ask first, a record meets it here).
     const std::int64_t cta_bytes = options.sram_bytes_per_block_of(gpu);
-    if (p.seq_len * 4 > cta_bytes)
-      fail_input("--hbmlab-kernels: hbmlab's standard kernel (gpu/standard.cu) keeps a row of S in shared memory, "
-                 "N × 4 B = {} B at N = {}, more than the {} B one CTA may use",
-                 p.seq_len * 4, p.seq_len, cta_bytes);
+    if (const std::optional<KernelMiss> miss = hbmlab_kernel_miss(p, cta_bytes))
+      fail_input("--hbmlab-kernels: standard's CUDA kernel in gpu/ {}", miss->refusal);
     constexpr std::int64_t kPad = 8;
     qk.name = "qk_kernel S = QKᵀ";
     qk.overlap = "none inside a CTA: Q_i, K_j load, the tile is computed, S_ij is stored; CTAs on an SM overlap";
@@ -277,6 +276,7 @@ public:
   // gpu/standard.cu. Its default, 64 × 64 at d = 64 and 128, matters most here: the paper's rule gives
   // a Bc of hundreds of columns, whose double-buffered P_ij, V_j tiles (pv_kernel) no CTA holds.
   std::span<const KernelTile> hbmlab_kernel_tiles() const override { return kernel_tiles::standard; }
+  KernelTakes hbmlab_kernel_takes() const override { return kernel_takes::standard; }
   // NQ < N: S and P are NQ × N. HKV < H: each query head reads its K/V head's K and V itself.
   ShapeSupport supports() const override { return {.query_len = true, .kv_heads = true}; }
 
