@@ -254,11 +254,21 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std:
 void TileL2::drop_unreachable() {
   while (lru_ >= 0 && lru_ != mru_) {
     Entry& v = pool_[lru_];
-    // (A sweep's fixed count reaches W long before the Poisson tail thins out: no shortcut then.)
-    if (ways_ > 0 && (swept_bytes_ == 0 || sharp_share_ == 0) && double(stack_bytes_) - 0.5 * double(v.bytes) < surely_reachable_depth_) break;
-    if (resident_fraction(stack_bytes_ - v.bytes, v.bytes, swept_bytes_ - (v.swept ? v.bytes : 0), v.swept) >
-        (ways_ == 0 ? 0.0 : kUnreachable))
-      break;
+    const std::int64_t distance = stack_bytes_ - v.bytes, swept = swept_bytes_ - (v.swept ? v.bytes : 0);
+    if (ways_ > 0) {
+      if (sharp_share_ == 0 || (swept == 0 && !v.swept)) {
+        if (double(stack_bytes_) - 0.5 * double(v.bytes) < surely_reachable_depth_) break;
+      } else {
+        // A sweep's fixed count reaches W long before the Poisson tail thins out, so the depth alone
+        // says nothing; but with at most W − 2 fixed lines and λ < 20 the line stays in at least
+        // P(Poisson(20) ≤ 1) = 4e-8 of the sets, which is surely reachable, without the sum.
+        const double per_byte = double(ways_) / double(capacity_), half = 0.5 * double(v.bytes);
+        const double lines = (double(swept) + (v.swept ? half : 0.0)) * per_byte;
+        const double lambda = (double(distance - swept) + (v.swept ? 0.0 : half)) * per_byte;
+        if (sharp_share_ * lines <= double(ways_ - 2) && lambda + (1.0 - sharp_share_) * lines < 20.0) break;
+      }
+    }
+    if (resident_fraction(distance, v.bytes, swept, v.swept) > (ways_ == 0 ? 0.0 : kUnreachable)) break;
     writebacks_[static_cast<int>(tile_key_tensor(v.key))] += v.dirty;
     const std::int32_t victim = lru_;
     add(v, -1);
