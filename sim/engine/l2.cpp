@@ -11,6 +11,7 @@ namespace {
 
 // P(X ≤ k) for X ~ Poisson(λ): the chance that fewer than k + 1 other lines fell into the set.
 double poisson_cdf(double lambda, std::int64_t k) {
+  if (k < 0) return 0.0;
   double term = std::exp(-lambda), sum = term;
   for (std::int64_t n = 1; n <= k; ++n) {
     term *= lambda / double(n);
@@ -29,6 +30,7 @@ TileL2::TileL2(std::int64_t capacity_bytes, std::int64_t ways, std::int64_t line
   assert(capacity_bytes > 0 && "TileL2 needs a positive capacity: check numbers.l2_effective_bytes");
   if (ways_ * line_ >= capacity_) ways_ = 0;  // one set: fully associative
   tree_.assign(4097, 0);
+  swept_tree_.assign(4097, 0);
   if (ways_ > 0) {
     // The Poisson tail is looked up, not summed, on every touch: the table runs to 12 standard
     // deviations past the mean, where the chance is far below kUnreachable, and linear
@@ -46,17 +48,56 @@ TileL2::TileL2(std::int64_t capacity_bytes, std::int64_t ways, std::int64_t line
   }
 }
 
-double TileL2::resident_fraction(std::int64_t distance, std::int64_t bytes) const {
+double TileL2::resident_fraction(std::int64_t distance, std::int64_t bytes, std::int64_t swept, bool swept_tile) const {
   if (ways_ == 0) {  // sectors at depths distance … distance + bytes; those above the capacity stay
     if (bytes <= 0) return distance < capacity_ ? 1.0 : 0.0;
     return std::clamp(double(capacity_ - distance) / double(bytes), 0.0, 1.0);
   }
-  const double depth = double(distance) + 0.5 * double(bytes);  // the tile's middle sector
-  const double x = depth * table_per_byte_;
-  if (x >= double(kCdfPoints - 1)) return 0.0;
-  const auto n = static_cast<std::size_t>(x);
-  const double t = x - double(n);
-  return cdf_[n] + t * (cdf_[n + 1] - cdf_[n]);
+  const double half = 0.5 * double(bytes);  // depth to the tile's middle sector
+  if (sharp_share_ == 0 || (swept == 0 && !swept_tile)) {  // Poisson(λ) others: the table
+    const double x = (double(distance) + half) * table_per_byte_;
+    if (x >= double(kCdfPoints - 1)) return 0.0;
+    const auto n = static_cast<std::size_t>(x);
+    const double t = x - double(n);
+    return cdf_[n] + t * (cdf_[n + 1] - cdf_[n]);
+  }
+  // The sweep's lines other than the tile's own: the sharp share of them a fixed count in every set,
+  // the rest (each CTA's footprint past its last whole round of the sets, which falls where the hash
+  // puts it) with the rest of the distance Poisson(λ) lines.
+  const double per_byte = double(ways_) / double(capacity_);
+  const double sweep_lines =
+      std::max(0.0, (double(swept) + (swept_tile ? half : 0.0)) * per_byte - (swept_tile ? 1.0 : 0.0));
+  const double fixed = sharp_share_ * sweep_lines;
+  const double lambda =
+      (double(distance - swept) + (swept_tile ? 0.0 : half)) * per_byte + (1.0 - sharp_share_) * sweep_lines;
+  // x others in the set: the line stays while x ≤ W − 1 and not from x = W on (a fixed count is a
+  // mean over sets: in between, a share of them).
+  const double full = double(ways_ - 1), none = double(ways_);
+  if (fixed >= none) return 0.0;
+  double p = std::exp(-lambda), sum = 0;
+  for (std::int64_t k = 0; fixed + double(k) < none; ++k) {
+    const double x = fixed + double(k);
+    sum += p * (x <= full ? 1.0 : none - x);
+    p *= lambda / double(k + 1);
+  }
+  return std::min(sum, 1.0);
+}
+
+void TileL2::set_own_footprint(std::int64_t bytes_per_cta) {
+  sharp_share_ = 0;
+  if (ways_ == 0 || bytes_per_cta <= 0) return;
+  // u lines a set from each CTA's sweep: ⌊u⌋ in every set, one more in a share q = u − ⌊u⌋ of them,
+  // which sets falling where the hash puts each CTA's footprint. Over n CTAs' sweeps that is
+  // n⌊u⌋ + Binomial(n, q) lines; the engine keeps the binomial's mean and variance as a fixed
+  // n·q² plus Poisson(n·q(1 − q)), so the fixed share of the n·u lines is (⌊u⌋ + q²) / u.
+  const double u = double(bytes_per_cta) * double(ways_) / double(capacity_);
+  const double q = u - std::floor(u);
+  sharp_share_ = (std::floor(u) + q * q) / u;
+}
+
+double TileL2::resident_fraction(const Entry& e) const {
+  const Distance d = distance(e);
+  return resident_fraction(d.all, e.bytes, d.swept, e.swept);
 }
 
 std::int32_t& TileL2::Index::find_or_insert(std::uint64_t key, bool& inserted) {
@@ -112,25 +153,42 @@ void TileL2::Index::grow() {
   }
 }
 
-void TileL2::tree_add(std::int64_t time, std::int64_t delta) {
-  for (std::size_t i = static_cast<std::size_t>(time) + 1; i < tree_.size(); i += i & (~i + 1)) tree_[i] += delta;
+void TileL2::tree_add(std::vector<std::int64_t>& tree, std::int64_t time, std::int64_t delta) {
+  for (std::size_t i = static_cast<std::size_t>(time) + 1; i < tree.size(); i += i & (~i + 1)) tree[i] += delta;
 }
 
-std::int64_t TileL2::tree_prefix(std::int64_t time) const {
+std::int64_t TileL2::tree_prefix(const std::vector<std::int64_t>& tree, std::int64_t time) {
   std::int64_t sum = 0;
-  for (std::size_t i = static_cast<std::size_t>(time) + 1; i > 0; i -= i & (~i + 1)) sum += tree_[i];
+  for (std::size_t i = static_cast<std::size_t>(time) + 1; i > 0; i -= i & (~i + 1)) sum += tree[i];
   return sum;
 }
 
-std::int64_t TileL2::distance(const Entry& e) const { return stack_bytes_ - tree_prefix(e.time); }
+void TileL2::add(const Entry& e, std::int64_t sign) {
+  tree_add(tree_, e.time, sign * e.bytes);
+  stack_bytes_ += sign * e.bytes;
+  if (e.swept) {
+    tree_add(swept_tree_, e.time, sign * e.bytes);
+    swept_bytes_ += sign * e.bytes;
+  }
+}
 
-// Touch times run out: number the tiles 0 … n − 1 from LRU to MRU and rebuild the tree.
+TileL2::Distance TileL2::distance(const Entry& e) const {
+  Distance d{stack_bytes_ - tree_prefix(tree_, e.time), 0};
+  if (swept_bytes_ > 0) d.swept = swept_bytes_ - tree_prefix(swept_tree_, e.time);
+  return d;
+}
+
+// Touch times run out: number the tiles 0 … n − 1 from LRU to MRU and rebuild the trees.
 void TileL2::renumber() {
   const std::size_t n = index_.size();
   tree_.assign(std::max<std::size_t>(4 * n, 4096) + 1, 0);
+  swept_tree_.assign(tree_.size(), 0);
   std::int64_t t = 0;
   for (std::int32_t e = lru_; e >= 0; e = pool_[e].next) pool_[e].time = t++;
-  for (std::int32_t e = lru_; e >= 0; e = pool_[e].next) tree_add(pool_[e].time, pool_[e].bytes);
+  for (std::int32_t e = lru_; e >= 0; e = pool_[e].next) {
+    tree_add(tree_, pool_[e].time, pool_[e].bytes);
+    if (pool_[e].swept) tree_add(swept_tree_, pool_[e].time, pool_[e].bytes);
+  }
   next_time_ = t;
 }
 
@@ -149,7 +207,8 @@ void TileL2::push_mru(std::int32_t e) {
   mru_ = e;
 }
 
-std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, std::int64_t& resident, std::int64_t& dirty_left) {
+std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std::int64_t& resident,
+                           std::int64_t& dirty_left) {
   if (next_time_ + 1 >= static_cast<std::int64_t>(tree_.size())) renumber();
   bool inserted = false;
   std::int32_t& slot = index_.find_or_insert(key, inserted);
@@ -157,12 +216,12 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, std::int64_t& 
   if (!inserted) {
     e = slot;
     Entry& x = pool_[e];
-    const double f = resident_fraction(distance(x), x.bytes);
+    const Distance d = distance(x);
+    const double f = resident_fraction(d.all, x.bytes, d.swept, own);
     resident = std::llround(f * double(x.bytes));
     dirty_left = std::llround(f * double(x.dirty));
     writebacks_[static_cast<int>(tile_key_tensor(key))] += x.dirty - dirty_left;
-    tree_add(x.time, -x.bytes);
-    stack_bytes_ -= x.bytes;
+    add(x, -1);
     unlink(e);
   } else {
     resident = dirty_left = 0;
@@ -177,11 +236,15 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, std::int64_t& 
     pool_[e].key = key;
     slot = e;
   }
+  // Swept: an own tile touched before, whether or not it is still in the stack (a sweep larger than
+  // the cache drops its tiles before they come round again).
+  bool first_touch = inserted;
+  if (own) owned_.find_or_insert(key, first_touch);
   Entry& x = pool_[e];
   x.bytes = bytes;
   x.time = next_time_++;
-  tree_add(x.time, bytes);
-  stack_bytes_ += bytes;
+  x.swept = own && !first_touch;
+  add(x, 1);
   push_mru(e);
   return e;
 }
@@ -191,21 +254,33 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, std::int64_t& 
 void TileL2::drop_unreachable() {
   while (lru_ >= 0 && lru_ != mru_) {
     Entry& v = pool_[lru_];
-    if (ways_ > 0 && double(stack_bytes_) - 0.5 * double(v.bytes) < surely_reachable_depth_) break;
-    if (resident_fraction(stack_bytes_ - v.bytes, v.bytes) > (ways_ == 0 ? 0.0 : kUnreachable)) break;
+    const std::int64_t distance = stack_bytes_ - v.bytes, swept = swept_bytes_ - (v.swept ? v.bytes : 0);
+    if (ways_ > 0) {
+      if (sharp_share_ == 0 || (swept == 0 && !v.swept)) {
+        if (double(stack_bytes_) - 0.5 * double(v.bytes) < surely_reachable_depth_) break;
+      } else {
+        // A sweep's fixed count reaches W long before the Poisson tail thins out, so the depth alone
+        // says nothing; but with at most W − 2 fixed lines and λ < 20 the line stays in at least
+        // P(Poisson(20) ≤ 1) = 4e-8 of the sets, which is surely reachable, without the sum.
+        const double per_byte = double(ways_) / double(capacity_), half = 0.5 * double(v.bytes);
+        const double lines = (double(swept) + (v.swept ? half : 0.0)) * per_byte;
+        const double lambda = (double(distance - swept) + (v.swept ? 0.0 : half)) * per_byte;
+        if (sharp_share_ * lines <= double(ways_ - 2) && lambda + (1.0 - sharp_share_) * lines < 20.0) break;
+      }
+    }
+    if (resident_fraction(distance, v.bytes, swept, v.swept) > (ways_ == 0 ? 0.0 : kUnreachable)) break;
     writebacks_[static_cast<int>(tile_key_tensor(v.key))] += v.dirty;
     const std::int32_t victim = lru_;
-    tree_add(v.time, -v.bytes);
-    stack_bytes_ -= v.bytes;
+    add(v, -1);
     unlink(victim);
     index_.erase(v.key);
     free_.push_back(victim);
   }
 }
 
-TileL2::ReadOutcome TileL2::read(std::uint64_t key, std::int64_t bytes) {
+TileL2::ReadOutcome TileL2::read(std::uint64_t key, std::int64_t bytes, bool own) {
   std::int64_t resident = 0, dirty_left = 0;
-  const std::int32_t e = touch(key, bytes, resident, dirty_left);
+  const std::int32_t e = touch(key, bytes, own, resident, dirty_left);
   ReadOutcome out;
   out.hit_bytes = std::min(resident, bytes);
   out.miss_bytes = bytes - out.hit_bytes;
@@ -214,9 +289,9 @@ TileL2::ReadOutcome TileL2::read(std::uint64_t key, std::int64_t bytes) {
   return out;
 }
 
-void TileL2::write(std::uint64_t key, std::int64_t bytes) {
+void TileL2::write(std::uint64_t key, std::int64_t bytes, bool own) {
   std::int64_t resident = 0, dirty_left = 0;
-  const std::int32_t e = touch(key, bytes, resident, dirty_left);
+  const std::int32_t e = touch(key, bytes, own, resident, dirty_left);
   // Sectors still dirty are overwritten in the L2: one write-back for both stores.
   pool_[e].dirty = bytes;
   drop_unreachable();
@@ -231,37 +306,38 @@ std::array<std::int64_t, kTensorCount> TileL2::take_writebacks() {
 std::int64_t TileL2::dirty_bytes() const {
   std::int64_t sum = 0;
   for (std::int32_t e = lru_; e >= 0; e = pool_[e].next)
-    sum += std::llround(resident_fraction(distance(pool_[e]), pool_[e].bytes) * double(pool_[e].dirty));
+    sum += std::llround(resident_fraction(pool_[e]) * double(pool_[e].dirty));
   return sum;
 }
 
 std::int64_t TileL2::used_bytes() const {
   std::int64_t sum = 0;
   for (std::int32_t e = lru_; e >= 0; e = pool_[e].next)
-    sum += std::llround(resident_fraction(distance(pool_[e]), pool_[e].bytes) * double(pool_[e].bytes));
+    sum += std::llround(resident_fraction(pool_[e]) * double(pool_[e].bytes));
   return sum;
 }
 
 PartitionedL2::PartitionedL2(std::int64_t capacity_bytes, std::int64_t ways, std::int64_t line_bytes,
                              std::int64_t partitions) {
   assert(partitions == 1 || partitions == 2);
-  for (std::int64_t p = 0; p < partitions; ++p) parts_.emplace_back(capacity_bytes / partitions, ways, line_bytes);
+  for (std::int64_t p = 0; p < partitions; ++p)
+    parts_.emplace_back(capacity_bytes / partitions, ways, line_bytes);
 }
 
-TileL2::ReadOutcome PartitionedL2::read(int side, std::uint64_t key, std::int64_t bytes) {
-  if (parts_.size() == 1) return parts_.front().read(key, bytes);
+TileL2::ReadOutcome PartitionedL2::read(int side, std::uint64_t key, std::int64_t bytes, bool own) {
+  if (parts_.size() == 1) return parts_.front().read(key, bytes, own);
   TileL2::ReadOutcome out;
   const std::int64_t half[2] = {bytes / 2, bytes - bytes / 2};
   for (int home = 0; home < 2; ++home) {
     const std::uint64_t k = tile_half_key(key, home);
-    const TileL2::ReadOutcome near = parts_[side].read(k, half[home]);
+    const TileL2::ReadOutcome near = parts_[side].read(k, half[home], own);
     out.hit_bytes += near.hit_bytes;
     if (home == side || near.miss_bytes == 0) {
       out.miss_bytes += near.miss_bytes;
       continue;
     }
     // The home partition answers the near misses from its own copy, refreshed by the request.
-    const TileL2::ReadOutcome far = parts_[home].read(k, half[home]);
+    const TileL2::ReadOutcome far = parts_[home].read(k, half[home], own);
     const std::int64_t far_hits = half[home] > 0 ? near.miss_bytes * far.hit_bytes / half[home] : 0;
     out.hit_bytes += far_hits;
     out.miss_bytes += near.miss_bytes - far_hits;
@@ -269,10 +345,10 @@ TileL2::ReadOutcome PartitionedL2::read(int side, std::uint64_t key, std::int64_
   return out;
 }
 
-void PartitionedL2::write(std::uint64_t key, std::int64_t bytes) {
-  if (parts_.size() == 1) return parts_.front().write(key, bytes);
-  parts_[0].write(tile_half_key(key, 0), bytes / 2);
-  parts_[1].write(tile_half_key(key, 1), bytes - bytes / 2);
+void PartitionedL2::write(std::uint64_t key, std::int64_t bytes, bool own) {
+  if (parts_.size() == 1) return parts_.front().write(key, bytes, own);
+  parts_[0].write(tile_half_key(key, 0), bytes / 2, own);
+  parts_[1].write(tile_half_key(key, 1), bytes - bytes / 2, own);
 }
 
 std::array<std::int64_t, kTensorCount> PartitionedL2::take_writebacks() {

@@ -15,6 +15,17 @@
 //     last touch put a Poisson(λ = D·W / C) number of other lines into this line's set, and LRU
 //     keeps the line while fewer than W did. Residency falls off smoothly around D = C instead of
 //     at a cliff, as a real L2 does when many CTAs share K and V at slightly different times.
+//   a CTA's own tiles read again (`own`: no other CTA of the kernel touches the tile, and it is in
+//     the stack already): a footprint swept over and over, as flash1 sweeps its Q_i, O_i, ℓ_i, m_i
+//     once per K_j. The address hash spreads a contiguous footprint over the sets evenly: each whole
+//     round of the sets (C / W bytes) puts one line into every set, the same lines every sweep. So
+//     the share of a CTA's footprint that makes whole rounds (set_own_footprint) puts a fixed
+//     D_own·W / C lines into the set, not a Poisson number, and the rest of it falls where the hash
+//     puts it, Poisson as before (gpu/bench/l2_partition.cu: 4 to 32 CTAs each sweeping megabytes
+//     stay whole up to 24 MB of a 26 MB partition; docs/design.md, "A CTA's own sweep"). The line
+//     stays while that count plus Poisson(λ) of the rest of D is below W: a cliff at D = C for a
+//     pure sweep of large footprints; a footprint under one round (many CTAs with small ones) is the
+//     16-way smoothing, exactly as for everything else.
 // Evicted dirty bytes are written back when the tile is next touched or drops out of reach.
 // Approximated: the hash is ideal (uniform over sets), sectors of one tile share one recency.
 #pragma once
@@ -49,9 +60,15 @@ public:
     std::int64_t hit_bytes = 0, miss_bytes = 0;
   };
   // A load of the whole tile: resident bytes hit, the rest is fetched from DRAM and allocated.
-  ReadOutcome read(std::uint64_t key, std::int64_t bytes);
+  // `own`: one CTA's own tile (no other CTA of the kernel touches it); touched again, its bytes are
+  // part of a sweep whose lines load the sets evenly (see above).
+  ReadOutcome read(std::uint64_t key, std::int64_t bytes, bool own = false);
   // A store of the whole tile: allocated dirty without a DRAM read (whole sectors are written).
-  void write(std::uint64_t key, std::int64_t bytes);
+  void write(std::uint64_t key, std::int64_t bytes, bool own = false);
+
+  // The running kernel's own tiles per CTA, in bytes: the share of them that makes whole rounds
+  // of the sets loads the sets evenly when swept again (see above); 0: none.
+  void set_own_footprint(std::int64_t bytes_per_cta);
 
   // Dirty bytes written back to DRAM by evictions since the last call, per tensor.
   std::array<std::int64_t, kTensorCount> take_writebacks();
@@ -60,8 +77,10 @@ public:
   std::int64_t capacity_bytes() const { return capacity_; }
   bool fully_associative() const { return ways_ == 0; }
 
-  // The resident fraction of a tile of `bytes` at reuse distance `distance` (bytes).
-  double resident_fraction(std::int64_t distance, std::int64_t bytes) const;
+  // The resident fraction of a tile of `bytes` at reuse distance `distance` (bytes), `swept` of
+  // which are bytes of CTAs' own tiles read again; `swept_tile`: the tile is one of those itself.
+  double resident_fraction(std::int64_t distance, std::int64_t bytes, std::int64_t swept = 0,
+                           bool swept_tile = false) const;
 
 private:
   // Tile key → pool slot: open addressing with linear probing (a node-based map spent a third of
@@ -86,30 +105,42 @@ private:
   struct Entry {
     std::uint64_t key = 0;
     std::int64_t bytes = 0, dirty = 0;  // size and dirty bytes at the last touch
-    std::int64_t time = 0;              // touch time: position in the Fenwick tree
+    std::int64_t time = 0;              // touch time: position in the Fenwick trees
     std::int32_t prev = -1, next = -1;  // towards LRU (prev) and MRU (next)
+    bool swept = false;                 // its last touch read a CTA's own tile again (in swept_tree_)
+  };
+  // The bytes touched since an entry's last touch, and those of them that were own tiles read again.
+  struct Distance {
+    std::int64_t all = 0, swept = 0;
   };
   // The entry for `key` at its reuse distance, moved to MRU with `bytes` (created if absent).
   // Sets `resident` and `dirty_left` to what survived since the last touch.
-  std::int32_t touch(std::uint64_t key, std::int64_t bytes, std::int64_t& resident, std::int64_t& dirty_left);
-  std::int64_t distance(const Entry& e) const;  // bytes touched since e's last touch
+  std::int32_t touch(std::uint64_t key, std::int64_t bytes, bool own, std::int64_t& resident, std::int64_t& dirty_left);
+  Distance distance(const Entry& e) const;
+  double resident_fraction(const Entry& e) const;  // of e now
   void unlink(std::int32_t e);
   void push_mru(std::int32_t e);
   void drop_unreachable();  // tiles nothing of which can still be resident leave the stack
-  void tree_add(std::int64_t time, std::int64_t delta);
-  std::int64_t tree_prefix(std::int64_t time) const;  // bytes of tiles touched at or before `time`
+  void add(const Entry& e, std::int64_t sign);  // e's bytes into (sign 1) or out of (−1) the trees
+  static void tree_add(std::vector<std::int64_t>& tree, std::int64_t time, std::int64_t delta);
+  // Bytes of tiles touched at or before `time`.
+  static std::int64_t tree_prefix(const std::vector<std::int64_t>& tree, std::int64_t time);
   void renumber();
 
   std::int64_t capacity_ = 0, ways_ = 0, line_ = 128;
+  double sharp_share_ = 0;     // of a CTA's own footprint, the share in whole rounds of the sets
   std::vector<double> cdf_;  // set-associative: P(Poisson(λ) ≤ ways − 1) at λ = 0, step, 2·step, …
   double cdf_step_ = 0, table_per_byte_ = 0;  // λ per table point; table points per byte of depth
   double surely_reachable_depth_ = 0;         // set-associative: shallower tiles are surely reachable
   std::int64_t stack_bytes_ = 0;  // all tiles in the stack, at their full size
+  std::int64_t swept_bytes_ = 0;  // those of them whose last touch read an own tile again
   std::vector<Entry> pool_;
   std::vector<std::int32_t> free_;
   Index index_;
+  Index owned_;  // the own tiles touched so far (keys only)
   std::int32_t lru_ = -1, mru_ = -1;
-  std::vector<std::int64_t> tree_;  // Fenwick tree of tile sizes by touch time (1-based)
+  std::vector<std::int64_t> tree_;        // Fenwick tree of tile sizes by touch time (1-based)
+  std::vector<std::int64_t> swept_tree_;  // the same, of the swept entries alone
   std::int64_t next_time_ = 0;
   std::array<std::int64_t, kTensorCount> writebacks_{};
 };
@@ -125,12 +156,24 @@ class PartitionedL2 {
 public:
   PartitionedL2(std::int64_t capacity_bytes, std::int64_t ways, std::int64_t line_bytes, std::int64_t partitions);
 
-  // A load of the whole tile by an SM next to partition `side`.
-  TileL2::ReadOutcome read(int side, std::uint64_t key, std::int64_t bytes);
-  void write(std::uint64_t key, std::int64_t bytes);
+  // A load of the whole tile by an SM next to partition `side`; `own` as TileL2::read.
+  TileL2::ReadOutcome read(int side, std::uint64_t key, std::int64_t bytes, bool own = false);
+  void write(std::uint64_t key, std::int64_t bytes, bool own = false);
+  void set_own_footprint(std::int64_t bytes_per_cta) {
+    for (TileL2& p : parts_) p.set_own_footprint(bytes_per_cta);
+  }
   std::array<std::int64_t, kTensorCount> take_writebacks();
   std::int64_t dirty_bytes() const;
   int partitions() const { return static_cast<int>(parts_.size()); }
+
+  // The partition beside the engine's SM `sm`, which takes the grid's CTA `sm` first. The GPU gives
+  // a launch's first `first` CTAs to SMs by partition 0 (the H100: SMs 124–131 in every launch
+  // recorded), then hands consecutive CTAs to one side's SMs in runs (gpu/bench/l2_partition.cu's
+  // sides against gpu/bench/cta_schedule.sh's schedules): partition 1 for `run` SMs, 0, 1, …
+  static int side_of_sm(std::int64_t sm, std::int64_t first, std::int64_t run) {
+    if (sm < first) return 0;
+    return static_cast<int>(((sm - first) / run + (first > 0 ? 1 : 0)) % 2);
+  }
 
 private:
   std::vector<TileL2> parts_;

@@ -8,6 +8,7 @@
 #include "sim/engine/timing.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <queue>
@@ -247,6 +248,56 @@ double matmul_rate_of(const KernelPlan& k, const Rates& r) {
   return k.on_chip.wgmma_flops > 0 ? r.wgmma_per_sm : r.mma_sync_per_sm;
 }
 
+// How a kernel's CTAs use the L2's tiles: the tensors of which some tile is touched by more than one
+// of its CTA programs (K and V also where instances share them, kv_group > 1), one bit each — the
+// tiles of every other tensor are each one CTA's own, which the L2 sees swept (TileL2::read's `own`)
+// — and the bytes of a program's own tiles that it touches more than once, the footprint it sweeps
+// (the mean over programs; TileL2::set_own_footprint).
+struct TileSharing {
+  std::uint32_t shared = 0;
+  std::int64_t own_bytes_per_cta = 0;
+};
+
+TileSharing tile_sharing(const KernelPlan& k) {
+  TileSharing out;
+  if (k.kv_group > 1) out.shared |= (1u << static_cast<int>(Tensor::K)) | (1u << static_cast<int>(Tensor::V));
+  // Per tensor and tile: the program that touches it (−1: none yet), its bytes and the touches.
+  std::array<std::vector<std::int32_t>, kTensorCount> owner, touches;
+  std::array<std::vector<std::int64_t>, kTensorCount> tile_bytes;
+  for (const TileAccess& a : k.accesses) {
+    const int t = static_cast<int>(a.tensor);
+    if (static_cast<std::size_t>(a.tile) >= owner[t].size()) {
+      owner[t].resize(static_cast<std::size_t>(a.tile) + 1, -1);
+      tile_bytes[t].resize(owner[t].size(), 0);
+      touches[t].resize(owner[t].size(), 0);
+    }
+  }
+  for (std::int32_t p = 0; p < static_cast<std::int32_t>(k.programs.size()); ++p) {
+    const CtaProgram& pg = k.programs[p];
+    for (std::int32_t f = pg.first_phase; f < pg.first_phase + pg.phase_count; ++f) {
+      const CtaPhase& ph = k.phases[f];
+      for (std::int32_t a = ph.first_access; a < ph.first_access + ph.access_count; ++a) {
+        const TileAccess& acc = k.accesses[a];
+        const int t = static_cast<int>(acc.tensor);
+        const auto i = static_cast<std::size_t>(acc.tile);
+        tile_bytes[t][i] = std::max(tile_bytes[t][i], acc.sector_bytes);
+        ++touches[t][i];
+        std::int32_t& o = owner[t][i];
+        if (o == -1) o = p;
+        else if (o != p) out.shared |= 1u << t;
+      }
+    }
+  }
+  if (k.programs.empty()) return out;
+  std::int64_t own = 0;
+  for (int t = 0; t < kTensorCount; ++t)
+    if ((out.shared >> t & 1u) == 0)
+      for (std::size_t i = 0; i < owner[t].size(); ++i)
+        if (touches[t][i] > 1) own += tile_bytes[t][i];
+  out.own_bytes_per_cta = own / static_cast<std::int64_t>(k.programs.size());
+  return out;
+}
+
 struct Resident {
   std::int64_t cta = 0, instance = 0;
   std::int64_t walker = -1;  // a static-order grid's CTA that runs this tile (KernelPlan::static_tiles)
@@ -416,12 +467,10 @@ private:
   void serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts& pipes, std::int64_t ctas_in_flight,
                    StepDemand& d);
   void take_writebacks(StepDemand& d);
-  // The L2 partition beside SM `sm`. The engine's SM n takes the grid's CTA n first; the GPU hands
-  // consecutive CTAs to the SMs of one partition in runs (gpu/bench/l2_partition.cu's sides against
-  // the CTA schedule of gpu/bench/cta_schedule.sh), so the engine's SMs change sides every run.
+  // The L2 partition beside SM `sm` (PartitionedL2::side_of_sm).
   int l2_side(std::int32_t sm) const {
     if (l2_.empty() || l2_.front().partitions() == 1) return 0;
-    return static_cast<int>((sm / gpu_.l2_partition_run_sms) % 2);
+    return PartitionedL2::side_of_sm(sm, gpu_.l2_partition_first_sms, gpu_.l2_partition_run_sms);
   }
   // One SM's step: its `ctas_here` CTAs take their parts of HBM and the L2 out of `ctas_in_flight`.
   StepTime step_time(const StepDemand& d, std::int64_t ctas_in_flight, std::int64_t ctas_here) const;
@@ -460,6 +509,7 @@ private:
   // The running kernel's CTA slots over the GPU (SMs × CTAs per SM); 0 where its last wave is not
   // spread (more CTAs an SM than measured).
   std::int64_t wave_slots_ = 0;
+  std::uint32_t shared_tensors_ = 0;  // the running kernel's (tile_sharing)
 };
 
 KernelTiming Replay::begin_kernel(const KernelPlan& k, const Occupancy& occ) const {
@@ -529,13 +579,14 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
     const bool shared_kv = acc.tensor == Tensor::K || acc.tensor == Tensor::V;
     const std::uint64_t key = tile_key(shared_kv ? r.instance / k.kv_group : r.instance, acc.tensor, acc.tile);
     const std::int64_t b = acc.sector_bytes;
+    const bool own = (shared_tensors_ >> static_cast<int>(acc.tensor) & 1u) == 0;
     if (!reduce) d.l2_bytes += b;
     if (acc.store) {
-      cache.write(key, b);
+      cache.write(key, b, own);
       mem.sm_write_bytes += b;
       if (reduce) d.l2_reduce += double(acc.bytes) / reduce_rate;
     } else {
-      const TileL2::ReadOutcome o = cache.read(l2_side(r.sm), key, b);
+      const TileL2::ReadOutcome o = cache.read(l2_side(r.sm), key, b, own);
       mem.sm_read_bytes += b;
       mem.read_hit_bytes += o.hit_bytes;
       mem.dram_read_bytes += o.miss_bytes;
@@ -752,6 +803,11 @@ void Replay::end_kernel(KernelTiming& kt, const BusyTime& busy, double start_s, 
 
 void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   rates_ = k.matmul_on_fp32_units ? fp32_rates_ : pipe_rates_;
+  if (options_.l2_enabled) {
+    const TileSharing sharing = tile_sharing(k);
+    shared_tensors_ = sharing.shared;
+    for (PartitionedL2& c : l2_) c.set_own_footprint(sharing.own_bytes_per_cta);
+  }
   const std::int64_t S = gpu_.sm_count;
   const Occupancy occ = occupancy(k, gpu_, sram_per_sm_, sram_per_block_, options_.sram_bytes_per_block_source(gpu_));
   KernelTiming kt = begin_kernel(k, occ);

@@ -79,6 +79,7 @@ constexpr Field kFields[] = {
     {"sm_reduction_queue_cycles", "cycles", &GpuSpec::sm_reduction_queue_cycles, false, false, true},
     {"l2_partitions", "partitions", &GpuSpec::l2_partitions, false, false, true},
     {"l2_partition_run_sms", "SMs", &GpuSpec::l2_partition_run_sms, false, false, true},
+    {"l2_partition_first_sms", "SMs", &GpuSpec::l2_partition_first_sms, false, false, true},
 };
 
 constexpr double kMaxWholeNumber = 9007199254740992.0;  // 2^53

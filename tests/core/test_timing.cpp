@@ -421,6 +421,59 @@ TEST_CASE("a set-associative L2 loses a tile gradually with its reuse distance",
   SECTION("ways ≥ lines: the exact LRU") { CHECK(TileL2(4096, 32, 128).fully_associative()); }
 }
 
+TEST_CASE("a CTA's own tiles swept over and over stay whole up to the L2's capacity", "[engine]") {
+  // flash1 sweeps its Q_i, O_i, ℓ_i, m_i once per K_j: the same footprint again and again, which the
+  // address hash spreads over the sets evenly. 16 ways over 1 MiB (a round of the sets: 64 KiB),
+  // footprints in 4 KiB tiles; the share of passes 3 to 6 that hit (the second pass still sees the
+  // first touches' Poisson spread).
+  const std::int64_t C = 1 << 20, tile = 4096;
+  auto sweep_hits = [&](double footprint_in_C, bool own, std::int64_t ctas = 1) {
+    TileL2 l2(C, 16, 128);
+    const std::int64_t tiles = static_cast<std::int64_t>(footprint_in_C * double(C)) / tile;
+    if (own) l2.set_own_footprint(tiles * tile / ctas);
+    std::int64_t hit = 0, read = 0;
+    for (int pass = 0; pass < 6; ++pass)
+      for (std::int64_t j = 0; j < tiles; ++j) {
+        const TileL2::ReadOutcome o = l2.read(tile_key(0, Tensor::Q, j), tile, own);
+        if (pass >= 2) hit += o.hit_bytes, read += tile;
+      }
+    return double(hit) / double(read);
+  };
+  // One CTA's footprint of 10.4 rounds: a fixed 10 lines a set and Poisson(0.02) more.
+  CHECK(sweep_hits(0.65, true) == 1.0);
+  CHECK(sweep_hits(0.9, true) > 0.99);
+  // The same footprint as tiles other CTAs share: P(Poisson(10.4) ≥ 16) = 6 % lost every pass.
+  CHECK(sweep_hits(0.65, false) == Approx(0.937).margin(0.01));
+  // 64 CTAs of 0.16 rounds each: ⌊u⌋ = 0, so n·q² = 1.7 fixed lines and Poisson(8.7): close to the
+  // shared tiles' loss, a little less (the binomial's smaller spread).
+  const double small = sweep_hits(0.65, true, 64);
+  CHECK(small > sweep_hits(0.65, false));
+  CHECK(small < 0.99);
+  // Over the capacity every set holds more than 16 of the sweep's lines, and a cyclic LRU misses all.
+  CHECK(sweep_hits(1.1, true) == 0.0);
+  // Just past it a share of the sets holds one line too many.
+  const double edge = sweep_hits(1.03, true);
+  CHECK(edge > 0.2);
+  CHECK(edge < 0.8);
+}
+
+TEST_CASE("flash1 on few heads: its own sweep of Q_i, O_i, ℓ_i, m_i stays in the H100's L2", "[engine]") {
+  // h100-few-heads.json, B = 1, H = 16, N = 4,096, d = 64, hbmlab's kernel: the GPU reads 26.2 MB, Q,
+  // K and V once (8.4 MB each) and ℓ, m. The launch's first 8 CTAs sit by partition 0, the next 8
+  // by partition 1; Q and O (16.8 MB) stay in the L2 for the Tc = 64 sweeps. 16-way Poisson sets
+  // with all 16 CTAs by partition 0 lost 6 % of it every sweep (68.0 MB predicted).
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  const AttentionProblem p{1, 16, 4096, 64, Dtype::fp16, false};
+  EngineOptions kernel;
+  kernel.launch.hbmlab_kernels = true;
+  const EngineResult e = run_engine(algo_named("flash1"), p, {64, 64}, h100, kernel);
+  const std::int64_t once = p.instances() * p.seq_len * p.head_dim * 2;
+  CHECK(e.memory[static_cast<int>(Tensor::Q)].dram_read_bytes < once * 21 / 20);
+  CHECK(e.memory[static_cast<int>(Tensor::Q)].sm_read_bytes == 64 * once);
+  CHECK(e.dram_read_bytes() > 3 * once);
+  CHECK(e.dram_read_bytes() < 3 * once * 21 / 20);
+}
+
 namespace {
 
 // gpu/bench/l2_partition.cu's pattern through a PartitionedL2: `sms` SMs on each side, a footprint of
