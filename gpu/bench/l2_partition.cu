@@ -280,28 +280,28 @@ int run_map(const cudaDeviceProp& prop, const char* sides_path, const char* line
   return 0;
 }
 
-// The side of every SM from SIDES_FILE (`map`'s output); empty if it does not name one for each.
+// The side of every SM from SIDES_FILE (`map`'s output); empty, having said so, if it does not name
+// one for each.
 std::vector<int> read_sides(const char* sides_path, int sms) {
   std::vector<int> side(sms, -1);
   FILE* f = std::fopen(sides_path, "r");
-  if (!f) return {};
-  int s = 0, sd = 0;
-  double m1 = 0, m2 = 0;
-  while (std::fscanf(f, "%d %d %lf %lf", &s, &sd, &m1, &m2) == 4)
-    if (s >= 0 && s < sms && (sd == 0 || sd == 1)) side[s] = sd;
-  std::fclose(f);
-  if (std::count(side.begin(), side.end(), -1) > 0) return {};
-  return side;
+  if (f) {
+    int s = 0, sd = 0;
+    double m1 = 0, m2 = 0;
+    while (std::fscanf(f, "%d %d %lf %lf", &s, &sd, &m1, &m2) == 4)
+      if (s >= 0 && s < sms && (sd == 0 || sd == 1)) side[s] = sd;
+    std::fclose(f);
+  }
+  if (std::count(side.begin(), side.end(), -1) == 0) return side;
+  std::fprintf(stderr, "l2_partition: %s does not name a side for every SM (run map first)\n", sides_path);
+  return {};
 }
 
 int run_sweep(const cudaDeviceProp& prop, const char* sides_path, const std::string& mode, int passes,
               const std::vector<double>& footprints_mb) {
   const int sms = prop.multiProcessorCount;
   const std::vector<int> side = read_sides(sides_path, sms);
-  if (side.empty()) {
-    std::fprintf(stderr, "l2_partition: %s does not name a side for every SM (run map first)\n", sides_path);
-    return 2;
-  }
+  if (side.empty()) return 2;
   const bool cross = mode == "cross", random_order = mode == "random";
   const int only = mode == "side0" ? 0 : mode == "side1" ? 1 : -1;
   // Slots: the reading SMs in order; for cross, the i-th SM of side 0 pairs with the i-th of side 1.
@@ -350,10 +350,7 @@ int run_private(const cudaDeviceProp& prop, const char* sides_path, int ctas, in
                 const std::vector<double>& footprints_mb) {
   const int sms = prop.multiProcessorCount;
   const std::vector<int> side = read_sides(sides_path, sms);
-  if (side.empty()) {
-    std::fprintf(stderr, "l2_partition: %s does not name a side for every SM (run map first)\n", sides_path);
-    return 2;
-  }
+  if (side.empty()) return 2;
   const double max_mb = *std::max_element(footprints_mb.begin(), footprints_mb.end());
   const std::size_t max_bytes = std::size_t(max_mb * 1e6) + std::size_t(ctas) * 128;
   uint4 *data = nullptr, *sink = nullptr;

@@ -42,8 +42,8 @@ struct GpuSpec {
   std::int64_t l2_effective_bytes = 0;      // the L2 the engine models, split evenly over l2_partitions
   std::int64_t l2_ways = 0;                 // associativity (l2_effective_bytes / l2_line_bytes: fully associative)
   std::int64_t l2_partitions = 0;           // 2: two partitions, each caching for the SMs beside it (0, 1: one L2)
-  std::int64_t l2_partition_run_sms = 0;    // with 2: the engine's SMs sit by partition 0, 1, 0, … in runs of this many
-  std::int64_t l2_partition_first_sms = 0;  // … after the first this many, all by partition 0 (a launch's first CTAs)
+  std::int64_t l2_partition_first_sms = 0;  // with 2: the engine's first this many SMs sit by partition 0 (a launch's first CTAs)
+  std::int64_t l2_partition_run_sms = 0;    // … the rest by partition 1, 0, 1, … in runs of this many (PartitionedL2::side_of_sm)
   double l2_bandwidth_gbps = 0;             // SM↔L2 bandwidth, all SMs together
   double l2_latency_ns = 0;                 // load-to-use latency of an L2 hit
   std::int64_t hbm_bytes_in_flight_per_sm = 0;  // most load bytes one SM keeps outstanding

@@ -529,8 +529,8 @@ TEST_CASE("simulate --hbmlab-kernels at a d with no compiled kernel is refused, 
 TEST_CASE("simulate --hbmlab-kernels times only the kernels gpu/ has for the problem's dtype and shape", "[cli]") {
   const std::vector<std::string> base = {"simulate", "--seq-len", "1024", "--numerics", "off", "--hbmlab-kernels"};
   const std::string head = "hbmlab simulate: --hbmlab-kernels: ";
-  auto refusal = [&](std::vector<std::string> extra) {
-    const Run r = run_with(base, extra);
+  auto refusal = [&](std::vector<std::string> extra, const std::vector<std::string>& on = {}) {
+    const Run r = run_with(on.empty() ? base : on, extra);
     CHECK(r.code == 2);
     CHECK(r.out.empty());
     return r.err;
@@ -550,10 +550,7 @@ TEST_CASE("simulate --hbmlab-kernels times only the kernels gpu/ has for the pro
         head + "flash2 backward has no CUDA kernel in gpu/ for a block mask (flash2 and flash3 have one)\n");
   // standard's softmax_kernel keeps a row of S, N × 4 B, in one CTA's shared memory: --seq-len bounds it.
   const std::vector<std::string> long_base = {"simulate", "--seq-len", "65536", "--numerics", "off", "--hbmlab-kernels"};
-  const Run long_alone = run_with(long_base, {"--algo", "standard"});
-  CHECK(long_alone.code == 2);
-  CHECK(long_alone.out.empty());
-  CHECK(long_alone.err ==
+  CHECK(refusal({"--algo", "standard"}, long_base) ==
         head + "standard has no CUDA kernel in gpu/ whose row of S, N × 4 B = 262144 B at --seq-len 65536, fits the "
                "166912 B one CTA may use (flash1, flash2, flash3, flash-decoding and flashdecoding++ have one)\n");
   CHECK(refusal({"--algo", "standard", "--sram-bytes", "4000"}) ==
