@@ -2,7 +2,8 @@
 # cuDNN's forward around d = 128, N = 64K, H = 4, causal (gpu/bench/cudnn_l2.py says which shapes)
 # under Nsight Compute with the L2's per-partition counters, and hbmlab's flash3 and flash2 at that
 # shape under the same counters (a CUDA build of hbmlab in BIN, its libraries in LIB).
-# Run: BIN=.carry/bin LIB=.carry/lib gpu/bench/cudnn_l2.sh OUTDIR   (OUTDIR/h100-cudnn-l2.json, cudnn-l2.txt)
+# Run: BIN=.carry/bin LIB=.carry/lib gpu/bench/cudnn_l2.sh OUTDIR   (OUTDIR/h100-cudnn-l2.json, cudnn-l2.txt;
+#      h200-cudnn-l2.json on an H200)
 set -uo pipefail
 out=${1:?usage: cudnn_l2.sh OUTDIR}
 parts=all
@@ -24,4 +25,5 @@ if [[ -x "$BIN/hbmlab" ]]; then
     extra+=(--hbmlab $algo "$out/hbmlab-$algo-ncu.csv")
   done
 fi
-python3 "$here/cudnn_l2.py" --merge "$out/cudnn-l2-ncu.csv" "$out/h100-cudnn-l2.json" "${extra[@]}" | tee "$out/cudnn-l2.txt"
+gpu=h100; nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H200 && gpu=h200
+python3 "$here/cudnn_l2.py" --merge "$out/cudnn-l2-ncu.csv" "$out/$gpu-cudnn-l2.json" "${extra[@]}" | tee "$out/cudnn-l2.txt"

@@ -1,6 +1,6 @@
-// The engine's L2 against gpu/bench/l2_partition.cu: the same reads replayed through the H100
-// preset's PartitionedL2, printed as the share of passes 2–6 that hit, footprint by footprint
-// (the GPU's figures: assets/measurements/h100-l2-partition.txt).
+// The engine's L2 against gpu/bench/l2_partition.cu: the same reads replayed through the H100's and
+// the H200's presets' PartitionedL2, printed as the share of passes 2–6 that hit, footprint by
+// footprint (the GPU's figures: assets/measurements/h100-l2-partition.txt, h200-l2-partition.txt).
 // Run: ./build/tests/bench/bench_l2_partition   (--smoke: two footprints)
 #include <cstdio>
 #include <string>
@@ -59,33 +59,40 @@ double private_hit_share(const GpuSpec& gpu, std::int64_t ctas, double footprint
   return double(hit) / double(read);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const bench::Args args = bench::parse_args(argc, argv);
-  const GpuSpec h100 = load_gpu("h100-sxm");
-  const std::vector<double> footprints = args.smoke ? std::vector<double>{16, 48}
-                                                    : std::vector<double>{16, 24, 28, 32, 36, 40, 44, 48, 56, 64, 80};
-  std::printf("h100-sxm: %lld partitions, %lld ways, %.1f MB; share of passes 2-6 that hit\n%-7s",
-              static_cast<long long>(h100.l2_partitions), static_cast<long long>(h100.l2_ways),
-              double(h100.l2_effective_bytes) / 1e6, "F MB");
+// One preset's two tables: the all-SM modes, then the private sweeps (the GPU's figures for the
+// footprints named: assets/measurements/<gpu>-l2-partition.txt and <gpu>-l2-private.txt).
+void print_tables(const GpuSpec& gpu, const std::vector<double>& footprints, const std::vector<double>& private_footprints) {
+  std::printf("%s: %lld partitions, %lld ways, %.1f MB; share of passes 2-6 that hit\n%-7s", gpu.name.c_str(),
+              static_cast<long long>(gpu.l2_partitions), static_cast<long long>(gpu.l2_ways),
+              double(gpu.l2_effective_bytes) / 1e6, "F MB");
   for (double f : footprints) std::printf(" %6.0f", f);
   std::printf("\n");
   for (const char* mode : {"all", "cross", "side0", "random"}) {
     std::printf("%-7s", mode);
-    for (double f : footprints) std::printf(" %5.1f%%", 100 * hit_share(h100, mode, f));
+    for (double f : footprints) std::printf(" %5.1f%%", 100 * hit_share(gpu, mode, f));
     std::printf("\n");
   }
-  // gpu/bench/l2_private.sh's sweeps (the GPU's figures: assets/measurements/h100-l2-private.txt).
-  const std::vector<double> private_footprints =
-      args.smoke ? std::vector<double>{24, 32} : std::vector<double>{8, 16, 24, 28, 32, 36, 40};
-  std::printf("\nCTAs each sweeping their own slice 8 times: share of passes 2-8 that hit\n%-7s", "F MB");
+  std::printf("\n%s: CTAs each sweeping their own slice 8 times: share of passes 2-8 that hit\n%-7s", gpu.name.c_str(), "F MB");
   for (double f : private_footprints) std::printf(" %6.0f", f);
   std::printf("\n");
   for (std::int64_t ctas : {4, 8, 16, 32}) {
     std::printf("%-7s", (std::to_string(ctas) + " CTAs").c_str());
-    for (double f : private_footprints) std::printf(" %5.1f%%", 100 * private_hit_share(h100, ctas, f));
+    for (double f : private_footprints) std::printf(" %5.1f%%", 100 * private_hit_share(gpu, ctas, f));
     std::printf("\n");
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bench::Args args = bench::parse_args(argc, argv);
+  if (args.smoke) {
+    print_tables(load_gpu("h100-sxm"), {16, 48}, {24, 32});
+    return 0;
+  }
+  // The H200's runs took the H100's footprints scaled by its 60 MB of L2 against 50.
+  print_tables(load_gpu("h100-sxm"), {16, 24, 28, 32, 36, 40, 44, 48, 56, 64, 80}, {8, 16, 24, 28, 32, 36, 40});
+  std::printf("\n");
+  print_tables(load_gpu("h200"), {16, 24, 28, 32, 36, 40, 44, 48, 56, 64, 80, 96}, {8, 16, 24, 28, 32, 36, 40, 44, 48});
   return 0;
 }
