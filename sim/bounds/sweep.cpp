@@ -1,6 +1,7 @@
 // The block size × SRAM sweep.
 #include "sim/bounds/sweep.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "sim/common/error.hpp"
@@ -13,8 +14,11 @@ namespace hbmlab {
 
 std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& progress) {
   config.problem.validate();
+  // Without a given SRAM, the GPU's: an SM's for the SM (and M), and what one CTA may use of it for
+  // the CTA, as `simulate` takes them (an H100's 228 and 227 KiB).
+  const bool gpu_sram = config.sram_bytes.empty();
   std::vector<std::int64_t> srams = config.sram_bytes;
-  if (srams.empty()) srams.push_back(config.gpu.sram_bytes_per_sm);
+  if (gpu_sram) srams.push_back(config.gpu.sram_bytes_per_sm);
   const std::int64_t total = saturating_mul(
       saturating_mul(static_cast<std::int64_t>(config.algos.size()), static_cast<std::int64_t>(srams.size())),
       saturating_mul(static_cast<std::int64_t>(config.block_rows.size()), static_cast<std::int64_t>(config.block_cols.size())));
@@ -35,6 +39,7 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
           SweepPoint pt;
           pt.algo = algo;
           pt.sram_bytes = sram;
+          pt.cta_sram_bytes = gpu_sram ? std::min(config.gpu.sram_bytes_per_block, sram) : sram;
           pt.M_elements = sram / config.problem.elem_bytes();
           pt.blocks = {std::min(Br, algo->heads_per_instance(config.problem) * config.problem.Nq()),
                        std::min(Bc, config.problem.seq_len)};
@@ -46,7 +51,7 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
           pt.Tr = grid.Tr;
           pt.Tc = grid.Tc;
           pt.working_set_bytes = algo->working_set_bytes(pt.problem, pt.blocks);
-          pt.fits = pt.working_set_bytes <= sram;
+          pt.fits = pt.working_set_bytes <= pt.cta_sram_bytes;
           if (pt.fits) {
             check_engine_size(algo, pt.problem, pt.blocks);
             engine_pairs += algo->instances(pt.problem) * pt.Tr * pt.Tc;  // each below kMaxEngineTotalPairs
@@ -70,10 +75,9 @@ std::vector<SweepPoint> run_sweep(const SweepConfig& config, const Progress& pro
         SweepPoint& pt = points[i];
         if (!pt.fits) return;
         EngineOptions options;
-        options.sram_bytes_per_sm = options.sram_bytes_per_block = pt.sram_bytes;
-        // Without --sram-bytes, the SM's SRAM is also the CTA's.
-        options.sram_source =
-            config.sram_bytes.empty() ? config.gpu.origin + ": numbers.sram_bytes_per_sm" : "--sram-bytes";
+        options.sram_bytes_per_sm = pt.sram_bytes;
+        options.sram_bytes_per_block = pt.cta_sram_bytes;
+        options.sram_source = gpu_sram ? config.gpu.origin + ": numbers.sram_bytes_per_block" : config.sram_source;
         options.l2_enabled = config.l2_enabled;
         if (pt.algo->takes_launch()) options.launch = config.launch;
         if (!pt.algo->takes_launch_threads()) options.launch.threads_per_cta.reset();

@@ -444,12 +444,12 @@ struct LaunchFlags {
 // launch options were checked (LaunchFlags::checked), so the blocks or the launch made it; named by
 // the option given that changes them (blocks_option: --block-rows or --block-cols where the user set
 // the blocks; empty where the room chose them, and the preset's key leads) rather than by the
-// preset's number alone (the SRAM per CTA is named by what gave it: the preset's key or --sram-bytes).
-// Other errors go on as they are.
+// preset's number alone (the SRAM per CTA is named by what gave it, `sram_source`: the preset's key,
+// --sram-bytes or a scenario's line). Other errors go on as they are.
 [[noreturn]] void name_cta_option(const InputError& e, const GpuSpec& gpu, const LaunchOverride& l,
-                                  std::string_view blocks_option) {
+                                  std::string_view blocks_option, std::string_view sram_source) {
   const std::string_view what = e.what();
-  if (!(what.starts_with(gpu.origin + ": numbers.") || what.starts_with("--sram-bytes: ")) ||
+  if (!(what.starts_with(gpu.origin + ": numbers.") || what.starts_with(fmt::format("{}: ", sram_source))) ||
       what.find("cannot hold one") == what.npos)
     throw e;
   const bool registers = what.find("numbers.registers_per_sm") != what.npos;
@@ -578,7 +578,10 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
   if (flags) {
     if (*flags->o_block_rows) request.block_rows = flags->block_rows;
     if (*flags->o_block_cols) request.block_cols = flags->block_cols;
-    if (*flags->o_sram_bytes) request.sram_bytes = checked_sram_bytes(flags->sram_bytes, "--sram-bytes");
+    if (*flags->o_sram_bytes) {
+      request.sram_bytes = checked_sram_bytes(flags->sram_bytes, "--sram-bytes");
+      request.sram_source = "--sram-bytes";
+    }
     if (flags->seed < 0) fail_input("--seed: must be 0 or more, got {}", flags->seed);
     request.seed = static_cast<std::uint64_t>(flags->seed);
     request.l2_enabled = !flags->no_l2;
@@ -616,7 +619,8 @@ std::vector<SimulationResult> simulate_scenario(const Scenario& s, const Simulat
     } catch (const InputError& e) {
       if (!flags) throw;
       name_cta_option(e, request.gpu, request.launch,
-                      *flags->o_block_rows ? "--block-rows" : *flags->o_block_cols ? "--block-cols" : "");
+                      *flags->o_block_rows ? "--block-rows" : *flags->o_block_cols ? "--block-cols" : "",
+                      request.sram_source);
     }
   }
   return results;
@@ -854,7 +858,7 @@ void add_sweep(CLI::App& app, SweepFlags& f) {
   f.problem.add_to(*cmd);
   cmd->add_option("--block-rows", f.block_rows, "Br values [16,32,64,128,256]")->type_name("LIST");
   cmd->add_option("--block-cols", f.block_cols, "Bc values [16,32,64,128,256,512]")->type_name("LIST");
-  cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM values [the GPU's]")->type_name("LIST");
+  cmd->add_option("--sram-bytes", f.sram_bytes, "SRAM bytes per SM (and per CTA) values [the GPU's, per SM and per CTA]")->type_name("LIST");
   cmd->add_option("--out", f.out_path, "write to this file (whole or not at all) instead of standard output")
       ->type_name("FILE");
   cmd->add_flag("--no-l2", f.no_l2, "turn the L2 off: the paper's model, every counted access reaches HBM");
@@ -881,7 +885,10 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
   config.block_rows = parse_int_list(f.block_rows, "--block-rows");
   config.block_cols = parse_int_list(f.block_cols, "--block-cols");
   if (!f.sram_bytes.empty()) config.sram_bytes = parse_int_list(f.sram_bytes, "--sram-bytes");
-  else if (s.sram_bytes) config.sram_bytes = {*s.sram_bytes};
+  else if (s.sram_bytes) {
+    config.sram_bytes = {*s.sram_bytes};
+    config.sram_source = s.sram_bytes_where;
+  }
   for (std::int64_t bytes : config.sram_bytes) checked_sram_bytes(bytes, "--sram-bytes");
   // The launch's shared memory against the least SRAM of the sweep: every point takes it.
   config.launch = f.launch.checked(config.gpu, config.sram_bytes.empty()
@@ -893,13 +900,14 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
   try {
     points = run_sweep(config, std::ref(bar));
   } catch (const InputError& e) {
-    name_cta_option(e, config.gpu, config.launch, "--block-rows");  // its lists set every point's blocks
+    name_cta_option(e, config.gpu, config.launch, "--block-rows", config.sram_source);  // its lists set every point's blocks
   }
   std::string text;
   if (f.json) {
     Json rows = Json::array();
     for (const SweepPoint& pt : points)
-      rows.push_back({{"algorithm", to_string(pt.algo)}, {"sram_bytes", pt.sram_bytes}, {"M_elements", pt.M_elements},
+      rows.push_back({{"algorithm", to_string(pt.algo)}, {"sram_bytes", pt.sram_bytes},
+                      {"cta_sram_bytes", pt.cta_sram_bytes}, {"M_elements", pt.M_elements},
                       {"Br", pt.blocks.Br}, {"Bc", pt.blocks.Bc}, {"Tr", pt.Tr}, {"Tc", pt.Tc},
                       {"working_set_bytes", pt.working_set_bytes}, {"fits", pt.fits},
                       {"hbm_read_bytes", pt.total.hbm_read_bytes()}, {"hbm_write_bytes", pt.total.hbm_write_bytes()},
@@ -911,12 +919,14 @@ int run_sweep_command(const SweepFlags& f, std::ostream& out, std::ostream& err)
     // CSV keeps its rows clean: the notes go beside it, after the progress bar (an error before them
     // is then the one line on stderr).
     for (const OptionNote& note : notes) fmt::print(err, "note: {}\n", note.text);
-    text = "algorithm,sram_bytes,M_elements,Br,Bc,Tr,Tc,working_set_bytes,fits,hbm_read_bytes,hbm_write_bytes,accesses,bound_ratio,predicted_s\n";
+    // cta_sram_bytes last: the columns before it keep their places from earlier versions.
+    text = "algorithm,sram_bytes,M_elements,Br,Bc,Tr,Tc,working_set_bytes,fits,hbm_read_bytes,hbm_write_bytes,accesses,"
+           "bound_ratio,predicted_s,cta_sram_bytes\n";
     for (const SweepPoint& pt : points)
-      text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", to_string(pt.algo), pt.sram_bytes,
+      text += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", to_string(pt.algo), pt.sram_bytes,
                           pt.M_elements, pt.blocks.Br, pt.blocks.Bc, pt.Tr, pt.Tc, pt.working_set_bytes, pt.fits ? 1 : 0,
                           pt.total.hbm_read_bytes(), pt.total.hbm_write_bytes(), pt.total.accesses(),
-                          csv_number(pt.bound_ratio), csv_number(pt.predicted_s));
+                          csv_number(pt.bound_ratio), csv_number(pt.predicted_s), pt.cta_sram_bytes);
   }
   if (f.out_path.empty()) {
     out << text;

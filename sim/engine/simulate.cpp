@@ -125,6 +125,7 @@ SimulateRequest request_for(const Scenario& s) {
   request.block_rows = s.block_rows;
   request.block_cols = s.block_cols;
   request.sram_bytes = s.sram_bytes;
+  if (s.sram_bytes) request.sram_source = s.sram_bytes_where;
   return request;
 }
 
@@ -198,10 +199,12 @@ SimulationResult simulate(const SimulateRequest& request) {
     r.blocks = choose_blocks(request.algo, request.problem, {r.sram_bytes_per_sm, r.sram_bytes_per_block},
                              request.block_rows, request.block_cols);
   } catch (const InputError& e) {
-    // Without --sram-bytes the SRAM came from the preset: name the preset's key instead.
+    // The SRAM is named by what gave it: the preset's key, or a scenario's line, for --sram-bytes.
     const std::string_view message = e.what();
-    if (request.sram_bytes || !message.starts_with("--sram-bytes: ")) throw;
-    fail_input("{}: numbers.sram_bytes_per_block: {}", request.gpu.origin, message.substr(14));
+    if (!message.starts_with("--sram-bytes: ")) throw;
+    if (!request.sram_bytes) fail_input("{}: numbers.sram_bytes_per_block: {}", request.gpu.origin, message.substr(14));
+    if (request.sram_source == "--sram-bytes") throw;
+    fail_input("{}: {}", request.sram_source, message.substr(14));
   }
   // hbmlab's kernel on the tile shape `hbmlab measure --blocks default` runs, unless the blocks were
   // given; where one CTA cannot hold that one (an A100's 163 KiB), the first compiled shape it holds.
@@ -259,7 +262,7 @@ SimulationResult simulate(const SimulateRequest& request) {
 
   options.sram_bytes_per_sm = r.sram_bytes_per_sm;
   options.sram_bytes_per_block = r.sram_bytes_per_block;
-  if (request.sram_bytes) options.sram_source = "--sram-bytes";
+  if (request.sram_bytes) options.sram_source = request.sram_source;
   options.launch = request.launch;
   r.engine = run_engine(request.algo, p, r.blocks.blocks, request.gpu, options);
   r.time = time_estimate(r.engine);

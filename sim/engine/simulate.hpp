@@ -22,6 +22,7 @@ struct SimulateRequest {
   Algo algo = default_algo();
   std::optional<std::int64_t> block_rows, block_cols;
   std::optional<std::int64_t> sram_bytes;  // overrides the GPU's SRAM per SM and per CTA
+  std::string sram_source = "--sram-bytes";  // what gave sram_bytes, as errors name it (a scenario's "file:line: key")
   NumericsMode numerics = NumericsMode::automatic;
   std::uint64_t seed = 1;
   bool l2_enabled = true;        // off: the paper's model, DRAM traffic = the algorithmic count

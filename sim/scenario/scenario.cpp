@@ -147,6 +147,7 @@ Scenario parse_scenario(std::string_view toml_text, std::string_view origin) {
     }
     else if (key == "sram_bytes") {
       s.sram_bytes = r.positive(node, name);
+      s.sram_bytes_where = fmt::format("{}: {}", r.at(node), name);
       if (*s.sram_bytes > kMaxSramBytes)
         fail_input("{}: {}: {} is outside 1 to {} bytes (1 GiB; a GPU has a few hundred KiB of SRAM per SM)", r.at(node),
                    name, *s.sram_bytes, kMaxSramBytes);

@@ -41,6 +41,7 @@ struct Scenario {
   AttentionProblem problem{1, 1, 1024, 64, Dtype::fp16, false};
   std::optional<std::int64_t> block_rows, block_cols;
   std::optional<std::int64_t> sram_bytes;
+  std::string sram_bytes_where;  // "file:line: workload.sram_bytes", as errors about that SRAM name it
   std::vector<LessonStage> stages;
 };
 

@@ -90,7 +90,7 @@ ExplorerView explore(const ExplorerRequest& request) {
     for (std::int64_t Bc : v.block_cols) {
       SweepPoint pt;
       pt.algo = request.algo;
-      pt.sram_bytes = request.sram_bytes;
+      pt.sram_bytes = pt.cta_sram_bytes = request.sram_bytes;  // the explorer's SRAM: an SM's and its CTA's
       pt.M_elements = request.sram_bytes / p.elem_bytes();
       pt.blocks = {std::min(Br, rows), std::min(Bc, p.seq_len)};
       pt.predicted_s = std::numeric_limits<double>::quiet_NaN();

@@ -829,6 +829,58 @@ TEST_CASE("sweep prints CSV with fitting and non-fitting blocks", "[cli][sweep]"
   CHECK_THAT(r.out, Catch::Contains(",1,") && Catch::Contains(",0,"));  // fits and does not fit
 }
 
+TEST_CASE("sweep gives a CTA what the GPU lets one CTA use, as simulate does", "[cli][sweep]") {
+  // flash2 at d = 128, 196 x 256: 232,992 B of tiles, more than an H100 CTA's 227 KiB (232,448 B) and
+  // less than the SM's 228 KiB (233,472 B).
+  std::vector<std::string> args = {"sweep", "--gpu", "h100-sxm", "--algo", "flash2", "--seq-len", "4096",
+                                   "--head-dim", "128", "--block-rows", "196", "--block-cols", "256", "--json"};
+  const Run gpu_own = run(args);
+  REQUIRE(gpu_own.code == 0);
+  const auto point = nlohmann::json::parse(gpu_own.out)["points"][0];
+  CHECK(point["working_set_bytes"] == 232992);
+  CHECK(point["sram_bytes"] == 233472);
+  CHECK(point["cta_sram_bytes"] == 232448);
+  CHECK(point["fits"] == false);
+  CHECK(point["predicted_s"].is_null());
+  // simulate refuses the same blocks for the same reason.
+  const Run refused = run({"simulate", "--gpu", "h100-sxm", "--algo", "flash2", "--seq-len", "4096", "--head-dim", "128",
+                           "--block-rows", "196", "--block-cols", "256"});
+  CHECK(refused.code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("need 232992 B of SRAM, more than the 232448 B one CTA may use"));
+  // An SRAM given is the SM's and its CTA's, so the whole 228 KiB holds them.
+  std::vector<std::string> given = args;
+  given.insert(given.end(), {"--sram-bytes", "233472"});
+  const Run whole = run(given);
+  REQUIRE(whole.code == 0);
+  const auto fitted = nlohmann::json::parse(whole.out)["points"][0];
+  CHECK(fitted["cta_sram_bytes"] == 233472);
+  CHECK(fitted["fits"] == true);
+  CHECK(fitted["predicted_s"].get<double>() > 0);
+  // The CSV keeps its columns where they were and adds the CTA's SRAM last.
+  args.pop_back();
+  const Run csv = run(args);
+  REQUIRE(csv.code == 0);
+  CHECK_THAT(csv.out, Catch::StartsWith("algorithm,sram_bytes,M_elements,Br,Bc,Tr,Tc,working_set_bytes,fits,hbm_read_bytes,"
+                                        "hbm_write_bytes,accesses,bound_ratio,predicted_s,cta_sram_bytes\n"));
+  CHECK_THAT(csv.out, Catch::Contains(",232992,0,") && Catch::EndsWith(",232448\n"));
+}
+
+TEST_CASE("an SRAM a scenario sets is named at its line when it cannot hold the problem", "[cli][errors]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "hbmlab-scenario-sram.toml").string();
+  std::ofstream(path) << "[workload]\ntitle = \"t\"\nsram_bytes = 1000\nalgorithms = [\"flash2\"]\n"
+                         "[problem]\nseq_len = 256\nhead_dim = 256\n";
+  const Run r = run({"simulate", "--scenario", path});
+  CHECK(r.code == 2);
+  CHECK(r.err == "hbmlab simulate: " + path +
+                     ":3: workload.sram_bytes: 1000 B per CTA cannot hold even one row each of Q, K, V and O (d = 256)\n");
+  CHECK(r.out.empty());
+  // --sram-bytes given over the scenario's is named as the option.
+  const Run option = run({"simulate", "--scenario", path, "--sram-bytes", "1500"});
+  CHECK(option.code == 2);
+  CHECK_THAT(option.err, Catch::StartsWith("hbmlab simulate: --sram-bytes: 1500 B per CTA cannot hold"));
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("presets list every number with its source", "[cli][spec]") {
   const Run r = run({"presets", "--json"});
   REQUIRE(r.code == 0);
@@ -1015,7 +1067,7 @@ TEST_CASE("sweep's CSV leaves a figure empty where its JSON writes null", "[cli]
     std::stringstream cells(line);
     for (std::string cell; std::getline(cells, cell, ',');) fields.push_back(cell);
     if (line.back() == ',') fields.push_back("");
-    REQUIRE(fields.size() == 14);
+    REQUIRE(fields.size() == 15);
     for (const auto& [column, key] : {std::pair{12, "bound_ratio"}, std::pair{13, "predicted_s"}}) {
       INFO(line << " " << key);
       CHECK(fields[column].empty() == points[k][key].is_null());
