@@ -240,7 +240,10 @@ void print_simulation(std::ostream& out, const SimulationResult& r) {
                format_seconds(r.time.predicted_s), format_seconds(r.time.hbm_s), format_seconds(r.time.compute_s));
     return;
   }
-  fmt::print(out, "\n  time      {} predicted by the timing engine (HBM busy {}, compute {})\n", format_seconds(r.time.predicted_s),
+  // The parenthesis: the problem's bytes and FLOPs at the whole GPU's sustained rates, every SM busy; a
+  // time far above both is a launch that leaves SMs idle or waits on latency.
+  fmt::print(out, "\n  time      {} predicted by the timing engine (at the whole GPU's rates: HBM {}, compute {})\n",
+             format_seconds(r.time.predicted_s),
              format_seconds(r.time.hbm_s), format_seconds(r.time.compute_s));
   fmt::print(out, "  launch    {}\n", launch_text(r));
   for (const KernelTiming& k : e.kernels)
