@@ -987,9 +987,10 @@ void ShowTimelinePanel(AppState& app) {
   if (!app.replay[0] || !app.timeline) return;
   const view::TimelineView& t = *app.timeline;
   const SimulationResult& res = app.replay[0]->result();
-  ImGui::TextWrapped("%s: predicted %s for all B·H = %lld heads (HBM busy %s, compute %s)", to_string(res.algo).data(),
-              format_seconds(res.time.predicted_s).c_str(), static_cast<long long>(res.problem.instances()),
-              format_seconds(res.time.hbm_s).c_str(), format_seconds(res.time.compute_s).c_str());
+  ImGui::TextWrapped("%s: predicted %s for all B·H = %lld heads (at the whole GPU's rates: HBM %s, compute %s)",
+                     to_string(res.algo).data(), format_seconds(res.time.predicted_s).c_str(),
+                     static_cast<long long>(res.problem.instances()), format_seconds(res.time.hbm_s).c_str(),
+                     format_seconds(res.time.compute_s).c_str());
   if (!t.available) {
     ImGui::TextDisabled("%s", t.why_not.c_str());
     return;
