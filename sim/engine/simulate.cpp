@@ -231,10 +231,11 @@ SimulationResult simulate(const SimulateRequest& request) {
   const BlockGrid grid = request.algo->grid(p, r.blocks.blocks);
   if (p.block_mask) p.block_mask->check(grid);
   // Every size is checked before any work starts (sim/common/limits.hpp).
-  check_countable(request.algo, p, r.blocks.blocks);
+  const bool blocks_chosen = r.blocks.origin != "explicit";  // the error names the option the user gave
+  check_countable(request.algo, p, r.blocks.blocks, blocks_chosen);
   if (!request.counts_only) {
     check_numerics_size(p, request.numerics);
-    check_engine_size(request.algo, p, r.blocks.blocks);
+    check_engine_size(request.algo, p, r.blocks.blocks, blocks_chosen);
   }
   r.Tr = grid.Tr;
   r.Tc = grid.Tc;

@@ -964,14 +964,14 @@ EngineResult run_plans(const std::vector<KernelPlan>& plans, const GpuSpec& gpu,
   return result;
 }
 
-void check_engine_size(Algo algo, const AttentionProblem& problem, Blocks blocks) {
-  check_countable(algo, problem, blocks);
+void check_engine_size(Algo algo, const AttentionProblem& problem, Blocks blocks, bool blocks_chosen) {
+  check_countable(algo, problem, blocks, blocks_chosen);
   const BlockGrid grid = algo->grid(problem, blocks);
   const std::int64_t pairs = grid.Tr * grid.Tc;  // at most kMaxCountedPairs: no overflow
   if (pairs > kMaxPlanPairs)
-    fail_input("--block-rows/--block-cols: Tr × Tc = {} × {} block pairs (in each of the {}) is more than the timing "
-               "engine plans in one run ({}); choose larger blocks or a smaller --seq-len, or --counts-only",
-               grid.Tr, grid.Tc, algo->instance_name(problem), kMaxPlanPairs);
+    fail_input("{}, more than the timing engine plans in one run ({}); choose a smaller --seq-len or larger "
+               "--block-rows/--block-cols, or --counts-only",
+               too_many_pairs_lead(algo, problem, blocks, blocks_chosen), kMaxPlanPairs);
   const std::int64_t instances = algo->instances(problem);
   if (saturating_mul(instances, pairs) > kMaxEngineTotalPairs)
     fail_input("--batch/--heads: {} {} × {} block pairs is more than the timing engine replays in one run ({}); "

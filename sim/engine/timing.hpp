@@ -124,8 +124,9 @@ void validate_for_engine(const GpuSpec& gpu);
 // Throws InputError naming the option to change when one instance's plan or the replay of every
 // instance is larger than the timing engine takes in one run (kMaxPlanPairs, kMaxEngineTotalPairs in
 // sim/common/limits.hpp). run_engine() checks it before planning; callers that run many points check
-// every point first.
-void check_engine_size(Algo algo, const AttentionProblem& problem, Blocks blocks);
+// every point first. `blocks_chosen`: hbmlab chose the blocks, so the error names --seq-len first
+// (check_countable).
+void check_engine_size(Algo algo, const AttentionProblem& problem, Blocks blocks, bool blocks_chosen = false);
 
 EngineResult run_engine(Algo algo, const AttentionProblem& problem, Blocks blocks, const GpuSpec& gpu,
                         const EngineOptions& options);

@@ -91,6 +91,13 @@ TEST_CASE("limit: block pairs in one timing-engine plan (kMaxPlanPairs)", "[limi
   const Refusal counted = run({"simulate", "--seq-len", "65536", "--block-rows", "32", "--block-cols", "32",
                                "--algo", "flash2", "--counts-only"});
   REQUIRE(counted.code == 0);
+  // Without --block-rows/--block-cols hbmlab chose the blocks: the refusal names --seq-len, the option
+  // the user gave, and the blocks it chose.
+  require_refused({"simulate", "--seq-len", "1000000", "--algo", "flash2", "--numerics", "off"}, "--counts-only",
+                  kMaxPlanPairs);
+  const Refusal chosen = run({"simulate", "--seq-len", "1000000", "--algo", "flash2", "--numerics", "off"});
+  CHECK_THAT(chosen.err, Catch::StartsWith("hbmlab simulate: --seq-len: N = 1000000 in the blocks hbmlab chose (Br = ") &&
+                             Catch::Contains("makes Tr × Tc = "));
 }
 
 TEST_CASE("limit: block pairs the timing engine replays over every instance (kMaxEngineTotalPairs)", "[limits]") {
