@@ -1029,6 +1029,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   add_sweep(app, sweep_flags);
   CLI::App* presets = app.add_subcommand("presets", "list the GPU presets with their numbers, units and sources");
   presets->add_flag("--json", presets_json_flag, "print JSON");
+  std::string presets_gpu;
+  presets->add_option("--gpu", presets_gpu, "only this preset, or a .toml file of your own (checked as simulate reads it)")
+      ->type_name("NAME|FILE");
   CLI::App* gui_cmd = app.add_subcommand("gui", "open the window (Dear ImGui + GLFW)");
   std::int64_t gui_lesson = 0;
   const std::vector<std::string> names = scenario_names();
@@ -1107,7 +1110,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return 0;
     }
     if (app.got_subcommand("presets")) {
-      const std::vector<GpuSpec> specs = gpu_presets();
+      const std::vector<GpuSpec> specs = presets_gpu.empty() ? gpu_presets() : std::vector<GpuSpec>{load_gpu(presets_gpu)};
       if (presets_json_flag) out << presets_json(specs).dump(2) << "\n";
       else print_presets(out, specs);
       return 0;

@@ -755,10 +755,11 @@ TEST_CASE("a shape some rooms of the list do not take: those rooms are left out,
 
 TEST_CASE("what a command does not take is named in the order it was given", "[cli][errors]") {
   // CLI11 lists such arguments last first ("x --gpu"); hbmlab names them as they were typed.
-  CHECK(run({"presets", "--gpu", "x"}).err == "hbmlab presets: --gpu x: not expected (hbmlab presets --help lists what it takes)\n");
+  CHECK(run({"presets", "--seq-len", "x"}).err ==
+        "hbmlab presets: --seq-len x: not expected (hbmlab presets --help lists what it takes)\n");
   CHECK(run({"simulate", "--bogus"}).err == "hbmlab simulate: --bogus: not expected (hbmlab simulate --help lists what it takes)\n");
   CHECK(run({"frobnicate"}).err == "hbmlab: frobnicate: not expected (hbmlab --help lists what it takes)\n");
-  CHECK(run({"presets", "--gpu", "x"}).code == 2);
+  CHECK(run({"presets", "--seq-len", "x"}).code == 2);
 }
 
 TEST_CASE("--help exits 0", "[cli]") {
@@ -892,6 +893,25 @@ TEST_CASE("presets list every number with its source", "[cli][spec]") {
       CHECK_FALSE(number["source"].get<std::string>().empty());
       CHECK_FALSE(number["unit"].get<std::string>().empty());
     }
+}
+
+TEST_CASE("presets --gpu shows one preset, by name or from a file, and names an unknown one", "[cli][spec]") {
+  const Run all = run({"presets"});
+  const Run one = run({"presets", "--gpu", "h200"});
+  REQUIRE(one.code == 0);
+  CHECK(one.out.starts_with("h200 — "));
+  CHECK(one.out.find("\nh100-sxm — ") == std::string::npos);
+  CHECK(all.out.find("\nh200 — ") != std::string::npos);
+  CHECK(one.out.size() < all.out.size() / 3);  // one of the five
+  const Run file = run({"presets", "--gpu", std::string(HBMLAB_SOURCE_DIR) + "/scenarios/gpus/h200.toml", "--json"});
+  REQUIRE(file.code == 0);
+  const auto j = nlohmann::json::parse(file.out);
+  REQUIRE(j.size() == 1);
+  CHECK(j[0]["numbers"]["sm_count"]["value"] == 132);
+  const Run unknown = run({"presets", "--gpu", "h300"});
+  CHECK(unknown.code == 2);
+  CHECK(unknown.out.empty());
+  CHECK(unknown.err.starts_with("hbmlab presets: --gpu: unknown preset 'h300' (known: a100-40gb, "));
 }
 
 TEST_CASE("validate counts within the cut-offs it is given and prints them", "[cli][validate]") {
