@@ -972,7 +972,8 @@ GuiOptions gui_defaults() { return GuiOptions{}; }
 
 // CLI11's "The following arguments were not expected: x --gpu" (last first) as "--gpu x: not expected
 // (hbmlab presets --help lists what it takes)": what was not taken first, in the order it was given.
-std::string extras_message(std::string_view what, std::span<const std::string> args, std::string_view command) {
+std::string extras_message(std::string_view what, std::span<const std::string> args, std::string_view command,
+                           const std::function<bool(const std::string&)>& is_flag) {
   const std::size_t colon = what.find(": ");
   if (colon == std::string_view::npos) return std::string(what);
   std::vector<std::pair<std::ptrdiff_t, std::string>> extras;  // (where it stands in args, the argument)
@@ -986,6 +987,11 @@ std::string extras_message(std::string_view what, std::span<const std::string> a
     rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
   }
   std::stable_sort(extras.begin(), extras.end());
+  // `--causal yes`: a value after an option that takes none (measure's --causal takes one; simulate's
+  // is a flag), named as such rather than as a stray word.
+  if (const auto [at, item] = extras.front(); at > 0 && is_flag(args[static_cast<std::size_t>(at - 1)]))
+    return fmt::format("{}: takes no value, got '{}' ({} --help lists what it takes)",
+                       args[static_cast<std::size_t>(at - 1)], item, command);
   std::string given;
   for (const auto& [at, item] : extras) given += (given.empty() ? "" : " ") + item;
   return fmt::format("{}: not expected ({} --help lists what it takes)", given, command);
@@ -995,7 +1001,17 @@ std::string extras_message(std::string_view what, std::span<const std::string> a
 // first, as every other error of hbmlab's; other parse errors as CLI11 words them.
 std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, std::span<const std::string> args,
                                 std::string_view command) {
-  if (dynamic_cast<const CLI::ExtrasError*>(&e)) return extras_message(e.what(), args, command);
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    // The subcommand given (or the command itself) decides what its options take.
+    const CLI::App* given = &app;
+    for (const CLI::App* sub : app.get_subcommands())
+      if (sub->parsed()) given = sub;
+    return extras_message(e.what(), args, command, [given](const std::string& arg) {
+      if (!arg.starts_with("--")) return false;
+      const CLI::Option* o = given->get_option_no_throw(arg);
+      return o != nullptr && o->get_expected_max() == 0;
+    });
+  }
   const std::string_view what = e.what(), head = "Could not convert: ";
   const std::size_t eq = what.find(" = ");
   if (!what.starts_with(head) || eq == std::string_view::npos) return std::string(what);
