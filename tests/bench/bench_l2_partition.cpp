@@ -1,10 +1,12 @@
 // The engine's L2 against gpu/bench/l2_partition.cu: the same reads replayed through the H100's and
 // the H200's presets' PartitionedL2, printed as the share of passes 2–6 that hit, footprint by
-// footprint (the GPU's figures: assets/measurements/h100-l2-partition.txt, h200-l2-partition.txt).
+// footprint (the GPU's figures: assets/measurements/h100-l2-partition.txt, h200-l2-partition.txt),
+// and gpu/bench/l2_policy.cu's sequences (h100-l2-policy.txt).
 // Run: ./build/tests/bench/bench_l2_partition   (--smoke: two footprints)
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/engine/l2.hpp"
@@ -59,6 +61,45 @@ double private_hit_share(const GpuSpec& gpu, std::int64_t ctas, double footprint
   return double(hit) / double(read);
 }
 
+// As gpu/bench/l2_policy.cu: every SM reads its own slice of A once (`cold`), twice (`hot`) or three
+// times (`hot3`), then of B once (twice: `hot-b`), then of A again; the share of that last read of A
+// that hits.
+double policy_kept(const GpuSpec& gpu, std::string_view sequence, double a_mb, double b_mb) {
+  PartitionedL2 l2(gpu.l2_effective_bytes, gpu.l2_ways, gpu.l2_line_bytes, gpu.l2_partitions);
+  const std::int64_t tile = 4096, readers = gpu.sm_count, per_side = readers / 2;
+  const std::int64_t a_tiles = static_cast<std::int64_t>(a_mb * 1e6) / tile / readers;
+  const std::int64_t b_tiles = static_cast<std::int64_t>(b_mb * 1e6) / tile / readers;
+  l2.set_own_footprint((a_tiles + b_tiles) * tile);
+  std::int64_t hit = 0;
+  auto read = [&](Tensor region, std::int64_t tiles, bool count) {
+    for (std::int64_t j = 0; j < tiles; ++j)
+      for (std::int64_t r = 0; r < readers; ++r) {
+        const TileL2::ReadOutcome o = l2.read(static_cast<int>(r / per_side), tile_key(r, region, j), tile, true);
+        if (count) hit += o.hit_bytes;
+      }
+  };
+  read(Tensor::Q, a_tiles, false);
+  if (sequence == "hot" || sequence == "hot3") read(Tensor::Q, a_tiles, false);
+  if (sequence == "hot3") read(Tensor::Q, a_tiles, false);
+  read(Tensor::K, b_tiles, false);
+  if (sequence == "hot-b") read(Tensor::K, b_tiles, false);
+  read(Tensor::Q, a_tiles, true);
+  return double(hit) / double(a_tiles * readers * tile);
+}
+
+void print_policy(const GpuSpec& gpu, double a_mb, const std::vector<double>& b_mbs) {
+  std::printf("\n%s: A = %.0f MB read once (cold), twice (hot) or 3 times (hot3), B once (twice: hot-b), then A: "
+              "share of A kept\n%-7s",
+              gpu.name.c_str(), a_mb, "B MB");
+  for (double b : b_mbs) std::printf(" %6.0f", b);
+  std::printf("\n");
+  for (const char* sequence : {"cold", "hot", "hot3", "hot-b"}) {
+    std::printf("%-7s", sequence);
+    for (double b : b_mbs) std::printf(" %5.1f%%", 100 * policy_kept(gpu, sequence, a_mb, b));
+    std::printf("\n");
+  }
+}
+
 // One preset's two tables: the all-SM modes, then the private sweeps (the GPU's figures for the
 // footprints named: assets/measurements/<gpu>-l2-partition.txt and <gpu>-l2-private.txt).
 void print_tables(const GpuSpec& gpu, const std::vector<double>& footprints, const std::vector<double>& private_footprints) {
@@ -88,10 +129,16 @@ int main(int argc, char** argv) {
   const bench::Args args = bench::parse_args(argc, argv);
   if (args.smoke) {
     print_tables(load_gpu("h100-sxm"), {16, 48}, {24, 32});
+    print_policy(load_gpu("h100-sxm"), 16, {24});
     return 0;
   }
   // The H200's runs took the H100's footprints scaled by its 60 MB of L2 against 50.
   print_tables(load_gpu("h100-sxm"), {16, 24, 28, 32, 36, 40, 44, 48, 56, 64, 80}, {8, 16, 24, 28, 32, 36, 40});
+  // The GPU's: assets/measurements/h100-l2-policy.txt.
+  for (const auto& [a, bs] : std::vector<std::pair<double, std::vector<double>>>{
+           {4, {24, 28, 32, 36, 40}}, {8, {8, 16, 20, 24, 28, 32, 36, 40, 48, 64}}, {16, {8, 12, 16, 20, 24, 28, 32, 40, 48}},
+           {24, {8, 12, 16, 20, 24}}})
+    print_policy(load_gpu("h100-sxm"), a, bs);
   std::printf("\n");
   print_tables(load_gpu("h200"), {16, 24, 28, 32, 36, 40, 44, 48, 56, 64, 80, 96}, {8, 16, 24, 28, 32, 36, 40, 44, 48});
   return 0;
