@@ -19,11 +19,6 @@
 #else
 #include <stb_image_write.h>
 #endif
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 #ifndef HBMLAB_SOURCE_DIR
 #define HBMLAB_SOURCE_DIR "."
@@ -76,15 +71,6 @@ bool save_screenshot(const std::string& path, int w, int h) {
 
 // The recorded measurements: beside an installed binary (`make install`: PREFIX/share/hbmlab/measurements),
 // else the source tree's.
-// Linux keeps a nice value per thread (setpriority on the thread's id), and a thread starts with its
-// creator's: the engine's parallel_for workers inherit this.
-void lower_this_threads_priority() {
-#ifdef __linux__
-  constexpr int kBackgroundNice = 10;
-  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kBackgroundNice);
-#endif
-}
-
 std::string measurements_dir() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -196,7 +182,6 @@ void end_frame(const FrameInfo& info) {
 
 bool save_screenshot(const std::string&, int, int) { return false; }
 
-void lower_this_threads_priority() {}  // the page has one thread
 std::string measurements_dir() { return "/assets/measurements"; }
 
 std::optional<LessonRequest> take_lesson_request() {

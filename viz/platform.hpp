@@ -72,12 +72,6 @@ inline constexpr double kSliceSeconds = 0.012;
 //
 // Work comes whole (start: one call) or in slices (start_slices: step() does one slice and says
 // whether more remain, finish() gives the result); only sliced work lets the page draw meanwhile.
-// Background work yields to the window: the calling thread (and the threads it starts, which
-// inherit it) runs at a lower priority, so that drawing — on a laptop without a GPU driver, Mesa's
-// software rasteriser — is not starved while the timing engine fills the cores. Idle cores still go
-// to the work. No-op where the platform has no per-thread priority.
-void lower_this_threads_priority();
-
 template <class T>
 class Job {
 public:
@@ -98,7 +92,6 @@ public:
     shared_ = shared;
 #ifndef __EMSCRIPTEN__
     std::thread([shared] {
-      lower_this_threads_priority();
       while (!shared->run_slice()) {
       }
     }).detach();
