@@ -1,4 +1,5 @@
-// What the microbenchmarks share: an exit on a CUDA error (every one), a grid-wide barrier for grids
+// What the microbenchmarks share: an exit on a CUDA error (every one), the L2 benchmarks' %smid, fill
+// and streaming read (l2_partition.cu, l2_policy.cu, l2_reuse.cu), a grid-wide barrier for grids
 // whose CTAs are all resident at once (l2_reuse.cu, l2_layout.cu, l2_alias.cu), and the timing of a
 // kernel that runs one CTA per SM under its own clock (pipes.cu, latency.cu), and the operands and
 // MMA those kernels feed their tensor pipes with (pipes.cu, latency.cu, l2_reduce.cu).
@@ -40,6 +41,29 @@ inline void check(cudaError_t e, const char* program, const char* what) {
     std::fprintf(stderr, "%s: %s: %s\n", program, what, cudaGetErrorString(e));
     std::exit(1);
   }
+}
+
+// The SM this thread runs on.
+__device__ __forceinline__ unsigned int sm_id() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+}
+
+// Writes `vectors` uint4s of a pattern, so that every page of the buffer is the GPU's own.
+__global__ void fill_kernel(uint4* data, std::size_t vectors) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < vectors; i += std::size_t(gridDim.x) * blockDim.x)
+    data[i] = uint4{unsigned(i), unsigned(i * 2654435761u), unsigned(i >> 7), 0x5bd1e995u};
+}
+
+// Streams through `vectors` uint4s from the whole grid (ld.global.cg): evicts whatever the L2 held.
+__global__ void flush_kernel(const uint4* data, std::size_t vectors, uint4* sink) {
+  uint4 acc{0, 0, 0, 0};
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < vectors; i += std::size_t(gridDim.x) * blockDim.x) {
+    const uint4 x = __ldcg(data + i);
+    acc.x ^= x.x, acc.y ^= x.y, acc.z ^= x.z, acc.w ^= x.w;
+  }
+  if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) sink[threadIdx.x] = acc;
 }
 
 __device__ unsigned int g_arrived = 0;

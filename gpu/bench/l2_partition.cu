@@ -42,16 +42,14 @@
 
 namespace {
 
+using bench::fill_kernel;
+using bench::flush_kernel;
+using bench::sm_id;
+
 void check(cudaError_t e, const char* what) { bench::check(e, "l2_partition", what); }
 
 constexpr int kLineWords = 32;  // 128-byte lines of 32-bit words
 constexpr int kMaxLines = 2048;
-
-__device__ unsigned int sm_id() {
-  unsigned int s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s;
-}
 
 __device__ unsigned int g_ran = 0;  // set by the CTA that found itself on the target SM
 
@@ -82,21 +80,6 @@ __global__ void probe_kernel(const unsigned int* lines, int n_lines, unsigned in
   }
   for (int i = 0; i < n_lines; ++i) cycles_by_line[i] = s_cycles[i];
   g_ran = s_next[n_lines - 1] == start ? 1 : 2;  // 2: the chase did not come back to its start
-}
-
-// Streams through `vectors` uint4s from every SM: evicts whatever the L2 held.
-__global__ void flush_kernel(const uint4* data, std::size_t vectors, uint4* sink) {
-  uint4 acc{0, 0, 0, 0};
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < vectors; i += std::size_t(gridDim.x) * blockDim.x) {
-    const uint4 x = __ldcg(data + i);
-    acc.x ^= x.x, acc.y ^= x.y, acc.z ^= x.z, acc.w ^= x.w;
-  }
-  if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) sink[threadIdx.x] = acc;
-}
-
-__global__ void fill_kernel(uint4* data, std::size_t vectors) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < vectors; i += std::size_t(gridDim.x) * blockDim.x)
-    data[i] = uint4{unsigned(i), unsigned(i * 2654435761u), unsigned(i >> 7), 0x5bd1e995u};
 }
 
 // Multipliers of the random order, one per pass: primes above any slice's line count, so that

@@ -28,6 +28,8 @@ for r in runs:
     seq, a, b, n = r[1], float(r[2]), float(r[3]), int(r[5])
     reads = [num(rows[i + k]["dram__bytes_read.sum"]) / 1e6 for k in range(n)]
     i += n
+    if seq == "warm-up":
+        continue
     kept = 1 - min(1.0, reads[-1] / a)
     print(f"{seq:8s} {a:5.1f} {b:6.1f}   {'  '.join(f'{x:7.1f}' for x in reads):49s} {reads[-1]:10.1f}      {kept * 100:5.1f} %")
 PY

@@ -36,16 +36,13 @@
 
 namespace {
 
+using bench::fill_kernel;
+using bench::sm_id;
+
 void check(cudaError_t e, const char* what) { bench::check(e, "l2_reuse", what); }
 
 __device__ unsigned int g_smid[4096];
 __device__ unsigned int g_unpaired = 0;  // CTAs that found no CTA on the partner SM (SHIFT -2 to -4)
-
-__device__ unsigned int sm_id() {
-  unsigned int s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s;
-}
 
 // The SM whose CTA a CTA on SM `s` re-reads from, for SHIFT -2 and -3.
 __device__ unsigned int partner_sm(unsigned int s, int shift) {
@@ -118,11 +115,6 @@ __global__ void reuse_kernel(const uint4* data, uint4* sink, uint4* out, const u
     bench::grid_barrier(ctas);
   }
   if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) sink[cta * blockDim.x + threadIdx.x] = acc;  // keeps the loads
-}
-
-__global__ void fill_kernel(uint4* data, std::size_t vectors) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < vectors; i += std::size_t(gridDim.x) * blockDim.x)
-    data[i] = uint4{unsigned(i), unsigned(i * 2654435761u), unsigned(i >> 7), 0x5bd1e995u};
 }
 
 }  // namespace
