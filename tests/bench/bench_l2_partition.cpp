@@ -1,7 +1,8 @@
 // The engine's L2 against gpu/bench/l2_partition.cu: the same reads replayed through the H100's and
 // the H200's presets' PartitionedL2, printed as the share of passes 2–6 that hit, footprint by
 // footprint (the GPU's figures: assets/measurements/h100-l2-partition.txt, h200-l2-partition.txt),
-// and gpu/bench/l2_policy.cu's sequences (h100-l2-policy.txt).
+// its private sweeps, read-only and read-then-store (h100-l2-private.txt, h200-l2-private.txt), and
+// gpu/bench/l2_policy.cu's sequences (h100-l2-policy.txt).
 // Run: ./build/tests/bench/bench_l2_partition   (--smoke: two footprints)
 #include <cstdio>
 #include <string>
@@ -44,8 +45,9 @@ double hit_share(const GpuSpec& gpu, std::string_view mode, double footprint_mb)
 }
 
 // As l2_partition.cu's `private` mode: `ctas` CTAs, each reading its own slice of the footprint 8
-// times in order, placed as the engine places a launch's first CTAs (PartitionedL2::side_of_sm).
-double private_hit_share(const GpuSpec& gpu, std::int64_t ctas, double footprint_mb) {
+// times in order (`write`: storing every tile back after reading it, as flash1 stores O_i, ℓ_i, m_i),
+// placed as the engine places a launch's first CTAs (PartitionedL2::side_of_sm).
+double private_hit_share(const GpuSpec& gpu, std::int64_t ctas, double footprint_mb, bool write = false) {
   PartitionedL2 l2(gpu.l2_effective_bytes, gpu.l2_ways, gpu.l2_line_bytes, gpu.l2_partitions);
   const std::int64_t tile = 4096;
   const std::int64_t tiles = static_cast<std::int64_t>(footprint_mb * 1e6) / tile / ctas;
@@ -56,6 +58,7 @@ double private_hit_share(const GpuSpec& gpu, std::int64_t ctas, double footprint
       for (std::int64_t c = 0; c < ctas; ++c) {
         const int side = PartitionedL2::side_of_sm(c, gpu.l2_partition_first_sms, gpu.l2_partition_run_sms);
         const TileL2::ReadOutcome o = l2.read(side, tile_key(c, Tensor::Q, j), tile, true);
+        if (write) l2.write(tile_key(c, Tensor::Q, j), tile, true);
         if (pass > 0) hit += o.hit_bytes, read += tile;
       }
   return double(hit) / double(read);
@@ -100,8 +103,9 @@ void print_policy(const GpuSpec& gpu, double a_mb, const std::vector<double>& b_
   }
 }
 
-// One preset's two tables: the all-SM modes, then the private sweeps (the GPU's figures for the
-// footprints named: assets/measurements/<gpu>-l2-partition.txt and <gpu>-l2-private.txt).
+// One preset's tables: the all-SM modes, then the private sweeps, reading and reading then storing
+// (the GPU's figures for the footprints named: assets/measurements/<gpu>-l2-partition.txt and
+// <gpu>-l2-private.txt, private-read and private-write).
 void print_tables(const GpuSpec& gpu, const std::vector<double>& footprints, const std::vector<double>& private_footprints) {
   std::printf("%s: %lld partitions, %lld ways, %.1f MB; share of passes 2-6 that hit\n%-7s", gpu.name.c_str(),
               static_cast<long long>(gpu.l2_partitions), static_cast<long long>(gpu.l2_ways),
@@ -113,13 +117,16 @@ void print_tables(const GpuSpec& gpu, const std::vector<double>& footprints, con
     for (double f : footprints) std::printf(" %5.1f%%", 100 * hit_share(gpu, mode, f));
     std::printf("\n");
   }
-  std::printf("\n%s: CTAs each sweeping their own slice 8 times: share of passes 2-8 that hit\n%-7s", gpu.name.c_str(), "F MB");
-  for (double f : private_footprints) std::printf(" %6.0f", f);
-  std::printf("\n");
-  for (std::int64_t ctas : {4, 8, 16, 32}) {
-    std::printf("%-7s", (std::to_string(ctas) + " CTAs").c_str());
-    for (double f : private_footprints) std::printf(" %5.1f%%", 100 * private_hit_share(gpu, ctas, f));
+  for (const bool write : {false, true}) {
+    std::printf("\n%s: CTAs each sweeping their own slice 8 times%s: share of passes 2-8 that hit\n%-7s", gpu.name.c_str(),
+                write ? ", storing every line back" : "", "F MB");
+    for (double f : private_footprints) std::printf(" %6.0f", f);
     std::printf("\n");
+    for (std::int64_t ctas : {4, 8, 16, 32}) {
+      std::printf("%-7s", (std::to_string(ctas) + " CTAs").c_str());
+      for (double f : private_footprints) std::printf(" %5.1f%%", 100 * private_hit_share(gpu, ctas, f, write));
+      std::printf("\n");
+    }
   }
 }
 
