@@ -1,7 +1,8 @@
 // Which lines the L2 keeps when a stream overflows it: does a line read twice outlast one read once?
 //
 // Build: nvcc -O3 -arch=sm_90 -o l2_policy gpu/bench/l2_policy.cu
-// Run:   l2_policy A_MB B_MB [B_MB ...]   (profile it with ncu --cache-control none, -k regex:policy_read)
+// Run:   l2_policy [--sequences LIST] A_MB B_MB [B_MB ...]
+//        (profile it with ncu --cache-control none, -k regex:policy_)
 //
 // One CTA per SM (each asks for more than half the SM's shared memory), each reading the slice of a
 // region that belongs to its SM (%smid), so that every line is read from one side of the L2 only.
@@ -10,6 +11,12 @@
 //   hot    A, A, B, A    A read twice (the second read hits) before B
 //   hot3   A, A, A, B, A A read three times before B
 //   hot-b  A, B, B, A    B read twice: its second read re-references B's lines
+// and, named in --sequences (a comma list; the default is the four above):
+//   store       A stored (no read: whole lines written), B, A read
+//   read-store  A read, then stored, B, A read
+// A line homed across is held by the reading SM's partition and by its home; whether a store leaves
+// such a copy too (or only the home line, dirty) shows in how much of A survives B, beside cold (a
+// copy on both sides) and hot (the second read refreshes only the copy).
 // Under an LRU, A's last read is equally far back in cold and hot, so as much of A survives B in
 // both; a policy that keeps re-referenced lines (or inserts streamed lines where they leave first)
 // keeps more of A in hot. The last read of A's DRAM bytes says what was lost. Each line printed
@@ -49,20 +56,48 @@ __global__ void policy_read(const uint4* data, long long first, long long lines,
   if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) sink[threadIdx.x] = acc;
 }
 
+// The same slices stored: every line written whole (st.global.cg), no read.
+__global__ void policy_store(uint4* data, long long first, long long lines, int sms, unsigned int* seen) {
+  const unsigned int s = sm_id();
+  if (s >= unsigned(sms)) return;
+  const long long per = lines / sms, begin = first + per * s, end = s + 1 == unsigned(sms) ? first + lines : begin + per;
+  for (long long v = begin * 8 + threadIdx.x; v < end * 8; v += blockDim.x)
+    __stcg(data + v, make_uint4(unsigned(v), unsigned(v >> 32), s, 0x5eed));
+  if (threadIdx.x == 0) atomicAdd(seen + s, 1u);
+}
+
 constexpr double kMB = 1e6;
 constexpr std::size_t kFlushBytes = std::size_t(256) << 20;
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: l2_policy A_MB B_MB [B_MB ...]\n");
+  std::vector<std::string> chosen = {"cold", "hot", "hot3", "hot-b"};
+  int arg = 1;
+  if (argc > 2 && std::string(argv[1]) == "--sequences") {
+    chosen.clear();
+    const std::string list = argv[2];
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t comma = std::min(list.find(',', at), list.size());
+      const std::string name = list.substr(at, comma - at);
+      if (name != "cold" && name != "hot" && name != "hot3" && name != "hot-b" && name != "store" && name != "read-store") {
+        std::fprintf(stderr, "l2_policy: --sequences: unknown sequence '%s' (cold, hot, hot3, hot-b, store, read-store)\n",
+                     name.c_str());
+        return 2;
+      }
+      chosen.push_back(name);
+      at = comma + 1;
+    }
+    arg = 3;
+  }
+  if (argc < arg + 2) {
+    std::fprintf(stderr, "usage: l2_policy [--sequences LIST] A_MB B_MB [B_MB ...]\n");
     return 2;
   }
   std::vector<double> b_mb;
-  const double a_mb = std::atof(argv[1]);
+  const double a_mb = std::atof(argv[arg]);
   double max_b = 0;
-  for (int i = 2; i < argc; ++i) {
+  for (int i = arg + 1; i < argc; ++i) {
     b_mb.push_back(std::atof(argv[i]));
     max_b = std::max(max_b, b_mb.back());
   }
@@ -87,11 +122,15 @@ int main(int argc, char** argv) {
   // More than half of an SM's shared memory: one CTA an SM.
   const int smem = static_cast<int>(prop.sharedMemPerMultiprocessor / 2 + 1024);
   check(cudaFuncSetAttribute(policy_read, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
+  check(cudaFuncSetAttribute(policy_store, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
   std::vector<unsigned int> host(sms);
-  auto read = [&](long long first, long long lines) {
+  auto launch = [&](long long first, long long lines, bool store) {
     check(cudaMemset(seen, 0, sizeof(unsigned int) * sms), "memset seen");
-    policy_read<<<sms, 512, smem>>>(data, first, lines, sms, seen, sink);
-    check(cudaGetLastError(), "policy_read launch");
+    if (store)
+      policy_store<<<sms, 512, smem>>>(data, first, lines, sms, seen);
+    else
+      policy_read<<<sms, 512, smem>>>(data, first, lines, sms, seen, sink);
+    check(cudaGetLastError(), "policy launch");
     check(cudaMemcpy(host.data(), seen, sizeof(unsigned int) * sms, cudaMemcpyDeviceToHost), "seen");
     for (int s = 0; s < sms; ++s)
       if (host[s] != 1) {
@@ -99,6 +138,8 @@ int main(int argc, char** argv) {
         std::exit(1);
       }
   };
+  auto read = [&](long long first, long long lines) { launch(first, lines, false); };
+  auto store = [&](long long first, long long lines) { launch(first, lines, true); };
   std::printf("device %s, %d SMs, L2 %d bytes\n", prop.name, sms, prop.l2CacheSize);
   // The first sequence of a process can lose more of A than the same one later (cold, A = 8 MB, B = 24
   // MB: 38.5 % kept first, 81.6–82.6 % in three later runs): a cold sequence on the first B, not
@@ -107,14 +148,19 @@ int main(int argc, char** argv) {
     const double b = b_mb[k == 0 ? 0 : k - 1];
     const long long b_lines = static_cast<long long>(b * kMB / 128);
     const std::vector<std::string> sequences =
-        k == 0 ? std::vector<std::string>{"warm-up"} : std::vector<std::string>{"cold", "hot", "hot3", "hot-b"};
+        k == 0 ? std::vector<std::string>{"warm-up"} : chosen;
     for (const std::string& sequence : sequences) {
       flush_kernel<<<4 * sms, 512>>>(flush, kFlushBytes / 16, sink);
       check(cudaDeviceSynchronize(), "flush");
-      const int launches = sequence == "cold" || sequence == "warm-up" ? 3 : sequence == "hot3" ? 5 : 4;
+      const int launches =
+          sequence == "cold" || sequence == "warm-up" || sequence == "store" ? 3 : sequence == "hot3" ? 5 : 4;
       std::printf("run %s %.1f %.1f launches %d\n", sequence.c_str(), a_mb, b, launches);
       std::fflush(stdout);
-      read(0, a_lines);
+      if (sequence == "store")
+        store(0, a_lines);
+      else
+        read(0, a_lines);
+      if (sequence == "read-store") store(0, a_lines);
       if (sequence == "hot" || sequence == "hot3") read(0, a_lines);
       if (sequence == "hot3") read(0, a_lines);
       read(a_lines, b_lines);

@@ -2,7 +2,7 @@
 // the H200's presets' PartitionedL2, printed as the share of passes 2–6 that hit, footprint by
 // footprint (the GPU's figures: assets/measurements/h100-l2-partition.txt, h200-l2-partition.txt),
 // its private sweeps, read-only and read-then-store (h100-l2-private.txt, h200-l2-private.txt), and
-// gpu/bench/l2_policy.cu's sequences (h100-l2-policy.txt).
+// gpu/bench/l2_policy.cu's sequences (h100-l2-policy.txt, h100-l2-policy-store.txt).
 // Run: ./build/tests/bench/bench_l2_partition   (--smoke: two footprints)
 #include <cstdio>
 #include <string>
@@ -65,8 +65,8 @@ double private_hit_share(const GpuSpec& gpu, std::int64_t ctas, double footprint
 }
 
 // As gpu/bench/l2_policy.cu: every SM reads its own slice of A once (`cold`), twice (`hot`) or three
-// times (`hot3`), then of B once (twice: `hot-b`), then of A again; the share of that last read of A
-// that hits.
+// times (`hot3`), stores it whole (`store`) or reads then stores it (`read-store`), then reads its
+// slice of B once (twice: `hot-b`), then of A again; the share of that last read of A that hits.
 double policy_kept(const GpuSpec& gpu, std::string_view sequence, double a_mb, double b_mb) {
   PartitionedL2 l2(gpu.l2_effective_bytes, gpu.l2_ways, gpu.l2_line_bytes, gpu.l2_partitions);
   const std::int64_t tile = 4096, readers = gpu.sm_count, per_side = readers / 2;
@@ -81,7 +81,15 @@ double policy_kept(const GpuSpec& gpu, std::string_view sequence, double a_mb, d
         if (count) hit += o.hit_bytes;
       }
   };
-  read(Tensor::Q, a_tiles, false);
+  auto store = [&](Tensor region, std::int64_t tiles) {
+    for (std::int64_t j = 0; j < tiles; ++j)
+      for (std::int64_t r = 0; r < readers; ++r) l2.write(tile_key(r, region, j), tile, true);
+  };
+  if (sequence == "store")
+    store(Tensor::Q, a_tiles);
+  else
+    read(Tensor::Q, a_tiles, false);
+  if (sequence == "read-store") store(Tensor::Q, a_tiles);
   if (sequence == "hot" || sequence == "hot3") read(Tensor::Q, a_tiles, false);
   if (sequence == "hot3") read(Tensor::Q, a_tiles, false);
   read(Tensor::K, b_tiles, false);
@@ -91,13 +99,13 @@ double policy_kept(const GpuSpec& gpu, std::string_view sequence, double a_mb, d
 }
 
 void print_policy(const GpuSpec& gpu, double a_mb, const std::vector<double>& b_mbs) {
-  std::printf("\n%s: A = %.0f MB read once (cold), twice (hot) or 3 times (hot3), B once (twice: hot-b), then A: "
-              "share of A kept\n%-7s",
+  std::printf("\n%s: A = %.0f MB read once (cold), twice (hot) or 3 times (hot3), B once (twice: hot-b), or A "
+              "stored (store), read then stored (read-store); then A: share of A kept\n%-10s",
               gpu.name.c_str(), a_mb, "B MB");
   for (double b : b_mbs) std::printf(" %6.0f", b);
   std::printf("\n");
-  for (const char* sequence : {"cold", "hot", "hot3", "hot-b"}) {
-    std::printf("%-7s", sequence);
+  for (const char* sequence : {"cold", "hot", "hot3", "hot-b", "store", "read-store"}) {
+    std::printf("%-10s", sequence);
     for (double b : b_mbs) std::printf(" %5.1f%%", 100 * policy_kept(gpu, sequence, a_mb, b));
     std::printf("\n");
   }
