@@ -20,6 +20,13 @@ double poisson_cdf(double lambda, std::int64_t k) {
   return std::min(sum, 1.0);
 }
 
+// std::llround for x ≥ 0, without the library call (it was 4 % of the engine's time): halves
+// round up, and x − ⌊x⌋ is exact below 2^52, so the result is llround's.
+std::int64_t round_bytes(double x) {
+  const double whole = std::floor(x);
+  return static_cast<std::int64_t>(x - whole >= 0.5 ? whole + 1.0 : whole);
+}
+
 constexpr double kUnreachable = 1e-9;  // below this resident fraction a tile leaves the stack
 constexpr std::size_t kCdfPoints = 16384;  // table of P(Poisson(λ) ≤ ways − 1) over λ
 
@@ -178,16 +185,25 @@ TileL2::Distance TileL2::distance(const Entry& e) const {
   return d;
 }
 
-// Touch times run out: number the tiles 0 … n − 1 from LRU to MRU and rebuild the trees.
+// Touch times run out: number the tiles 0 … n − 1 from LRU to MRU and rebuild the trees, in linear
+// time: each node takes its own tile's bytes, then passes its sum up to its parent.
 void TileL2::renumber() {
   const std::size_t n = index_.size();
   tree_.assign(std::max<std::size_t>(4 * n, 4096) + 1, 0);
   swept_tree_.assign(tree_.size(), 0);
   std::int64_t t = 0;
-  for (std::int32_t e = lru_; e >= 0; e = pool_[e].next) pool_[e].time = t++;
   for (std::int32_t e = lru_; e >= 0; e = pool_[e].next) {
-    tree_add(tree_, pool_[e].time, pool_[e].bytes);
-    if (pool_[e].swept) tree_add(swept_tree_, pool_[e].time, pool_[e].bytes);
+    Entry& x = pool_[e];
+    x.time = t++;
+    tree_[static_cast<std::size_t>(x.time) + 1] = x.bytes;
+    if (x.swept) swept_tree_[static_cast<std::size_t>(x.time) + 1] = x.bytes;
+  }
+  for (std::size_t i = 1; i < tree_.size(); ++i) {
+    const std::size_t parent = i + (i & (~i + 1));
+    if (parent < tree_.size()) {
+      tree_[parent] += tree_[i];
+      swept_tree_[parent] += swept_tree_[i];
+    }
   }
   next_time_ = t;
 }
@@ -218,8 +234,8 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std:
     Entry& x = pool_[e];
     const Distance d = distance(x);
     const double f = resident_fraction(d.all, x.bytes, d.swept, own);
-    resident = std::llround(f * double(x.bytes));
-    dirty_left = std::llround(f * double(x.dirty));
+    resident = round_bytes(f * double(x.bytes));
+    dirty_left = round_bytes(f * double(x.dirty));
     writebacks_[static_cast<int>(tile_key_tensor(key))] += x.dirty - dirty_left;
     add(x, -1);
     unlink(e);
@@ -306,14 +322,14 @@ std::array<std::int64_t, kTensorCount> TileL2::take_writebacks() {
 std::int64_t TileL2::dirty_bytes() const {
   std::int64_t sum = 0;
   for (std::int32_t e = lru_; e >= 0; e = pool_[e].next)
-    sum += std::llround(resident_fraction(pool_[e]) * double(pool_[e].dirty));
+    sum += round_bytes(resident_fraction(pool_[e]) * double(pool_[e].dirty));
   return sum;
 }
 
 std::int64_t TileL2::used_bytes() const {
   std::int64_t sum = 0;
   for (std::int32_t e = lru_; e >= 0; e = pool_[e].next)
-    sum += std::llround(resident_fraction(pool_[e]) * double(pool_[e].bytes));
+    sum += round_bytes(resident_fraction(pool_[e]) * double(pool_[e].bytes));
   return sum;
 }
 

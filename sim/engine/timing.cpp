@@ -845,6 +845,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
 
   BusyTime busy;
   double end_s = start_s;
+  std::int64_t peak_for_ctas = -1;  // the CTAs in flight hbm_peak_ was worked out for
   while (!ready.empty()) {
     const auto [t0, s] = ready.top();
     ready.pop();
@@ -859,9 +860,14 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
       sm_window[emptied.top().second] = 0;
     }
     // HBM's peak for the threads in flight: the CTAs in flight's threads per SM they fill.
-    hbm_peak_ = rates_.threads_peak(double(ctas_in_flight * k.threads_per_cta) /
-                                        double(std::max<std::int64_t>(1, std::min(S, ctas_in_flight))),
-                                    double(S));
+    // (It changes only as CTAs come and go: worked out again only then; two powers a step were 3 %
+    // of the engine's time.)
+    if (ctas_in_flight != peak_for_ctas) {
+      peak_for_ctas = ctas_in_flight;
+      hbm_peak_ = rates_.threads_peak(double(ctas_in_flight * k.threads_per_cta) /
+                                          double(std::max<std::int64_t>(1, std::min(S, ctas_in_flight))),
+                                      double(S));
+    }
     hbm_latency_s_ = rates_.loaded_latency(gpu_window, hbm_peak_);
     std::vector<Resident>& here = resident[s];
     StepDemand demand;  // one step of this SM: each resident CTA carries out one phase
