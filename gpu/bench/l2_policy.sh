@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Does a line read twice outlast one read once when a stream overflows the L2? (gpu/bench/l2_policy.cu)
 # A = A_MB (default 8) read once (cold), twice (hot) or three times (hot3), then B streamed once
-# (twice: hot-b), then A
-# again, every SM reading its own slices, under ncu with the L2 left as the kernels leave it;
-# SEQUENCES (a comma list, default cold,hot,hot3,hot-b) may also name store (A stored whole, no
-# read) and read-store (A read, then stored).
+# (twice: hot-b), then A again, every SM reading its own slices, under ncu with the L2 left as the
+# kernels leave it. SEQUENCES (a comma list, default cold,hot,hot3,hot-b) may also name store (A
+# stored whole, no read) and read-store (A read, then stored).
 # Run: gpu/bench/l2_policy.sh OUTDIR   (writes OUTDIR/l2-policy.txt, OUTDIR/runs.txt, OUTDIR/ncu.csv; needs nvcc, ncu)
 set -euo pipefail
 out=${1:?usage: l2_policy.sh OUTDIR}
