@@ -122,6 +122,13 @@ std::int32_t& TileL2::Index::find_or_insert(std::uint64_t key, bool& inserted) {
   return values_[i];
 }
 
+std::int32_t TileL2::Index::find(std::uint64_t key) const {
+  if (keys_.empty()) return -1;
+  for (std::size_t i = home(key); keys_[i] != kEmpty; i = (i + 1) & mask_)
+    if (keys_[i] == key) return values_[i];
+  return -1;
+}
+
 // Backward-shift deletion: later keys of the probe run move up into the hole, so that lookups
 // never need tombstones.
 void TileL2::Index::erase(std::uint64_t key) {
@@ -305,6 +312,21 @@ TileL2::ReadOutcome TileL2::read(std::uint64_t key, std::int64_t bytes, bool own
   return out;
 }
 
+TileL2::ReadOutcome TileL2::read_part(std::uint64_t key, std::int64_t bytes, std::int64_t tile_bytes, bool own,
+                                      bool last) {
+  double f = 0.0;
+  if (last) {
+    const ReadOutcome whole = read(key, tile_bytes, own);
+    f = tile_bytes > 0 ? double(whole.hit_bytes) / double(tile_bytes) : 0.0;
+  } else if (const std::int32_t e = index_.find(key); e >= 0) {
+    f = resident_fraction(pool_[e]);
+  }
+  ReadOutcome out;
+  out.hit_bytes = std::min(bytes, round_bytes(f * double(bytes)));
+  out.miss_bytes = bytes - out.hit_bytes;
+  return out;
+}
+
 void TileL2::write(std::uint64_t key, std::int64_t bytes, bool own) {
   std::int64_t resident = 0, dirty_left = 0;
   const std::int32_t e = touch(key, bytes, own, resident, dirty_left);
@@ -326,6 +348,16 @@ std::int64_t TileL2::dirty_bytes() const {
   return sum;
 }
 
+std::array<std::int64_t, kTensorCount> TileL2::evicted_dirty_bytes() const {
+  std::array<std::int64_t, kTensorCount> out{};
+  for (std::int32_t e = lru_; e >= 0; e = pool_[e].next) {
+    const Entry& x = pool_[e];
+    if (x.dirty > 0)
+      out[static_cast<int>(tile_key_tensor(x.key))] += x.dirty - round_bytes(resident_fraction(x) * double(x.dirty));
+  }
+  return out;
+}
+
 std::int64_t TileL2::used_bytes() const {
   std::int64_t sum = 0;
   for (std::int32_t e = lru_; e >= 0; e = pool_[e].next)
@@ -342,18 +374,34 @@ PartitionedL2::PartitionedL2(std::int64_t capacity_bytes, std::int64_t ways, std
 
 TileL2::ReadOutcome PartitionedL2::read(int side, std::uint64_t key, std::int64_t bytes, bool own) {
   if (parts_.size() == 1) return parts_.front().read(key, bytes, own);
+  return read_halves(side, key, bytes, [&](TileL2& part, std::uint64_t k, int home) {
+    return part.read(k, home == 0 ? bytes / 2 : bytes - bytes / 2, own);
+  });
+}
+
+TileL2::ReadOutcome PartitionedL2::read_part(int side, std::uint64_t key, std::int64_t bytes, std::int64_t tile_bytes,
+                                             bool own, bool last) {
+  if (parts_.size() == 1) return parts_.front().read_part(key, bytes, tile_bytes, own, last);
+  return read_halves(side, key, bytes, [&](TileL2& part, std::uint64_t k, int home) {
+    return part.read_part(k, home == 0 ? bytes / 2 : bytes - bytes / 2,
+                          home == 0 ? tile_bytes / 2 : tile_bytes - tile_bytes / 2, own, last);
+  });
+}
+
+template <typename ReadHalf>
+TileL2::ReadOutcome PartitionedL2::read_halves(int side, std::uint64_t key, std::int64_t bytes, ReadHalf read_half) {
   TileL2::ReadOutcome out;
   const std::int64_t half[2] = {bytes / 2, bytes - bytes / 2};
   for (int home = 0; home < 2; ++home) {
     const std::uint64_t k = tile_half_key(key, home);
-    const TileL2::ReadOutcome near = parts_[side].read(k, half[home], own);
+    const TileL2::ReadOutcome near = read_half(parts_[side], k, home);
     out.hit_bytes += near.hit_bytes;
     if (home == side || near.miss_bytes == 0) {
       out.miss_bytes += near.miss_bytes;
       continue;
     }
     // The home partition answers the near misses from its own copy, refreshed by the request.
-    const TileL2::ReadOutcome far = parts_[home].read(k, half[home], own);
+    const TileL2::ReadOutcome far = read_half(parts_[home], k, home);
     const std::int64_t far_hits = half[home] > 0 ? near.miss_bytes * far.hit_bytes / half[home] : 0;
     out.hit_bytes += far_hits;
     out.miss_bytes += near.miss_bytes - far_hits;
@@ -372,6 +420,15 @@ std::array<std::int64_t, kTensorCount> PartitionedL2::take_writebacks() {
   for (TileL2& p : parts_) {
     const auto wb = p.take_writebacks();
     for (int t = 0; t < kTensorCount; ++t) out[t] += wb[t];
+  }
+  return out;
+}
+
+std::array<std::int64_t, kTensorCount> PartitionedL2::evicted_dirty_bytes() const {
+  std::array<std::int64_t, kTensorCount> out{};
+  for (const TileL2& p : parts_) {
+    const auto lost = p.evicted_dirty_bytes();
+    for (int t = 0; t < kTensorCount; ++t) out[t] += lost[t];
   }
   return out;
 }

@@ -65,6 +65,10 @@ public:
   ReadOutcome read(std::uint64_t key, std::int64_t bytes, bool own = false);
   // A store of the whole tile: allocated dirty without a DRAM read (whole sectors are written).
   void write(std::uint64_t key, std::int64_t bytes, bool own = false);
+  // A load of `bytes` of a tile of `tile_bytes` (one row of it: other CTAs load the other rows about
+  // then): its resident share hits. The tile moves to MRU, whole, with its `last` part; before that
+  // nothing changes, so each part sees the tile where the earlier parts found it.
+  ReadOutcome read_part(std::uint64_t key, std::int64_t bytes, std::int64_t tile_bytes, bool own, bool last);
 
   // The running kernel's own tiles per CTA, in bytes: the share of them that makes whole rounds
   // of the sets loads the sets evenly when swept again (see above); 0: none.
@@ -73,6 +77,10 @@ public:
   // Dirty bytes written back to DRAM by evictions since the last call, per tensor.
   std::array<std::int64_t, kTensorCount> take_writebacks();
   std::int64_t dirty_bytes() const;  // still dirty in the cache (not yet written to DRAM)
+  // Dirty bytes the tiles in the stack have lost since their last touch, per tensor: written back,
+  // though not yet counted (take_writebacks counts them when the tile is touched or leaves). A run
+  // that ends adds them to its DRAM writes, so that every byte stored is written back or still dirty.
+  std::array<std::int64_t, kTensorCount> evicted_dirty_bytes() const;
   std::int64_t used_bytes() const;   // resident now
   std::int64_t capacity_bytes() const { return capacity_; }
   bool fully_associative() const { return ways_ == 0; }
@@ -89,6 +97,7 @@ private:
   public:
     // The slot's value for `key`, inserted as -1 if absent; `inserted` says which.
     std::int32_t& find_or_insert(std::uint64_t key, bool& inserted);
+    std::int32_t find(std::uint64_t key) const;  // −1 if absent
     void erase(std::uint64_t key);
     std::size_t size() const { return size_; }
 
@@ -158,12 +167,16 @@ public:
 
   // A load of the whole tile by an SM next to partition `side`; `own` as TileL2::read.
   TileL2::ReadOutcome read(int side, std::uint64_t key, std::int64_t bytes, bool own = false);
+  // A row of a tile (TileL2::read_part), half of it homed on each side as the tile's lines are.
+  TileL2::ReadOutcome read_part(int side, std::uint64_t key, std::int64_t bytes, std::int64_t tile_bytes, bool own,
+                                bool last);
   void write(std::uint64_t key, std::int64_t bytes, bool own = false);
   void set_own_footprint(std::int64_t bytes_per_cta) {
     for (TileL2& p : parts_) p.set_own_footprint(bytes_per_cta);
   }
   std::array<std::int64_t, kTensorCount> take_writebacks();
   std::int64_t dirty_bytes() const;
+  std::array<std::int64_t, kTensorCount> evicted_dirty_bytes() const;  // TileL2's, both partitions
   int partitions() const { return static_cast<int>(parts_.size()); }
 
   // The partition beside the engine's SM `sm`, which takes the grid's CTA `sm` first. The GPU gives
@@ -176,6 +189,10 @@ public:
   }
 
 private:
+  // Each half of the tile from the near partition, the near misses of the far half from its home.
+  template <typename ReadHalf>
+  TileL2::ReadOutcome read_halves(int side, std::uint64_t key, std::int64_t bytes, ReadHalf read_half);
+
   std::vector<TileL2> parts_;
 };
 

@@ -26,6 +26,10 @@ struct TileAccess {
   // as a read and a write of the tile; the SM does not wait for it, and with the preset's reduction
   // rate the L2 serves it at that rate (KernelPlan::reduction_requests) instead of as a load and store.
   bool reduction = false;
+  // A row of S or P across its block row (standard's softmax, one CTA a row): row `slice_row` of the
+  // `slice_rows` rows of every tile `tile`, `tile` + 1, … that another kernel stores or loads whole,
+  // `slice_col_bytes` of each (the last may be narrower); 0 rows: an access of the tile itself.
+  std::int16_t slice_row = 0, slice_rows = 0, slice_col_bytes = 0;
 };
 
 // How a kernel's warps issue their fp32 reductions into the L2: one 32-byte sector per request (a

@@ -456,6 +456,17 @@ public:
     for (const PartitionedL2& c : l2_) sum += c.dirty_bytes();
     return sum;
   }
+  // The run's end: what the dirty tiles lost since their last touch was written back during it
+  // (TileL2::evicted_dirty_bytes), counted with the last kernel; no step waited for it.
+  void count_evicted_dirty() {
+    for (const PartitionedL2& c : l2_) {
+      const auto lost = c.evicted_dirty_bytes();
+      for (int t = 0; t < kTensorCount; ++t) {
+        result_.memory[t].dram_write_bytes += lost[t];
+        if (!result_.kernels.empty()) result_.kernels.back().dram_write_bytes += lost[t];
+      }
+    }
+  }
 
 private:
   KernelTiming begin_kernel(const KernelPlan& k, const Occupancy& occ) const;
@@ -580,6 +591,30 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
     const std::uint64_t key = tile_key(shared_kv ? r.instance / k.kv_group : r.instance, acc.tensor, acc.tile);
     const std::int64_t b = acc.sector_bytes;
     const bool own = (shared_tensors_ >> static_cast<int>(acc.tensor) & 1u) == 0;
+    if (acc.slice_rows > 0) {  // a row across its block row's tiles (TileAccess::slice_rows)
+      const bool last = acc.slice_row == acc.slice_rows - 1;
+      const std::int64_t col_bytes = acc.slice_col_bytes, sector = gpu_.l2_sector_bytes;
+      for (std::int64_t at = 0, j = 0; at < acc.bytes; at += col_bytes, ++j) {
+        const std::int64_t part = (std::min(col_bytes, acc.bytes - at) + sector - 1) / sector * sector;
+        const std::uint64_t tile = tile_key(r.instance, acc.tensor, acc.tile + j);
+        d.l2_bytes += part;
+        if (acc.store) {
+          if (last) cache.write(tile, part * acc.slice_rows, own);  // the tile, whole, once its last row is in
+          mem.sm_write_bytes += part;
+          continue;
+        }
+        const TileL2::ReadOutcome o = cache.read_part(l2_side(r.sm), tile, part, part * acc.slice_rows, own, last);
+        mem.sm_read_bytes += part;
+        mem.read_hit_bytes += o.hit_bytes;
+        mem.dram_read_bytes += o.miss_bytes;
+        d.dram_read += o.miss_bytes;
+        own_dram += o.miss_bytes;
+        own_l2 += part;
+        latency_bytes += double(o.hit_bytes) * rates_.l2_latency_s + double(o.miss_bytes) * hbm_latency_s_;
+        window += double(part);
+      }
+      continue;
+    }
     if (!reduce) d.l2_bytes += b;
     if (acc.store) {
       cache.write(key, b, own);
@@ -962,6 +997,7 @@ EngineResult run_plans(const std::vector<KernelPlan>& plans, const GpuSpec& gpu,
     if (n > 0 && options.l2_flushed_between_kernels) replay.flush_l2();
     replay.run(k, static_cast<std::int32_t>(n));
   }
+  replay.count_evicted_dirty();
   result.predicted_s = replay.now_s();
   result.compute_s = compute_s;
   result.hbm_s = double(result.dram_read_bytes() + result.dram_write_bytes()) / rates.dram;

@@ -421,6 +421,61 @@ TEST_CASE("a set-associative L2 loses a tile gradually with its reuse distance",
   SECTION("ways ≥ lines: the exact LRU") { CHECK(TileL2(4096, 32, 128).fully_associative()); }
 }
 
+TEST_CASE("every byte stored is written back or still dirty when a run ends", "[engine]") {
+  // 16 ways over 1 MiB: a stored tile under 2 C of other tiles keeps P(Poisson(32) ≤ 15) = 0.16 % of
+  // its lines, though it is still in reach (far above 1e-9). What it lost is counted when it is
+  // touched again or leaves, or, when a run ends first, by evicted_dirty_bytes.
+  const std::int64_t C = 1 << 20, tile = 4096;
+  TileL2 l2(C, 16, 128);
+  l2.write(tile_key(0, Tensor::O, 0), tile);
+  for (int n = 0; n < 2 * C / tile; ++n) l2.read(tile_key(0, Tensor::V, n), tile);
+  const int o = static_cast<int>(Tensor::O);
+  CHECK(l2.take_writebacks()[o] == 0);
+  const std::int64_t lost = l2.evicted_dirty_bytes()[o];
+  CHECK(lost > tile * 99 / 100);
+  CHECK(lost + l2.dirty_bytes() == tile);
+  // Touched again, it counts what it lost, once; nothing is left to count at the end.
+  l2.read(tile_key(0, Tensor::O, 0), tile);
+  CHECK(l2.take_writebacks()[o] == lost);
+  CHECK(l2.evicted_dirty_bytes()[o] == 0);
+}
+
+TEST_CASE("a row of a tile hits as much as the tile holds; the tile moves with its last row", "[engine]") {
+  TileL2 l2(1000);  // exact LRU
+  const std::uint64_t S = tile_key(0, Tensor::S, 0);
+  l2.write(S, 400);                                        // qk stores a 4-row tile whole
+  CHECK(l2.read(tile_key(0, Tensor::K, 0), 400).miss_bytes == 400);
+  CHECK(l2.read_part(S, 100, 400, false, false).hit_bytes == 100);  // rows 0–2 find it all there
+  CHECK(l2.read(tile_key(0, Tensor::K, 1), 400).miss_bytes == 400);  // S at depths 800–1,200: half out
+  const TileL2::ReadOutcome row = l2.read_part(S, 100, 400, false, false);
+  CHECK(row.hit_bytes == 50);                              // each row hits as much as the tile holds
+  CHECK(row.miss_bytes == 50);
+  CHECK(l2.read_part(S, 100, 400, false, true).hit_bytes == 50);  // the last row: the tile fills, whole,
+  CHECK(l2.take_writebacks()[static_cast<int>(Tensor::S)] == 200);  // and its evicted half is counted written back
+  CHECK(l2.read_part(S, 100, 400, false, false).hit_bytes == 100);   // at MRU now
+  CHECK(l2.read_part(tile_key(0, Tensor::P, 0), 100, 400, false, false).miss_bytes == 100);  // never stored
+}
+
+TEST_CASE("standard's softmax reads S where qk left it in the L2, and pv reads P where the softmax left it",
+          "[engine]") {
+  // H100, B = 1, H = 4, N = 2048, d = 64: S and P are 33.6 MB each, less than the 50 MB L2.
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  const AttentionProblem p{1, 4, 2048, 64, Dtype::fp16, false};
+  EngineOptions options;
+  options.launch.hbmlab_kernels = true;
+  const EngineResult e = run_engine(algo_named("standard"), p, {64, 64}, gpu, options);
+  const std::int64_t nn = p.instances() * p.seq_len * p.seq_len * 2;
+  for (Tensor t : {Tensor::S, Tensor::P}) {
+    const TensorMemory& m = e.memory[static_cast<int>(t)];
+    CHECK(m.sm_read_bytes == nn);
+    CHECK(m.dram_read_bytes > nn / 10);      // not all of it stays
+    CHECK(m.dram_read_bytes < nn * 9 / 10);  // nor is all of it read again from DRAM
+  }
+  // Every byte stored is written back during the run or still dirty at its end.
+  CHECK(e.dram_write_bytes() + e.dram_dirty_at_end_bytes <= e.sm_write_bytes());
+  CHECK(e.dram_write_bytes() + e.dram_dirty_at_end_bytes >= e.sm_write_bytes() * 99 / 100);
+}
+
 TEST_CASE("a CTA's own tiles swept over and over stay whole up to the L2's capacity", "[engine]") {
   // flash1 sweeps its Q_i, O_i, ℓ_i, m_i once per K_j: the same footprint again and again, which the
   // address hash spreads over the sets evenly. 16 ways over 1 MiB (a round of the sets: 64 KiB),

@@ -9,6 +9,7 @@
 // [SECTION] Launch plan: three kernels
 // [SECTION] The window
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -225,10 +226,14 @@ public:
     pv.library_gemm = false;
     pv.threads_per_cta = 128;
     pv.smem_bytes_per_cta = std::max(2 * (t.Br * (t.Bc + kPad) + t.Bc * (d + kPad)) * e, t.Br * (d + 4) * 4);
-    // softmax_kernel: one CTA per row of S (its S_i tiles' rows are keyed apart from qk's tiles, so
-    // the L2 does not connect the two: exact for S larger than the L2, as in every recorded run).
-    // The row comes in as one 16-byte vector per thread (up to 4 in flight), then two block-wide
-    // reductions (max, sum) with their barriers, then P goes out.
+    // softmax_kernel: one CTA per row of S. The row comes in as one 16-byte vector per thread (up to
+    // 4 in flight), then two block-wide reductions (max, sum) with their barriers, then P goes out.
+    // Its row is a row of each of S_i's tiles as qk_kernel stored them, and of P_i's as pv_kernel
+    // loads them (TileAccess::slice_rows), so the L2 carries S and P from kernel to kernel; where S is
+    // over four times the L2, none of it survives to the softmax and a key of its own for each row is
+    // as exact, at a Tc-th of the lookups.
+    const bool slices = p.instances() * p.Nq() * p.seq_len * e <= 4 * gpu.l2_effective_bytes &&
+                        std::max(t.Br, t.Bc * e) <= std::numeric_limits<std::int16_t>::max();  // TileAccess's fields
     sm = KernelPlan{};
     sm.name = "softmax_kernel P = softmax(S)";
     sm.overlap = "none inside a CTA: the row loads, is reduced twice, P is stored; CTAs on an SM overlap";
@@ -247,12 +252,18 @@ public:
         Step row;
         row.kind = tensor == Tensor::S ? StepKind::load : StepKind::store;
         row.tensor = tensor;
-        row.i = static_cast<std::int32_t>(g.Tr + r);  // row keys follow the tile keys
+        row.i = static_cast<std::int32_t>(slices ? r / t.Br : g.Tr + r);  // own row keys follow the tile keys
         row.j = 0;
         row.rows = 1;
         row.cols = p.seq_len;
         row.bytes = p.seq_len * e;
         rows.access(row, row.bytes);
+        if (slices) {
+          TileAccess& a = sm.accesses.back();
+          a.slice_row = static_cast<std::int16_t>(r % t.Br);
+          a.slice_rows = static_cast<std::int16_t>(g.rows(r / t.Br));
+          a.slice_col_bytes = static_cast<std::int16_t>(t.Bc * e);
+        }
         if (tensor == Tensor::S) rows.compute(flops(FlopKind::non_matmul, kSoftmaxOps * p.seq_len, 0));
       }
     }
