@@ -26,7 +26,8 @@
 //     stays while that count plus Poisson(λ) of the rest of D is below W: a cliff at D = C for a
 //     pure sweep of large footprints; a footprint under one round (many CTAs with small ones) is the
 //     16-way smoothing, exactly as for everything else.
-// Evicted dirty bytes are written back when the tile is next touched or drops out of reach.
+// Evicted dirty bytes are written back when the tile is next touched or drops out of reach; what the
+// tiles still in reach have lost when a run ends is counted then (evicted_dirty_bytes).
 // Approximated: the hash is ideal (uniform over sets), sectors of one tile share one recency.
 #pragma once
 
