@@ -561,6 +561,19 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
   double latency_bytes = 0, window = 0;
   std::int64_t own_dram = 0, own_l2 = 0;  // this CTA's loads in this phase (SM↔L2 only with the L2 on)
+  // A load of `b` bytes through the L2 that `o` says how much of hit: counted, and, unless it is a
+  // reduction's read (the CTA does not wait for it), part of the CTA's wait.
+  auto count_load = [&](TensorMemory& mem, const TileL2::ReadOutcome& o, std::int64_t b, bool waited) {
+    mem.sm_read_bytes += b;
+    mem.read_hit_bytes += o.hit_bytes;
+    mem.dram_read_bytes += o.miss_bytes;
+    d.dram_read += o.miss_bytes;
+    if (!waited) return;
+    own_dram += o.miss_bytes;
+    own_l2 += b;
+    latency_bytes += double(o.hit_bytes) * rates_.l2_latency_s + double(o.miss_bytes) * hbm_latency_s_;
+    window += double(b);
+  };
   const double reduce_rate =
       k.reduction_requests == ReductionRequests::sectors ? rates_.l2_reduce_sectors : rates_.l2_reduce_lines;
   for (std::int32_t a = ph.first_access; a < ph.first_access + ph.access_count; ++a) {
@@ -603,15 +616,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
           mem.sm_write_bytes += part;
           continue;
         }
-        const TileL2::ReadOutcome o = cache.read_part(l2_side(r.sm), tile, part, part * acc.slice_rows, own, last);
-        mem.sm_read_bytes += part;
-        mem.read_hit_bytes += o.hit_bytes;
-        mem.dram_read_bytes += o.miss_bytes;
-        d.dram_read += o.miss_bytes;
-        own_dram += o.miss_bytes;
-        own_l2 += part;
-        latency_bytes += double(o.hit_bytes) * rates_.l2_latency_s + double(o.miss_bytes) * hbm_latency_s_;
-        window += double(part);
+        count_load(mem, cache.read_part(l2_side(r.sm), tile, part, part * acc.slice_rows, own, last), part, true);
       }
       continue;
     }
@@ -621,16 +626,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
       mem.sm_write_bytes += b;
       if (reduce) d.l2_reduce += double(acc.bytes) / reduce_rate;
     } else {
-      const TileL2::ReadOutcome o = cache.read(l2_side(r.sm), key, b, own);
-      mem.sm_read_bytes += b;
-      mem.read_hit_bytes += o.hit_bytes;
-      mem.dram_read_bytes += o.miss_bytes;
-      d.dram_read += o.miss_bytes;
-      if (reduce) continue;
-      own_dram += o.miss_bytes;
-      own_l2 += b;
-      latency_bytes += double(o.hit_bytes) * rates_.l2_latency_s + double(o.miss_bytes) * hbm_latency_s_;
-      window += double(b);
+      count_load(mem, cache.read(l2_side(r.sm), key, b, own), b, !reduce);
     }
   }
   if (k.bytes_in_flight_per_cta > 0) window = std::min(window, double(k.bytes_in_flight_per_cta));
