@@ -675,6 +675,10 @@ OnChipCounts standard_softmax_kernel(const KernelPlan& plan, const StandardLayou
   smem_store(c, Tensor::P, warp_steps(N), row);
   c.ex2 = warp_steps(N);
   c.barriers = 4;  // two block reductions (block_reduce), two __syncthreads each
+  // Each reduction a warp's five butterfly steps, then five over the warps' partials, one after
+  // another; then the sum's reciprocal.
+  c.shuffle_steps = 20;
+  c.serial_divides = 1;
   // Eight at a time as two 16-byte loads, to 16-byte stores: lanes 32 bytes apart (8 wavefronts a load).
   for (std::int64_t half : {0, 16}) staged(c, Tensor::P, Access::load, N / 8, 16, [&](std::int64_t v) { return 32 * v + half; });
   c = c.times(plan.instances * N);

@@ -83,9 +83,16 @@ struct KernelPlan {
   // or, when `sram_bound_work`, its own shared-memory traffic at the share of the SM's bandwidth one
   // CTA reaches (GpuSpec::fp32_matmul_sram_share_per_cta: its warps keep too few shared-memory loads
   // in flight for more) in place of its GEMMs, and then what its warps wait out after them
-  // (OnChipCounts' latency path). The CTAs resident on an SM run such phases in step: their products
-  // together at the full bandwidth, then each CTA's softmax and loads at once.
+  // (OnChipCounts' latency path).
   bool sram_bound_work = false;
+  // The CTAs resident on an SM run their phases in step: they start together and share shared memory
+  // evenly, so their shared-memory traffic goes through together at the full bandwidth, and then the
+  // longest of what a CTA waits out beside it (its loads, its softmax's chain, barriers) follows
+  // (flash1, standard's qk_kernel and softmax_kernel: docs/design.md, "CTAs in step").
+  bool ctas_in_step = false;
+  // A kernel without matmuls whose SM was measured at the GPU's clock_mhz, not at pipe_clock_mhz
+  // (standard's softmax_kernel: 1,978–1,991 MHz under Nsight Compute, gpu/bench/standard_ncu.sh).
+  bool holds_gpu_clock = false;
   // Measured on the kernel itself (gpu/bench/decode_latency.sh), not fitted: SM clocks of a chain that no
   // pipe above sees, added to what a CTA that waits for its loads then works: once per CTA with its
   // first phase (its prologue and epilogue), and once per phase.

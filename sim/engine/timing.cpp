@@ -361,7 +361,7 @@ struct StepDemand {
   // loads), the current phase's alone: a double-buffered CTA's prefetch is not counted.
   double dram_window = 0;
   double serial = 0, serial_memory = 0;  // the longest CTA that waits for its loads, and its wait
-  // CTAs that run their phases in step (KernelPlan::sram_bound_work): the longest of what each waits
+  // CTAs that run their phases in step (KernelPlan::ctas_in_step): the longest of what each waits
   // out after its products (its softmax, barriers and loads), which follows all of their products.
   double after_products = 0;
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
@@ -505,9 +505,11 @@ private:
 
   const GpuSpec& gpu_;
   const EngineOptions& options_;
-  // A kernel whose matmuls run as scalar FMAs (KernelPlan::matmul_on_fp32_units) issues nothing to the
-  // tensor pipe and holds the GPU's clock_mhz: Nsight Compute read 1,977–1,980 MHz on every launch of
-  // hbmlab's flash1 (gpu/bench/flash1_step.sh); every other kernel's pipes run at pipe_clock_mhz.
+  // A kernel whose matmuls run as scalar FMAs (KernelPlan::matmul_on_fp32_units), or that holds the
+  // GPU's clock as measured (KernelPlan::holds_gpu_clock), issues nothing to the tensor pipe and runs
+  // at clock_mhz: Nsight Compute read 1,977–1,980 MHz on every launch of hbmlab's flash1
+  // (gpu/bench/flash1_step.sh) and 1,978–1,991 on standard's softmax_kernel (gpu/bench/standard_ncu.sh);
+  // every other kernel's pipes run at pipe_clock_mhz.
   const Rates pipe_rates_, fp32_rates_;
   Rates rates_;  // the running kernel's
   EngineResult& result_;
@@ -692,14 +694,17 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
     const double parts = double(std::max<std::int64_t>(1, ctas_in_flight));
     const double transfer = std::max(double(own_dram) * parts / hbm_peak_, double(own_l2) * parts / rates_.l2);
     const double mean_latency = latency_bytes / double(l2_on ? own_l2 : own_dram);
-    const double memory = std::max(latency_bytes / std::min(window, rates_.in_flight_per_sm), mean_latency + transfer);
+    // CTAs in step wait for their round trips alone: their SM's loads are in flight while other SMs
+    // work through their shared memory, so the bandwidth they share is the step's DRAM and L2 bounds.
+    const double round_trips = latency_bytes / std::min(window, rates_.in_flight_per_sm);
+    const double memory = k.ctas_in_step ? round_trips : std::max(round_trips, mean_latency + transfer);
     memory_wait = memory;
     if (work + memory > d.serial) {
       d.serial = work + memory;
       d.serial_memory = memory;
     }
   }
-  if (k.sram_bound_work) d.after_products = std::max(d.after_products, work - std::max(gemms, own_sram) + memory_wait);
+  if (k.ctas_in_step) d.after_products = std::max(d.after_products, work - std::max(gemms, own_sram) + memory_wait);
 }
 
 void Replay::take_writebacks(StepDemand& d) {
@@ -833,7 +838,7 @@ void Replay::end_kernel(KernelTiming& kt, const BusyTime& busy, double start_s, 
 }
 
 void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
-  rates_ = k.matmul_on_fp32_units ? fp32_rates_ : pipe_rates_;
+  rates_ = k.matmul_on_fp32_units || k.holds_gpu_clock ? fp32_rates_ : pipe_rates_;
   if (options_.l2_enabled) {
     const TileSharing sharing = tile_sharing(k);
     shared_tensors_ = sharing.shared;

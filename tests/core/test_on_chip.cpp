@@ -394,6 +394,15 @@ TEST_CASE("on-chip: standard's three kernels follow gpu/standard.cu", "[on_chip]
   // Two block reductions (max, then sum) of two __syncthreads each; no GEMM.
   CHECK(sm.barriers == 4 * rows);
   CHECK(sm.gemm_starts + sm.gemm_drains + sm.mma_ksteps == 0);
+  // Its chain: each reduction five butterfly steps in a warp, then five over the warps' partials;
+  // then the sum's reciprocal.
+  CHECK(sm.shuffle_steps == 20 * rows);
+  CHECK(sm.serial_divides == rows);
+  // Their CTAs are alike and start together: they run in step. qk_kernel's copy loops keep four
+  // 16-byte loads a thread in flight (8 KiB a CTA); pv_kernel double-buffers and runs as streams.
+  CHECK((plans[0].ctas_in_step && plans[1].ctas_in_step && !plans[2].ctas_in_step));
+  CHECK(plans[0].bytes_in_flight_per_cta == 128 * 4 * 16);
+  CHECK((plans[1].holds_gpu_clock && !plans[0].holds_gpu_clock && !plans[2].holds_gpu_clock));
   // pv: Br = 64 on 4 × 1 warps of 16 rows: each warp reads its P_ij rows and all of V_j.
   const std::int64_t Tc = N / B, ctas = N / B * heads;
   CHECK(pv[Tensor::P].read == B * B * 2 * Tc * ctas);

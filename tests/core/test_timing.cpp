@@ -601,6 +601,7 @@ TEST_CASE("hbmlab's own kernels as written (--hbmlab-kernels, validate's records
       CHECK(k.phases[n].sram_bytes == ref.phases[n].sram_bytes + 4 * k.phases[n].matmul_flops);
     CHECK(k.matmul_on_fp32_units);
     CHECK(k.sram_bound_work);
+    CHECK(k.ctas_in_step);
     CHECK(k.bytes_in_flight_per_cta == 256 * 8);
     // Slower than the reference flash1 by far: CUDA cores instead of tensor cores.
     CHECK(run_engine(algo_named("flash1"), p, {64, 64}, h100, own).predicted_s >
@@ -1528,6 +1529,7 @@ TEST_CASE("flash1's CTAs on one SM run in step, at the clock a kernel without te
   k.on_chip.serial_exps = 3;
   k.matmul_on_fp32_units = true;
   k.sram_bound_work = true;
+  k.ctas_in_step = true;
   // SM 0's two CTAs take their 2 × 32 cycles of shared memory together, then wait out one softmax:
   // 104 cycles, where the CTAs as independent streams would give their longest phase, 32 + 40.
   CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 104e-9));
@@ -1538,6 +1540,31 @@ TEST_CASE("flash1's CTAs on one SM run in step, at the clock a kernel without te
   CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 52e-9));
   // A kernel on the tensor pipe keeps pipe_clock_mhz: 4 MMAs, 64 cycles at 500 MHz.
   CHECK(run_plans({with_pipes(1, 4, 0, 0, 0)}, toy, {}).predicted_s == Approx(launch + 128e-9));
+  // A kernel without matmuls measured at the GPU's clock (standard's softmax_kernel) runs there too:
+  // 32 warp exps, 64 cycles of the exponent unit, at clock_mhz's 2 GHz; unmeasured, at the pipes'.
+  KernelPlan exps = with_pipes(1, 0, 32, 0, 0);
+  CHECK(run_plans({exps}, toy, {}).predicted_s == Approx(launch + 128e-9));
+  exps.holds_gpu_clock = true;
+  CHECK(run_plans({exps}, toy, {}).predicted_s == Approx(launch + 32e-9));
+}
+
+TEST_CASE("CTAs in step wait out their own round trips; the bandwidth they share is the step's (toy, by hand)",
+          "[engine][pipes]") {
+  const GpuSpec toy = toy_with_pipes();
+  const double launch = 10e-9;
+  // Four CTAs, two on each of the toy's SMs, each loading a 512-byte tile of its own from DRAM (one
+  // round trip: the SM's 1 KiB covers it) and then reading 1,024 counted bytes of shared memory
+  // (32 cycles at 32 B/cycle); no compute.
+  KernelPlan k = synthetic(4, 1, 512, 0, false, 128);
+  k.on_chip.modelled = true;
+  k.on_chip[Tensor::K].read = 4 * 1024;
+  // In step: the two CTAs' shared memory together (64 cycles) after their round trip (100 ns).
+  k.ctas_in_step = true;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 164e-9));
+  // As independent streams each CTA waits for its bytes at its part of HBM (512 B at a quarter of
+  // 16 B/ns: 128 ns) after the latency, then reads its shared memory: 100 + 128 + 32 cycles.
+  k.ctas_in_step = false;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 260e-9));
 }
 
 TEST_CASE("the mma.sync layouts count their latency path per CTA and block pair", "[engine][pipes]") {

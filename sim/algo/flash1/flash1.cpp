@@ -205,6 +205,7 @@ public:
       // gpu/bench/smem_warps.cu); then its softmax, barriers and loads; CTAs sharing an SM run in
       // step (docs/design.md, "flash1's step taken apart").
       plan.sram_bound_work = true;
+      plan.ctas_in_step = true;
       for (CtaPhase& ph : plan.phases) ph.sram_bytes += kSramBytesPerMatmulFlop * ph.matmul_flops;
       // Its warp layout, for the shapes it runs: self-attention, no block mask, Bc a multiple of 32.
       if (p.Nq() == p.seq_len && !p.block_mask && b.Bc % 32 == 0)

@@ -220,6 +220,11 @@ public:
     qk.library_gemm = false;
     qk.double_buffered = false;
     qk.threads_per_cta = 128;
+    // Its copy loops keep four 16-byte loads a thread in flight (the SASS: 4 LDG.128, then their 4
+    // STS.128), Q_i's rows and then K_j's: a round trip per 8 KiB of the CTA's 128 threads. Its CTAs
+    // are alike and start together, so they run in step (docs/design.md, "CTAs in step").
+    qk.bytes_in_flight_per_cta = 128 * 4 * 16;
+    qk.ctas_in_step = true;
     qk.smem_bytes_per_cta = std::max((t.Br + t.Bc) * (d + kPad) * e, t.Br * (t.Bc + 4) * 4);
     pv.name = "pv_kernel O = PV";
     pv.overlap = "double-buffered: cp.async fetches P_i,j+1 and V_j+1 during the MMAs on P_ij, V_j";
@@ -244,6 +249,8 @@ public:
     sm.threads_per_cta = threads;
     sm.smem_bytes_per_cta = p.seq_len * 4;
     sm.bytes_in_flight_per_cta = threads * 16 * 4;
+    sm.ctas_in_step = true;
+    sm.holds_gpu_clock = true;
     PlanBuilder rows(sm, p, g.Tc, sector);
     for (std::int64_t r = 0; r < p.Nq(); ++r) {
       rows.begin_program();
