@@ -93,6 +93,9 @@ struct KernelPlan {
   // A kernel without matmuls whose SM was measured at the GPU's clock_mhz, not at pipe_clock_mhz
   // (standard's softmax_kernel: 1,978–1,991 MHz under Nsight Compute, gpu/bench/standard_ncu.sh).
   bool holds_gpu_clock = false;
+  // Its global loads go to registers and its stores leave from them (no cp.async, no TMA), so their
+  // bytes take the SM's LSU data pipe beside its shared-memory wavefronts.
+  bool global_via_registers = false;
   // Measured on the kernel itself (gpu/bench/decode_latency.sh), not fitted: SM clocks of a chain that no
   // pipe above sees, added to what a CTA that waits for its loads then works: once per CTA with its
   // first phase (its prologue and epilogue), and once per phase.

@@ -364,6 +364,7 @@ struct StepDemand {
   // CTAs that run their phases in step (KernelPlan::ctas_in_step): the longest of what each waits
   // out after its products (its softmax, barriers and loads), which follows all of their products.
   double after_products = 0;
+  double in_step_memory = 0;  // CTAs in step: the longest of their memory waits, the part of the step their loads are out
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
   double l2_reduce = 0;  // seconds of the L2's reduction rate (the fp32 adds of TileAccess::reduction)
 };
@@ -565,7 +566,9 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   std::int64_t own_dram = 0, own_l2 = 0;  // this CTA's loads in this phase (SM↔L2 only with the L2 on)
   // A load of `b` bytes through the L2 that `o` says how much of hit: counted, and, unless it is a
   // reduction's read (the CTA does not wait for it), part of the CTA's wait.
+  std::int64_t moved = 0;  // the phase's global loads and stores, SM↔L2 (KernelPlan::global_via_registers)
   auto count_load = [&](TensorMemory& mem, const TileL2::ReadOutcome& o, std::int64_t b, bool waited) {
+    moved += b;
     mem.sm_read_bytes += b;
     mem.read_hit_bytes += o.hit_bytes;
     mem.dram_read_bytes += o.miss_bytes;
@@ -616,6 +619,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
         if (acc.store) {
           if (last) cache.write(tile, part * acc.slice_rows, own);  // the tile, whole, once its last row is in
           mem.sm_write_bytes += part;
+          moved += part;
           continue;
         }
         count_load(mem, cache.read_part(l2_side(r.sm), tile, part, part * acc.slice_rows, own, last), part, true);
@@ -626,6 +630,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
     if (acc.store) {
       cache.write(key, b, own);
       mem.sm_write_bytes += b;
+      moved += b;
       if (reduce) d.l2_reduce += double(acc.bytes) / reduce_rate;
     } else {
       count_load(mem, cache.read(l2_side(r.sm), key, b, own), b, !reduce);
@@ -667,6 +672,9 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   if (rates_.issue_per_sm > 0) d.issue += w * pipes.issue + double(ph.non_matmul_flops) / 32.0 / rates_.issue_per_sm;
   // Shared-memory bytes: the counted ones, or, for a kernel without counts, its plan's.
   d.sram += pipes.counted ? w * pipes.smem : double(ph.sram_bytes) / rates_.sram_per_sm;
+  // Global loads into registers and stores from them pass the SM's LSU data pipe too, a 128-byte
+  // wavefront a clock beside shared memory's (ncu: l1tex__data_pipe_lsu_wavefronts).
+  if (k.global_via_registers) d.sram += double(moved) / rates_.smem_per_sm;
   // What the CTA does once its loads are in: its compute, or its own shared-memory traffic in place
   // of its GEMMs (its counted wavefronts, or its plan's bytes, at the share one CTA reaches), and then
   // what its warps wait out after them.
@@ -704,7 +712,10 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
       d.serial_memory = memory;
     }
   }
-  if (k.ctas_in_step) d.after_products = std::max(d.after_products, work - std::max(gemms, own_sram) + memory_wait);
+  if (k.ctas_in_step) {
+    d.after_products = std::max(d.after_products, work - std::max(gemms, own_sram) + memory_wait);
+    d.in_step_memory = std::max(d.in_step_memory, memory_wait);
+  }
 }
 
 void Replay::take_writebacks(StepDemand& d) {
@@ -918,7 +929,10 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     kt.dram_read_bytes += demand.dram_read;
     kt.dram_write_bytes += demand.dram_write;
     ++kt.rounds;
-    const double w = std::min(demand.dram_window, rates_.in_flight_per_sm);
+    // CTAs in step have their loads out only while they wait for them: HBM sees the SM's window
+    // for that part of the step (Little's law on the bytes in flight).
+    const double out = k.ctas_in_step && step.seconds > 0 ? std::min(1.0, demand.in_step_memory / step.seconds) : 1.0;
+    const double w = std::min(demand.dram_window, rates_.in_flight_per_sm) * out;
     gpu_window += w - sm_window[s];
     sm_window[s] = w;
     // The kernel so far spent most of its SMs' time on their pipes or shared memory, which its CTAs share.

@@ -403,6 +403,8 @@ TEST_CASE("on-chip: standard's three kernels follow gpu/standard.cu", "[on_chip]
   CHECK((plans[0].ctas_in_step && plans[1].ctas_in_step && !plans[2].ctas_in_step));
   CHECK(plans[0].bytes_in_flight_per_cta == 128 * 4 * 16);
   CHECK((plans[1].holds_gpu_clock && !plans[0].holds_gpu_clock && !plans[2].holds_gpu_clock));
+  // qk_kernel and softmax_kernel load into registers and store from them; pv_kernel fills by cp.async.
+  CHECK((plans[0].global_via_registers && plans[1].global_via_registers && !plans[2].global_via_registers));
   // pv: Br = 64 on 4 × 1 warps of 16 rows: each warp reads its P_ij rows and all of V_j.
   const std::int64_t Tc = N / B, ctas = N / B * heads;
   CHECK(pv[Tensor::P].read == B * B * 2 * Tc * ctas);

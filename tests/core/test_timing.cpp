@@ -1565,6 +1565,26 @@ TEST_CASE("CTAs in step wait out their own round trips; the bandwidth they share
   // 16 B/ns: 128 ns) after the latency, then reads its shared memory: 100 + 128 + 32 cycles.
   k.ctas_in_step = false;
   CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 260e-9));
+  // Loaded into registers (no cp.async), the tiles take the LSU data pipe too: 512 bytes a CTA,
+  // 16 cycles at 32 B/cycle, two CTAs an SM.
+  k.ctas_in_step = true;
+  k.global_via_registers = true;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 196e-9));
+}
+
+TEST_CASE("HBM's load counts an SM of CTAs in step for the part of its step their loads are out",
+          "[engine][pipes]") {
+  GpuSpec toy = toy_with_pipes();
+  // Two phases a CTA, two CTAs an SM: a 512-byte load each and 32 KiB of shared memory (1,024 cycles).
+  KernelPlan k = synthetic(4, 2, 512, 0, false, 128);
+  k.on_chip.modelled = true;
+  k.on_chip[Tensor::K].read = 8 * 32768;
+  k.ctas_in_step = true;
+  const double idle = run_plans({k}, toy, {}).predicted_s;
+  // With a loaded latency, each SM's window would lift the other's latency from 100 to 119-162 ns
+  // had it counted for the whole step; out for 100 of its 2,148 ns, it lifts it by well under 1 %.
+  toy.hbm_loaded_latency_sharpness = 2;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(idle).epsilon(0.002));
 }
 
 TEST_CASE("the mma.sync layouts count their latency path per CTA and block pair", "[engine][pipes]") {

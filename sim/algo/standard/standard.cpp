@@ -225,6 +225,7 @@ public:
     // are alike and start together, so they run in step (docs/design.md, "CTAs in step").
     qk.bytes_in_flight_per_cta = 128 * 4 * 16;
     qk.ctas_in_step = true;
+    qk.global_via_registers = true;
     qk.smem_bytes_per_cta = std::max((t.Br + t.Bc) * (d + kPad) * e, t.Br * (t.Bc + 4) * 4);
     pv.name = "pv_kernel O = PV";
     pv.overlap = "double-buffered: cp.async fetches P_i,j+1 and V_j+1 during the MMAs on P_ij, V_j";
@@ -251,6 +252,7 @@ public:
     sm.bytes_in_flight_per_cta = threads * 16 * 4;
     sm.ctas_in_step = true;
     sm.holds_gpu_clock = true;
+    sm.global_via_registers = true;
     PlanBuilder rows(sm, p, g.Tc, sector);
     for (std::int64_t r = 0; r < p.Nq(); ++r) {
       rows.begin_program();
