@@ -24,7 +24,7 @@ OnChipCounts& OnChipCounts::operator+=(const OnChipCounts& o) {
   if (layout.empty()) layout = o.layout;
   for (int t = 0; t < kTensorCount; ++t) by_tensor[t] += o.by_tensor[t];
   mma += o.mma, ldmatrix += o.ldmatrix, ld_shared += o.ld_shared, st_shared += o.st_shared, ex2 += o.ex2;
-  wgmma += o.wgmma, wgmma_flops += o.wgmma_flops, mbarrier += o.mbarrier;
+  wgmma += o.wgmma, wgmma_flops += o.wgmma_flops, mbarrier += o.mbarrier, shfl += o.shfl;
   gemm_starts += o.gemm_starts, gemm_drains += o.gemm_drains, mma_ksteps += o.mma_ksteps, barriers += o.barriers;
   red += o.red;
   fma_chain += o.fma_chain, fma_chain_loads += o.fma_chain_loads, shuffle_steps += o.shuffle_steps;
@@ -37,7 +37,7 @@ OnChipCounts OnChipCounts::times(std::int64_t n) const {
   OnChipCounts out = *this;
   for (SmemBytes& b : out.by_tensor) b.fill *= n, b.read *= n, b.mma_read *= n, b.write *= n;
   out.mma *= n, out.ldmatrix *= n, out.ld_shared *= n, out.st_shared *= n, out.ex2 *= n;
-  out.wgmma *= n, out.wgmma_flops *= n, out.mbarrier *= n;
+  out.wgmma *= n, out.wgmma_flops *= n, out.mbarrier *= n, out.shfl *= n;
   out.gemm_starts *= n, out.gemm_drains *= n, out.mma_ksteps *= n, out.barriers *= n;
   out.red *= n;
   out.fma_chain *= n, out.fma_chain_loads *= n, out.shuffle_steps *= n;
@@ -678,6 +678,7 @@ OnChipCounts standard_softmax_kernel(const KernelPlan& plan, const StandardLayou
   // Each reduction a warp's five butterfly steps, then five over the warps' partials, one after
   // another; then the sum's reciprocal.
   c.shuffle_steps = 20;
+  c.shfl = 20 * warps;
   c.serial_divides = 1;
   // Eight at a time as two 16-byte loads, to 16-byte stores: lanes 32 bytes apart (8 wavefronts a load).
   for (std::int64_t half : {0, 16}) staged(c, Tensor::P, Access::load, N / 8, 16, [&](std::int64_t v) { return 32 * v + half; });

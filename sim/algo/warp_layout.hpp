@@ -55,6 +55,12 @@ struct OnChipCounts {
   // (with wgmma's operand reads). Not charged to the shared-memory pipe's time.
   std::int64_t mbarrier = 0;
   std::int64_t mbarrier_bytes() const { return mbarrier * kWavefrontBytes; }
+  // Warp-level shuffles (shfl.sync): one wavefront each of the pipe that serves shared memory, which
+  // ncu counts among shared memory's that are neither loads nor stores (gpu/bench/lsu_pipe.cu: 1.000
+  // a shfl.sync.bfly). Charged to the shared-memory pipe's time; counted where a layout counts them
+  // (standard's softmax_kernel; the flash kernels' few quad reductions a block pair are not).
+  std::int64_t shfl = 0;
+  std::int64_t shfl_bytes() const { return shfl * kWavefrontBytes; }
   // The latency path of an mma.sync kernel, counted once per CTA and block pair (its warps run it
   // side by side): the GEMMs a warp runs one after another, each starting on fragments it loads
   // (ldmatrix); those whose products the next instructions wait on (the softmax on S, an atomic add

@@ -101,6 +101,8 @@ struct Rates {
   // The share of the shared-memory bandwidth one CTA of a kernel with scalar-FMA products reaches on
   // them (GpuSpec::fp32_matmul_sram_share_per_cta; 1 where not measured).
   double fp32_sram_share = 1;
+  // LSU data-pipe wavefronts per byte of a global load or store into or out of registers.
+  double lsu_load_wavefronts_per_byte = 0, lsu_store_wavefronts_per_byte = 0;
 };
 
 // The rates with the SM's pipes at `sm_clock_mhz`: pipe_clock_mhz, the clock the SM holds while its
@@ -125,6 +127,11 @@ Rates rates_of(const GpuSpec& gpu, double sm_clock_mhz) {
   const double pipe_hz = sm_clock_mhz * 1e6;
   r.pipe_hz = pipe_hz;
   r.fp32_sram_share = gpu.fp32_matmul_sram_share_per_cta > 0 ? gpu.fp32_matmul_sram_share_per_cta : 1.0;
+  // A warp's 16-byte-a-lane global load or store moves 512 bytes: its LSU data-pipe wavefronts per byte.
+  r.lsu_load_wavefronts_per_byte =
+      (gpu.global_load_wavefronts_per_warp > 0 ? gpu.global_load_wavefronts_per_warp : 4.0) / 512.0;
+  r.lsu_store_wavefronts_per_byte =
+      (gpu.global_store_wavefronts_per_warp > 0 ? gpu.global_store_wavefronts_per_warp : 4.0) / 512.0;
   r.wgmma_wait_cycles = gpu.wgmma_wait_cycles;
   r.mma_sync_per_sm = gpu.mma_sync_flops_per_cycle_per_sm * pipe_hz;
   r.mma_sync_per_warp = gpu.mma_sync_flops_per_cycle_per_warp * pipe_hz;
@@ -221,9 +228,11 @@ PipeCosts pipe_costs(const KernelPlan& k, const Rates& r, std::int64_t ctas_per_
   c.async_mma = oc.wgmma_flops > 0 && k.wgmma_waits == 0;
   c.waits_s = double(k.wgmma_waits) * r.wgmma_wait_cycles / r.pipe_hz;
   c.ex2 = double(oc.ex2) * 32.0 / r.ex2_per_sm * per_unit;
-  c.smem = double(smem.fill + smem.read + smem.mma_read + smem.write) / r.smem_per_sm * per_unit;
+  // Shared memory's pipe also carries a wavefront per shuffle (gpu/bench/lsu_pipe.cu).
+  c.smem = double(smem.fill + smem.read + smem.mma_read + smem.write + oc.shfl_bytes()) / r.smem_per_sm * per_unit;
   // Each wgmma is one instruction in each of its warpgroup's four warps.
-  const double instructions = double(oc.mma + oc.ldmatrix + oc.ld_shared + oc.st_shared + oc.ex2 + 4 * oc.wgmma);
+  const double instructions =
+      double(oc.mma + oc.ldmatrix + oc.ld_shared + oc.st_shared + oc.ex2 + 4 * oc.wgmma + oc.shfl);
   if (r.issue_per_sm > 0) c.issue = instructions / r.issue_per_sm * per_unit;
   const double red_s = k.reduction_requests == ReductionRequests::sectors ? r.red_sector_s : r.red_line_s;
   c.red = double(oc.red) * red_s * per_unit;
@@ -566,9 +575,9 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   std::int64_t own_dram = 0, own_l2 = 0;  // this CTA's loads in this phase (SM↔L2 only with the L2 on)
   // A load of `b` bytes through the L2 that `o` says how much of hit: counted, and, unless it is a
   // reduction's read (the CTA does not wait for it), part of the CTA's wait.
-  std::int64_t moved = 0;  // the phase's global loads and stores, SM↔L2 (KernelPlan::global_via_registers)
+  std::int64_t loaded = 0, stored = 0;  // the phase's global loads and stores, SM↔L2 (KernelPlan::global_via_registers)
   auto count_load = [&](TensorMemory& mem, const TileL2::ReadOutcome& o, std::int64_t b, bool waited) {
-    moved += b;
+    loaded += b;
     mem.sm_read_bytes += b;
     mem.read_hit_bytes += o.hit_bytes;
     mem.dram_read_bytes += o.miss_bytes;
@@ -619,7 +628,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
         if (acc.store) {
           if (last) cache.write(tile, part * acc.slice_rows, own);  // the tile, whole, once its last row is in
           mem.sm_write_bytes += part;
-          moved += part;
+          stored += part;
           continue;
         }
         count_load(mem, cache.read_part(l2_side(r.sm), tile, part, part * acc.slice_rows, own, last), part, true);
@@ -630,7 +639,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
     if (acc.store) {
       cache.write(key, b, own);
       mem.sm_write_bytes += b;
-      moved += b;
+      stored += b;
       if (reduce) d.l2_reduce += double(acc.bytes) / reduce_rate;
     } else {
       count_load(mem, cache.read(l2_side(r.sm), key, b, own), b, !reduce);
@@ -672,9 +681,11 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   if (rates_.issue_per_sm > 0) d.issue += w * pipes.issue + double(ph.non_matmul_flops) / 32.0 / rates_.issue_per_sm;
   // Shared-memory bytes: the counted ones, or, for a kernel without counts, its plan's.
   d.sram += pipes.counted ? w * pipes.smem : double(ph.sram_bytes) / rates_.sram_per_sm;
-  // Global loads into registers and stores from them pass the SM's LSU data pipe too, a 128-byte
-  // wavefront a clock beside shared memory's (ncu: l1tex__data_pipe_lsu_wavefronts).
-  if (k.global_via_registers) d.sram += double(moved) / rates_.smem_per_sm;
+  // Global loads into registers and stores from them pass the SM's LSU data pipe too, beside shared
+  // memory's wavefronts, at the preset's wavefronts a warp's 512 bytes (gpu/bench/lsu_pipe.cu).
+  if (k.global_via_registers)
+    d.sram += (double(loaded) * rates_.lsu_load_wavefronts_per_byte + double(stored) * rates_.lsu_store_wavefronts_per_byte) *
+              double(kWavefrontBytes) / rates_.smem_per_sm;
   // What the CTA does once its loads are in: its compute, or its own shared-memory traffic in place
   // of its GEMMs (its counted wavefronts, or its plan's bytes, at the share one CTA reaches), and then
   // what its warps wait out after them.

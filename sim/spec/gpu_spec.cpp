@@ -72,6 +72,8 @@ constexpr Field kFields[] = {
     {"expf_latency_cycles", "cycles", &GpuSpec::expf_latency_cycles, false, false, true},
     {"fp32_divide_latency_cycles", "cycles", &GpuSpec::fp32_divide_latency_cycles, false, false, true},
     {"fp32_matmul_sram_share_per_cta", "fraction", &GpuSpec::fp32_matmul_sram_share_per_cta, false, true, true},
+    {"global_load_wavefronts_per_warp", "wavefronts", &GpuSpec::global_load_wavefronts_per_warp, false, false, true},
+    {"global_store_wavefronts_per_warp", "wavefronts", &GpuSpec::global_store_wavefronts_per_warp, false, false, true},
     {"l2_reduction_sector_gbps", "GB/s", &GpuSpec::l2_reduction_sector_gbps, false, false, true},
     {"l2_reduction_line_gbps", "GB/s", &GpuSpec::l2_reduction_line_gbps, false, false, true},
     {"sm_reduction_sector_cycles", "cycles", &GpuSpec::sm_reduction_sector_cycles, false, false, true},

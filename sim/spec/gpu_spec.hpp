@@ -96,6 +96,11 @@ struct GpuSpec {
   // products, each run alone between its barriers (gpu/bench/smem_warps.cu, `step`); optional, 0
   // where not measured (then the full bandwidth).
   double fp32_matmul_sram_share_per_cta = 0;
+  // What a warp's 16-byte-a-lane ld.global and st.global (512 bytes) take of the SM's LSU data pipe,
+  // the pipe that also serves shared memory a wavefront a clock (gpu/bench/lsu_pipe.cu); optional, 0
+  // where not measured (then 4, a wavefront per 128 bytes).
+  double global_load_wavefronts_per_warp = 0;
+  double global_store_wavefronts_per_warp = 0;
   // The L2's fp32 reductions (red.global.add into L2-resident addresses), bytes added per second by
   // all SMs together (gpu/bench/l2_reduce.cu); optional, 0 where not measured. A request of one
   // 32-byte sector (a warp adding an MMA fragment: 8 rows, 32 bytes each) or of whole 128-byte lines

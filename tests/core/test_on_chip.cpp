@@ -397,6 +397,7 @@ TEST_CASE("on-chip: standard's three kernels follow gpu/standard.cu", "[on_chip]
   // Its chain: each reduction five butterfly steps in a warp, then five over the warps' partials;
   // then the sum's reciprocal.
   CHECK(sm.shuffle_steps == 20 * rows);
+  CHECK(sm.shfl == 20 * 4 * rows);  // every warp shuffles through both reductions
   CHECK(sm.serial_divides == rows);
   // Their CTAs are alike and start together: they run in step. qk_kernel's copy loops keep four
   // 16-byte loads a thread in flight (8 KiB a CTA); pv_kernel double-buffers and runs as streams.

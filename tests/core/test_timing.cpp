@@ -1570,6 +1570,18 @@ TEST_CASE("CTAs in step wait out their own round trips; the bandwidth they share
   k.ctas_in_step = true;
   k.global_via_registers = true;
   CHECK(run_plans({k}, toy, {}).predicted_s == Approx(launch + 196e-9));
+  // At the preset's measured wavefronts a warp's 512 bytes (here 8, twice a wavefront per 128 bytes).
+  GpuSpec measured = toy;
+  measured.global_load_wavefronts_per_warp = 8;
+  CHECK(run_plans({k}, measured, {}).predicted_s == Approx(launch + 228e-9));
+}
+
+TEST_CASE("a shuffle takes a wavefront of the pipe that serves shared memory (toy, by hand)", "[engine][pipes]") {
+  const GpuSpec toy = toy_with_pipes();
+  // 32 warp shuffles and nothing else: 32 wavefronts of 128 bytes at 32 B/cycle, 128 cycles.
+  KernelPlan k = with_pipes(1, 0, 0, 0, 0);
+  k.on_chip.shfl = 32;
+  CHECK(run_plans({k}, toy, {}).predicted_s == Approx(10e-9 + 128e-9));
 }
 
 TEST_CASE("HBM's load counts an SM of CTAs in step for the part of its step their loads are out",
