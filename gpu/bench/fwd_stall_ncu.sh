@@ -41,37 +41,22 @@ profile() {  # profile LOG KERNEL-REGEX PROGRAM...: the named counters too, else
 }
 profile "$out/hbmlab.csv" regex:flash2_kernel "$hbmlab" "${args[@]}" --profile-pass
 profile "$out/torch.csv" regex:flash_fwd python3 "$out/sdpa_fwd.py"
-python3 - "$out/hbmlab.csv" "$out/torch.csv" "$out/fwd-stall-raw-ncu.csv" "$out/fwd-stall-ncu.csv" <<'PY'
-import csv, re, sys
-keep = re.compile(r"^(Kernel Name|Block Size|Grid Size|gpu__time_duration\.sum|sm__cycles_elapsed\.max|"
-                  r"launch__registers_per_thread|launch__occupancy_limit_.*|launch__waves_per_multiprocessor|"
-                  r"sm__warps_active\.avg\.pct_of_peak_sustained_active|sm__maximum_warps_per_active_cycle_pct|"
-                  r"smsp__inst_executed\.sum|smsp__issue_active\.avg\.per_cycle_active|"
-                  r"smsp__warps_eligible\.avg\.per_cycle_active|smsp__warps_active\.avg\.per_cycle_active|"
-                  r"smsp__average_warp_latency_per_inst_issued\.ratio|"
-                  r"smsp__pcsamp_warps_issue_stalled_.*|smsp__pcsamp_sample_count|"
-                  r"smsp__average_warp_latency_issue_stalled_.*|"
-                  r"smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|"
-                  r"sm__inst_executed_pipe_.*\.sum|smsp__inst_executed_pipe_.*\.sum|"
-                  r"sm__pipe_.*_cycles_active\.(sum|avg\.pct_of_peak_sustained_active)|"
-                  r"smsp__sass_inst_executed_op_local_.*\.sum|l1tex__t_bytes_pipe_lsu_mem_local_op_.*\.sum)$")
-header, rows = [], []
-for name in sys.argv[1:3]:
-    try:
-        lines = [l for l in open(name) if l.strip() and not l.startswith("==")]
-    except OSError:
-        continue
-    for r in csv.DictReader(lines):
-        if r.get("ID") or not rows:  # one row of units (the first file's), then the kernels
-            header += [h for h in r if h not in header]
-            rows.append(r)
-for path, cols in ((sys.argv[3], header), (sys.argv[4], [h for h in header if keep.match(h)])):
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-print(f"fwd_stall_ncu: {len(rows) - 1} kernels, {len(header)} columns")
-PY
+kept=(  # the columns the kept table has (regular expressions)
+  'Kernel Name' 'Block Size' 'Grid Size' 'gpu__time_duration\.sum' 'sm__cycles_elapsed\.max'
+  'launch__registers_per_thread' 'launch__occupancy_limit_.*' 'launch__waves_per_multiprocessor'
+  'sm__warps_active\.avg\.pct_of_peak_sustained_active' 'sm__maximum_warps_per_active_cycle_pct'
+  'smsp__inst_executed\.sum' 'smsp__issue_active\.avg\.per_cycle_active'
+  'smsp__warps_eligible\.avg\.per_cycle_active' 'smsp__warps_active\.avg\.per_cycle_active'
+  'smsp__average_warp_latency_per_inst_issued\.ratio' 'smsp__pcsamp_warps_issue_stalled_.*'
+  'smsp__pcsamp_sample_count' 'smsp__average_warp_latency_issue_stalled_.*'
+  'smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' 'sm__inst_executed_pipe_.*\.sum'
+  'smsp__inst_executed_pipe_.*\.sum' 'sm__pipe_.*_cycles_active\.(sum'
+  'avg\.pct_of_peak_sustained_active)' 'smsp__sass_inst_executed_op_local_.*\.sum'
+  'l1tex__t_bytes_pipe_lsu_mem_local_op_.*\.sum'
+)
+keep="^($(IFS='|'; echo "${kept[*]}"))$"
+python3 "$here/join_ncu_logs.py" fwd_stall_ncu "$out/fwd-stall-raw-ncu.csv" "$out/fwd-stall-ncu.csv" "$keep" \
+  "$out/hbmlab.csv" "$out/torch.csv"
 # The SASS of the non-causal, unmasked fp16 kernels, whole (gzip), for counting their instructions.
 cuobjdump -sass "$hbmlab" | awk '/Function :/ { keep = /flash2_kernelI6__half.*Lb0ELb0E/ } keep' |
   gzip > "$out/fwd-stall-sass.txt.gz" || echo "fwd_stall_ncu: no SASS listing" >&2

@@ -15,6 +15,7 @@
 set -uo pipefail
 out=${1:?usage: standard_ncu.sh OUTDIR}
 hbmlab=${HBMLAB:-hbmlab}
+here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 common=(--clock-control none --cache-control all --csv --page raw --print-units base --set full)
 named=regex:smsp__pcsamp_warps_issue_stalled_,sm__cycles_elapsed.max,smsp__inst_executed.sum
@@ -32,38 +33,26 @@ for run in "${runs[@]}"; do
     echo "standard_ncu: run $n ($run) failed" >&2
   n=$((n + 1))
 done
-python3 - "$out" "$n" <<'PY'
-import csv, re, sys
-out, runs = sys.argv[1], int(sys.argv[2])
-keep = re.compile(r"^(Kernel Name|Block Size|Grid Size|gpu__time_duration\.sum|sm__cycles_elapsed\.max|"
-                  r"dram__bytes_read\.sum|dram__bytes_write\.sum|dram__throughput\.avg\.pct_of_peak_sustained_elapsed|"
-                  r"lts__t_bytes\.sum|lts__t_sector_hit_rate\.pct|lts__throughput\.avg\.pct_of_peak_sustained_elapsed|"
-                  r"l1tex__data_pipe_lsu_wavefronts_mem_shared\.sum|l1tex__data_bank_conflicts_pipe_lsu_mem_shared\.sum|"
-                  r"l1tex__throughput\.avg\.pct_of_peak_sustained_active|"
-                  r"launch__registers_per_thread|launch__occupancy_limit_.*|launch__waves_per_multiprocessor|"
-                  r"sm__warps_active\.avg\.pct_of_peak_sustained_active|"
-                  r"smsp__inst_executed\.sum|smsp__issue_active\.avg\.per_cycle_active|"
-                  r"smsp__warps_eligible\.avg\.per_cycle_active|smsp__warps_active\.avg\.per_cycle_active|"
-                  r"smsp__average_warp_latency_per_inst_issued\.ratio|"
-                  r"smsp__pcsamp_warps_issue_stalled_.*|smsp__pcsamp_sample_count|"
-                  r"sm__pipe_tensor_cycles_active\.avg\.pct_of_peak_sustained_active)$")
-header, rows = [], []
-for i in range(runs):
-    try:
-        lines = [l for l in open(f"{out}/run{i}.csv") if l.strip() and not l.startswith("==")]
-    except OSError:
-        continue
-    for r in csv.DictReader(lines):
-        if r.get("ID") or not rows:
-            header += [h for h in r if h not in header]
-            rows.append(r)
-for path, cols in ((f"{out}/standard-raw-ncu.csv", header), (f"{out}/standard-ncu.csv", [h for h in header if keep.match(h)])):
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-print(f"standard_ncu: {len(rows) - 1} kernels, {len(header)} columns")
-PY
+kept=(  # the columns the kept table has (regular expressions)
+  'Kernel Name' 'Block Size' 'Grid Size' 'gpu__time_duration\.sum' 'sm__cycles_elapsed\.max'
+  'dram__bytes_read\.sum' 'dram__bytes_write\.sum'
+  'dram__throughput\.avg\.pct_of_peak_sustained_elapsed' 'lts__t_bytes\.sum'
+  'lts__t_sector_hit_rate\.pct' 'lts__throughput\.avg\.pct_of_peak_sustained_elapsed'
+  'l1tex__data_pipe_lsu_wavefronts\.avg\.pct_of_peak_sustained_elapsed'
+  'l1tex__data_pipe_lsu_wavefronts_mem_shared(_op_ld|_op_st)?\.sum' 'memory_l1_wavefronts_shared'
+  'l1tex__data_bank_conflicts_pipe_lsu_mem_shared\.sum'
+  'l1tex__throughput\.avg\.pct_of_peak_sustained_active' 'launch__registers_per_thread'
+  'launch__occupancy_limit_.*' 'launch__waves_per_multiprocessor'
+  'sm__warps_active\.avg\.pct_of_peak_sustained_active' 'smsp__inst_executed\.sum'
+  'smsp__issue_active\.avg\.per_cycle_active' 'smsp__warps_eligible\.avg\.per_cycle_active'
+  'smsp__warps_active\.avg\.per_cycle_active' 'smsp__average_warp_latency_per_inst_issued\.ratio'
+  'smsp__pcsamp_warps_issue_stalled_.*' 'smsp__pcsamp_sample_count'
+  'sm__pipe_tensor_cycles_active\.avg\.pct_of_peak_sustained_active'
+)
+keep="^($(IFS='|'; echo "${kept[*]}"))$"
+logs=()
+for ((i = 0; i < n; i++)); do logs+=("$out/run$i.csv"); done
+python3 "$here/join_ncu_logs.py" standard_ncu "$out/standard-raw-ncu.csv" "$out/standard-ncu.csv" "$keep" "${logs[@]}"
 cuobjdump -sass "$hbmlab" | awk '/Function :/ { keep = /(qk_kernel|softmax_kernel|pv_kernel)I6__half/ } keep' |
   gzip > "$out/standard-sass.txt.gz" || echo "standard_ncu: no SASS listing" >&2
 zcat "$out/standard-sass.txt.gz" |

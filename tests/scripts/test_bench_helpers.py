@@ -69,4 +69,26 @@ check(log == ["fn", "sync", "push sdpa", "mark 7", "fn", "sync", "pop"],
 log.clear()
 merge_ncu.profiled_launch(lambda: log.append("fn"))
 check(log == ["fn", "sync", "push sdpa", "fn", "sync", "pop"], f"profiled_launch without a marker; got {log}")
+# join_ncu_logs: two ncu --log-file CSVs (their "==" lines and the units row of the second dropped), one
+# missing; every column in the raw table, the kept ones by regular expression.
+import csv
+import tempfile
+import join_ncu_logs
+
+with tempfile.TemporaryDirectory() as tmp:
+    def write(name, text):
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+    first = write("a.csv", '==PROF== Connected\n"ID","Kernel Name","x.sum","y.pct"\n"","","byte","%"\n'
+                           '"0","qk","1,024","50"\n')
+    second = write("b.csv", '"ID","Kernel Name","x.sum","z.sum"\n"","","byte","byte"\n"0","pv","2","3"\n')
+    raw, kept = os.path.join(tmp, "raw.csv"), os.path.join(tmp, "kept.csv")
+    join_ncu_logs.main(["test", raw, kept, r"^(Kernel Name|x\.sum)$", first, os.path.join(tmp, "none.csv"), second])
+    raw_rows, kept_rows = list(csv.reader(open(raw))), list(csv.reader(open(kept)))
+    check(raw_rows[0] == ["ID", "Kernel Name", "x.sum", "y.pct", "z.sum"], f"join_ncu_logs: every column; got {raw_rows[0]}")
+    check([r[1] for r in raw_rows[1:]] == ["", "qk", "pv"], f"join_ncu_logs: one units row, then the kernels; got {raw_rows}")
+    check(kept_rows == [["Kernel Name", "x.sum"], ["", "byte"], ["qk", "1,024"], ["pv", "2"]],
+          f"join_ncu_logs: the kept columns; got {kept_rows}")
 print("bench helpers: ok")
