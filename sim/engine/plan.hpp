@@ -85,10 +85,10 @@ struct KernelPlan {
   // in flight for more) in place of its GEMMs, and then what its warps wait out after them
   // (OnChipCounts' latency path).
   bool sram_bound_work = false;
-  // The CTAs resident on an SM run their phases in step: they start together and share shared memory
-  // evenly, so their shared-memory traffic goes through together at the full bandwidth, and then the
-  // longest of what a CTA waits out beside it (its loads, its softmax's chain, barriers) follows
-  // (flash1, standard's qk_kernel and softmax_kernel: docs/design.md, "CTAs in step").
+  // The CTAs resident on an SM run their phases in step: they start together and share the pipe that
+  // serves shared memory evenly, so their wavefronts go through it together at its full rate, and then
+  // the longest of what a CTA waits out beside them (its loads' round trips, its softmax's chain,
+  // barriers) follows (flash1, standard's qk_kernel and softmax_kernel: docs/design.md, "CTAs in step").
   bool ctas_in_step = false;
   // A kernel without matmuls whose SM was measured at the GPU's clock_mhz, not at pipe_clock_mhz
   // (standard's softmax_kernel: 1,978–1,991 MHz under Nsight Compute, gpu/bench/standard_ncu.sh).

@@ -573,9 +573,9 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   const CtaPhase& ph = k.phases[k.programs[r.program].first_phase + r.phase];
   double latency_bytes = 0, window = 0;
   std::int64_t own_dram = 0, own_l2 = 0;  // this CTA's loads in this phase (SM↔L2 only with the L2 on)
+  std::int64_t loaded = 0, stored = 0;  // the phase's global loads and stores (KernelPlan::global_via_registers)
   // A load of `b` bytes through the L2 that `o` says how much of hit: counted, and, unless it is a
   // reduction's read (the CTA does not wait for it), part of the CTA's wait.
-  std::int64_t loaded = 0, stored = 0;  // the phase's global loads and stores, SM↔L2 (KernelPlan::global_via_registers)
   auto count_load = [&](TensorMemory& mem, const TileL2::ReadOutcome& o, std::int64_t b, bool waited) {
     loaded += b;
     mem.sm_read_bytes += b;
@@ -599,7 +599,9 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
         mem.sm_write_bytes += b;
         mem.dram_write_bytes += b;
         d.dram_write += b;
+        stored += b;
       } else {
+        loaded += b;
         mem.sm_read_bytes += b;
         mem.dram_read_bytes += b;
         d.dram_read += b;
