@@ -1757,3 +1757,77 @@ TEST_CASE("validate adds the events' measured cost to records timed by CUDA even
   flushed.l2_flushed_between_kernels = true;
   CHECK(sdpa.predicted_time_s == run_engine(sdpa.algo, sdpa.problem, sdpa.blocks, gpu, flushed).predicted_s);
 }
+
+namespace {
+
+// The fields of one line of an `ncu --csv` table: quoted or not, commas inside quotes kept.
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (const char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) out.emplace_back();
+    else out.back() += c;
+  }
+  return out;
+}
+
+double csv_number(std::string s) {
+  std::erase(s, ',');
+  return std::stod(s);
+}
+
+}  // namespace
+
+TEST_CASE("standard's three kernels are timed as ncu measured them on the H100", "[engine][pipes][standard]") {
+  // assets/measurements/h100-standard-stall-ncu.csv (gpu/bench/standard_ncu.sh): each record's three
+  // kernels under ncu, twice (its check launch, then its own), the L2 flushed before each. qk_kernel's
+  // name gives d, Br, Bc (qk_kernel<__half, d, Br, Bc>) and its grid N / Bc, N / Br, B·H; softmax_kernel
+  // and pv_kernel follow it. Where its CTAs are many (64 × 64 tiles), qk_kernel and softmax_kernel run
+  // in step on the data pipe, within 10 % (it was 20 % short, the softmax; docs/design.md, "CTAs in
+  // step"); pv_kernel, double-buffered, within 12 %.
+  const std::string file = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/h100-standard-stall-ncu.csv";
+  std::ifstream in(file);
+  REQUIRE(in);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = csv_fields(line);
+  auto column = [&](const char* name) {
+    const auto at = std::ranges::find(header, name);
+    REQUIRE(at != header.end());
+    return static_cast<std::size_t>(at - header.begin());
+  };
+  const std::size_t name_at = column("Kernel Name"), grid_at = column("Grid Size"),
+                    time_at = column("gpu__time_duration.sum");
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(in, line))
+    if (line.find("_kernel") != std::string::npos) rows.push_back(csv_fields(line));
+  REQUIRE(rows.size() == 30);
+  const GpuSpec h100 = load_gpu("h100-sxm");
+  EngineOptions ncu;
+  ncu.launch.hbmlab_kernels = true;
+  ncu.l2_flushed_between_kernels = true;
+  int checked = 0;
+  for (std::size_t n = 0; n + 2 < rows.size(); n += 3) {
+    const std::string& qk = rows[n][name_at];
+    REQUIRE(qk.find("qk_kernel") != std::string::npos);
+    REQUIRE(rows[n + 1][name_at].find("softmax_kernel") != std::string::npos);
+    REQUIRE(rows[n + 2][name_at].find("pv_kernel") != std::string::npos);
+    int d = 0, Br = 0, Bc = 0, tc = 0, tr = 0, bh = 0;
+    REQUIRE(std::sscanf(qk.substr(qk.find('<')).c_str(), "<__half, %d, %d, %d>", &d, &Br, &Bc) == 3);
+    REQUIRE(std::sscanf(rows[n][grid_at].c_str(), "(%d, %d, %d)", &tc, &tr, &bh) == 3);
+    const std::int64_t N = std::int64_t{tc} * Bc;
+    INFO("d = " << d << ", N = " << N << ", " << Br << " x " << Bc);
+    const EngineResult e = run_engine(algo_named("standard"), AttentionProblem(bh / 16, 16, N, d), {Br, Bc}, h100, ncu);
+    REQUIRE(e.kernels.size() == 3);
+    for (int k = 0; k < 3; ++k) {
+      const double measured = csv_number(rows[n + k][time_at]) * 1e-9;
+      const double error = e.kernels[k].time_s / measured - 1;
+      INFO(e.kernels[k].name << ": " << e.kernels[k].time_s * 1e6 << " us predicted, " << measured * 1e6 << " measured");
+      if (k == 2) CHECK(std::abs(error) <= 0.12);
+      else if (Br == 64) CHECK(std::abs(error) <= 0.10);
+      ++checked;
+    }
+  }
+  CHECK(checked == 30);
+}
