@@ -216,7 +216,7 @@ public:
       fail_input("--hbmlab-kernels: standard's CUDA kernel in gpu/ {}", miss->refusal);
     constexpr std::int64_t kPad = 8;
     qk.name = "qk_kernel S = QKᵀ";
-    qk.overlap = "none inside a CTA: Q_i, K_j load, the tile is computed, S_ij is stored; CTAs on an SM overlap";
+    qk.overlap = "none inside a CTA: Q_i, K_j load, the tile is computed, S_ij is stored; CTAs on an SM run in step";
     qk.library_gemm = false;
     qk.double_buffered = false;
     qk.threads_per_cta = 128;
@@ -242,7 +242,7 @@ public:
                         std::max(t.Br, t.Bc * e) <= std::numeric_limits<std::int16_t>::max();  // TileAccess's fields
     sm = KernelPlan{};
     sm.name = "softmax_kernel P = softmax(S)";
-    sm.overlap = "none inside a CTA: the row loads, is reduced twice, P is stored; CTAs on an SM overlap";
+    sm.overlap = "none inside a CTA: the row loads, is reduced twice, P is stored; CTAs on an SM run in step";
     sm.double_buffered = false;
     sm.instances = p.instances();
     sm.kv_group = p.heads / p.Hkv();
