@@ -28,6 +28,8 @@ std::int64_t round_bytes(double x) {
 }
 
 constexpr double kUnreachable = 1e-9;  // below this resident fraction a tile leaves the stack
+// The resident fractions at which a sinking dirty tile counts what it has lost as written back.
+constexpr double kWriteBackLevel[] = {15.0 / 16, 7.0 / 8, 3.0 / 4, 1.0 / 2, 1.0 / 4, 1.0 / 8, 1.0 / 16, 1.0 / 64, 1.0 / 1024};
 constexpr std::size_t kCdfPoints = 16384;  // table of P(Poisson(λ) ≤ ways − 1) over λ
 
 }  // namespace
@@ -38,6 +40,9 @@ TileL2::TileL2(std::int64_t capacity_bytes, std::int64_t ways, std::int64_t line
   if (ways_ * line_ >= capacity_) ways_ = 0;  // one set: fully associative
   tree_.assign(4097, 0);
   swept_tree_.assign(4097, 0);
+  static_assert(std::size(kWriteBackLevel) == kWriteBackLevels);
+  sink_head_.fill(-1);
+  sink_tail_.fill(-1);
   if (ways_ > 0) {
     // The Poisson tail is looked up, not summed, on every touch: the table runs to 12 standard
     // deviations past the mean, where the chance is far below kUnreachable, and linear
@@ -52,6 +57,11 @@ TileL2::TileL2(std::int64_t capacity_bytes, std::int64_t ways, std::int64_t line
     std::size_t n = 0;
     while (n < kCdfPoints && cdf_[n] > kUnreachable) ++n;
     surely_reachable_depth_ = 0.99 * double(n > 0 ? n - 1 : 0) / table_per_byte_;
+    for (int level = 0; level < kWriteBackLevels; ++level) {
+      std::size_t m = 0;
+      while (m < kCdfPoints && cdf_[m] > kWriteBackLevel[level]) ++m;
+      sink_lambda_[level] = double(m > 0 ? m - 1 : 0);  // in table points: below it the tile holds more
+    }
   }
 }
 
@@ -242,8 +252,13 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std:
     const Distance d = distance(x);
     const double f = resident_fraction(d.all, x.bytes, d.swept, own);
     resident = round_bytes(f * double(x.bytes));
-    dirty_left = round_bytes(f * double(x.dirty));
-    writebacks_[static_cast<int>(tile_key_tensor(key))] += x.dirty - dirty_left;
+    // What is still dirty: never more than it has not counted as it sank (a tile above it that
+    // shrinks can lift it a little).
+    dirty_left = std::min(round_bytes(f * double(x.dirty)), x.dirty - x.written);
+    // What it lost since its last touch, less what it counted as it sank.
+    writebacks_[static_cast<int>(tile_key_tensor(key))] += x.dirty - dirty_left - x.written;
+    x.written = 0;
+    sink_unlink(e);
     add(x, -1);
     unlink(e);
   } else {
@@ -266,6 +281,7 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std:
   Entry& x = pool_[e];
   x.bytes = bytes;
   x.time = next_time_++;
+  pushed_ += bytes;
   x.swept = own && !first_touch;
   add(x, 1);
   push_mru(e);
@@ -292,8 +308,9 @@ void TileL2::drop_unreachable() {
       }
     }
     if (resident_fraction(distance, v.bytes, swept, v.swept) > (ways_ == 0 ? 0.0 : kUnreachable)) break;
-    writebacks_[static_cast<int>(tile_key_tensor(v.key))] += v.dirty;
+    writebacks_[static_cast<int>(tile_key_tensor(v.key))] += v.dirty - v.written;
     const std::int32_t victim = lru_;
+    sink_unlink(victim);
     add(v, -1);
     unlink(victim);
     index_.erase(v.key);
@@ -308,6 +325,7 @@ TileL2::ReadOutcome TileL2::read(std::uint64_t key, std::int64_t bytes, bool own
   out.hit_bytes = std::min(resident, bytes);
   out.miss_bytes = bytes - out.hit_bytes;
   pool_[e].dirty = std::min(dirty_left, bytes);  // a read fills the tile; its dirty sectors stay dirty
+  if (pool_[e].dirty > 0) sink_push(e, 0);
   drop_unreachable();
   return out;
 }
@@ -332,10 +350,63 @@ void TileL2::write(std::uint64_t key, std::int64_t bytes, bool own) {
   const std::int32_t e = touch(key, bytes, own, resident, dirty_left);
   // Sectors still dirty are overwritten in the L2: one write-back for both stores.
   pool_[e].dirty = bytes;
+  if (bytes > 0) sink_push(e, 0);
   drop_unreachable();
 }
 
+double TileL2::sink_depth(const Entry& e, int level) const {
+  if (ways_ == 0) return double(capacity_) - kWriteBackLevel[level] * double(e.bytes);  // f = (C − D) / bytes
+  // With own tiles swept, their fixed lines can bring a tile down sooner than the Poisson table says.
+  if (sharp_share_ > 0) return 0.0;
+  return sink_lambda_[static_cast<std::size_t>(level)] / table_per_byte_ - 0.5 * double(e.bytes);
+}
+
+void TileL2::sink_push(std::int32_t e, int level) {
+  Entry& x = pool_[e];
+  x.sink_at = 0;
+  x.level = static_cast<std::int8_t>(level);
+  x.sink_prev = sink_tail_[level];
+  x.sink_next = -1;
+  if (x.sink_prev >= 0) pool_[x.sink_prev].sink_next = e; else sink_head_[level] = e;
+  sink_tail_[level] = e;
+}
+
+void TileL2::sink_unlink(std::int32_t e) {
+  Entry& x = pool_[e];
+  if (x.level < 0) return;
+  if (x.sink_prev >= 0) pool_[x.sink_prev].sink_next = x.sink_next; else sink_head_[x.level] = x.sink_next;
+  if (x.sink_next >= 0) pool_[x.sink_next].sink_prev = x.sink_prev; else sink_tail_[x.level] = x.sink_prev;
+  x.sink_prev = x.sink_next = -1;
+  x.level = -1;
+}
+
+// A queue's tiles were stored or passed their last level about in the order they sank since, so
+// its head is the first to fall past the next level: the queue is looked at from the head only
+// (a tile behind one that has not fallen waits a little longer, never for its bytes).
+void TileL2::sink() {
+  for (int level = 0; level < kWriteBackLevels; ++level) {
+    for (std::int32_t e = sink_head_[level]; e >= 0; e = sink_head_[level]) {
+      Entry& x = pool_[e];
+      if (pushed_ < x.sink_at) break;  // not deep enough yet, without a look at the trees
+      const Distance d = distance(x);
+      const double f = resident_fraction(d.all, x.bytes, d.swept, x.swept);
+      if (f > kWriteBackLevel[level]) {
+        x.sink_at = pushed_ + static_cast<std::int64_t>(std::max(0.0, sink_depth(x, level) - double(d.all)));
+        break;
+      }
+      const std::int64_t lost = std::max(x.written, x.dirty - round_bytes(f * double(x.dirty)));
+      writebacks_[static_cast<int>(tile_key_tensor(x.key))] += lost - x.written;
+      x.written = lost;
+      sink_unlink(e);
+      int next = level + 1;
+      while (next < kWriteBackLevels && f <= kWriteBackLevel[next]) ++next;
+      if (next < kWriteBackLevels) sink_push(e, next);
+    }
+  }
+}
+
 std::array<std::int64_t, kTensorCount> TileL2::take_writebacks() {
+  sink();
   std::array<std::int64_t, kTensorCount> out = writebacks_;
   writebacks_ = {};
   return out;
@@ -344,7 +415,7 @@ std::array<std::int64_t, kTensorCount> TileL2::take_writebacks() {
 std::int64_t TileL2::dirty_bytes() const {
   std::int64_t sum = 0;
   for (std::int32_t e = lru_; e >= 0; e = pool_[e].next)
-    sum += round_bytes(resident_fraction(pool_[e]) * double(pool_[e].dirty));
+    sum += std::min(round_bytes(resident_fraction(pool_[e]) * double(pool_[e].dirty)), pool_[e].dirty - pool_[e].written);
   return sum;
 }
 
@@ -353,7 +424,8 @@ std::array<std::int64_t, kTensorCount> TileL2::evicted_dirty_bytes() const {
   for (std::int32_t e = lru_; e >= 0; e = pool_[e].next) {
     const Entry& x = pool_[e];
     if (x.dirty > 0)
-      out[static_cast<int>(tile_key_tensor(x.key))] += x.dirty - round_bytes(resident_fraction(x) * double(x.dirty));
+      out[static_cast<int>(tile_key_tensor(x.key))] +=
+          std::max<std::int64_t>(0, x.dirty - round_bytes(resident_fraction(x) * double(x.dirty)) - x.written);
   }
   return out;
 }

@@ -26,8 +26,12 @@
 //     stays while that count plus Poisson(λ) of the rest of D is below W: a cliff at D = C for a
 //     pure sweep of large footprints; a footprint under one round (many CTAs with small ones) is the
 //     16-way smoothing, exactly as for everything else.
-// Evicted dirty bytes are written back when the tile is next touched or drops out of reach; what the
-// tiles still in reach have lost when a run ends is counted then (evicted_dirty_bytes).
+// Evicted dirty bytes are written back as the tile sinks: each time a dirty tile's resident fraction
+// falls past one of the levels kWriteBackLevels (15/16 … 1/1024), what it has lost so far counts as
+// written back, so a kernel that stores more than the L2 holds writes its own tiles back while it
+// runs, as the GPU does, not in the kernel that next reads them. The rest is counted when the tile
+// is next touched or drops out of reach; what the tiles still in reach have lost when a run ends is
+// counted then (evicted_dirty_bytes). The levels only decide when; the bytes are the same.
 // Approximated: the hash is ideal (uniform over sets), sectors of one tile share one recency.
 #pragma once
 
@@ -75,7 +79,8 @@ public:
   // of the sets loads the sets evenly when swept again (see above); 0: none.
   void set_own_footprint(std::int64_t bytes_per_cta);
 
-  // Dirty bytes written back to DRAM by evictions since the last call, per tensor.
+  // Dirty bytes written back to DRAM by evictions since the last call, per tensor: the dirty tiles
+  // that sank past a level since then count what they lost (see above).
   std::array<std::int64_t, kTensorCount> take_writebacks();
   std::int64_t dirty_bytes() const;  // still dirty in the cache (not yet written to DRAM)
   // Dirty bytes the tiles in the stack have lost since their last touch, per tensor: written back,
@@ -115,8 +120,12 @@ private:
   struct Entry {
     std::uint64_t key = 0;
     std::int64_t bytes = 0, dirty = 0;  // size and dirty bytes at the last touch
+    std::int64_t written = 0;           // of those, counted written back since (as it sank)
     std::int64_t time = 0;              // touch time: position in the Fenwick trees
     std::int32_t prev = -1, next = -1;  // towards LRU (prev) and MRU (next)
+    std::int32_t sink_prev = -1, sink_next = -1;  // in its sinking queue, towards older and newer
+    std::int8_t level = -1;             // the sinking queue it waits in (levels passed), −1: none
+    std::int64_t sink_at = 0;           // as its queue's head: pushed_ before which it cannot have fallen
     bool swept = false;                 // its last touch read a CTA's own tile again (in swept_tree_)
   };
   // The bytes touched since an entry's last touch, and those of them that were own tiles read again.
@@ -131,6 +140,13 @@ private:
   void unlink(std::int32_t e);
   void push_mru(std::int32_t e);
   void drop_unreachable();  // tiles nothing of which can still be resident leave the stack
+  // Dirty tiles wait in one queue per level of kWriteBackLevels, oldest first: queue k holds those
+  // that have passed k levels. A tile stored or touched dirty joins queue 0.
+  void sink_push(std::int32_t e, int level);
+  void sink_unlink(std::int32_t e);
+  void sink();  // the queues' heads that fell past their level count what they lost
+  // The least reuse distance at which `e` can have fallen past level `level` (0 where not known).
+  double sink_depth(const Entry& e, int level) const;
   void add(const Entry& e, std::int64_t sign);  // e's bytes into (sign 1) or out of (−1) the trees
   static void tree_add(std::vector<std::int64_t>& tree, std::int64_t time, std::int64_t delta);
   // Bytes of tiles touched at or before `time`.
@@ -153,6 +169,11 @@ private:
   std::vector<std::int64_t> swept_tree_;  // the same, of the swept entries alone
   std::int64_t next_time_ = 0;
   std::array<std::int64_t, kTensorCount> writebacks_{};
+  static constexpr int kWriteBackLevels = 9;
+  std::array<std::int32_t, kWriteBackLevels> sink_head_{}, sink_tail_{};
+  std::array<double, kWriteBackLevels> sink_lambda_{};  // set-associative: the table's λ just short of each level
+  // Bytes touched so far: a tile's reuse distance grows by no more than the bytes touched after it.
+  std::int64_t pushed_ = 0;
 };
 
 // PartitionedL2: the L2 as the GPU builds it, one TileL2 per partition (the H100 has two, each by

@@ -376,6 +376,10 @@ struct StepDemand {
   double in_step_memory = 0;  // CTAs in step: the longest of their memory waits, the part of the step their loads are out
   std::int64_t dram_read = 0, dram_write = 0, l2_bytes = 0;
   double l2_reduce = 0;  // seconds of the L2's reduction rate (the fp32 adds of TileAccess::reduction)
+  // The L2's write-backs: those that fell due during the step (counted with the kernel), and all of
+  // them since this SM's last step, which it waits for (Replay::take_writebacks).
+  std::int64_t writebacks = 0;
+  double writebacks_since = 0;
 };
 
 // The resource that sets a step's length.
@@ -487,7 +491,9 @@ private:
   // `ctas_in_flight`: the CTAs over the GPU that HBM and the L2 serve at once, each an equal part.
   void serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts& pipes, std::int64_t ctas_in_flight,
                    StepDemand& d);
-  void take_writebacks(StepDemand& d);
+  // The write-backs that fell due (TileL2::take_writebacks), counted; and all of them since SM `sm`'s
+  // last step.
+  void take_writebacks(StepDemand& d, std::int64_t sm);
   // The L2 partition beside SM `sm` (PartitionedL2::side_of_sm).
   int l2_side(std::int32_t sm) const {
     if (l2_.empty() || l2_.front().partitions() == 1) return 0;
@@ -529,6 +535,9 @@ private:
   double sample_bin_s_ = 1e-9;
   double hbm_latency_s_ = 0;  // HBM's latency under the load of the moment (Rates::loaded_latency)
   double hbm_peak_ = 0;       // what HBM delivers at most with the threads of the moment (Rates::threads_peak)
+  // The kernel's write-backs so far, and how many of them each SM had when it last stepped.
+  double writebacks_due_ = 0;
+  std::vector<double> writebacks_seen_;
   // The running kernel's CTA slots over the GPU (SMs × CTAs per SM); 0 where its last wave is not
   // spread (more CTAs an SM than measured).
   std::int64_t wave_slots_ = 0;
@@ -731,14 +740,21 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   }
 }
 
-void Replay::take_writebacks(StepDemand& d) {
+// The L2 writes dirty lines back on its own, whichever SM's step finds them due: they hold HBM for
+// every SM, not for the one that finds them. So each SM's step waits for all the write-backs since its
+// own last step at HBM's rate (step_time), beside its part of the loads.
+void Replay::take_writebacks(StepDemand& d, std::int64_t sm) {
   for (PartitionedL2& cache : l2_) {
     const auto wb = cache.take_writebacks();
     for (int t = 0; t < kTensorCount; ++t) {
       result_.memory[t].dram_write_bytes += wb[t];
-      d.dram_write += wb[t];
+      d.writebacks += wb[t];
     }
   }
+  writebacks_due_ += double(d.writebacks);
+  double& seen = writebacks_seen_[static_cast<std::size_t>(sm)];
+  d.writebacks_since = writebacks_due_ - seen;
+  seen = writebacks_due_;
 }
 
 // The step lasts as long as its busiest resource needs. HBM and L2 bandwidth are shared by the CTAs
@@ -752,7 +768,7 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t ctas_in_flight, std
   // HBM and the L2 serve the CTAs in flight alike, wherever they sit (gpu/bench/hbm_share.cu: 136 CTAs
   // on 132 SMs, the four SMs holding two end with the rest): this SM's part is its CTAs' parts.
   const double share = double(std::max<std::int64_t>(1, ctas_in_flight)) / double(std::max<std::int64_t>(1, ctas_here));
-  const double t_dram = double(d.dram_read + d.dram_write) * share / hbm_peak_;
+  const double t_dram = (double(d.dram_read + d.dram_write) * share + d.writebacks_since) / hbm_peak_;
   // Loads, stores and reductions share the L2: their times add (gpu/bench/l2_reduce.cu: half the
   // SMs reducing and half loading each reach the fraction of their own peak that sums to one).
   const double t_l2 = options_.l2_enabled ? double(d.l2_bytes) * share / rates_.l2 + d.l2_reduce * share : 0.0;
@@ -900,6 +916,8 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   // what the SMs stepped before it issued: the first wave's SMs, which start together, are served
   // in SM order, so the load builds up over it.
   std::vector<double> sm_window(static_cast<std::size_t>(S), 0.0);
+  writebacks_due_ = 0;
+  writebacks_seen_.assign(static_cast<std::size_t>(S), 0.0);
   double gpu_window = 0;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> emptied;
 
@@ -933,14 +951,14 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
     StepDemand demand;  // one step of this SM: each resident CTA carries out one phase
     const auto ctas_here = static_cast<std::int64_t>(here.size());
     for (const Resident& r : here) serve_phase(k, r, pipes, ctas_in_flight, demand);
-    take_writebacks(demand);
+    take_writebacks(demand, s);
     const StepTime step = step_time(demand, ctas_in_flight, ctas_here);
     busy.add(step);
     const double t1 = t0 + step.seconds;
     if (options_.record_timeline)
-      add_sample(result_.timeline, sample_bin_s_, {t0, t1, demand.dram_read, demand.dram_write, demand.l2_bytes});
+      add_sample(result_.timeline, sample_bin_s_, {t0, t1, demand.dram_read, demand.dram_write + demand.writebacks, demand.l2_bytes});
     kt.dram_read_bytes += demand.dram_read;
-    kt.dram_write_bytes += demand.dram_write;
+    kt.dram_write_bytes += demand.dram_write + demand.writebacks;
     ++kt.rounds;
     // CTAs in step have their loads out only while they wait for them: HBM sees the SM's window
     // for that part of the step (Little's law on the bytes in flight).
