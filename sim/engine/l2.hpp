@@ -27,7 +27,7 @@
 //     pure sweep of large footprints; a footprint under one round (many CTAs with small ones) is the
 //     16-way smoothing, exactly as for everything else.
 // Evicted dirty bytes are written back as the tile sinks: each time a dirty tile's resident fraction
-// falls past one of the levels kWriteBackLevels (15/16 … 1/1024), what it has lost so far counts as
+// falls past one of nine levels (kWriteBackLevel: 15/16 … 1/1024), what it has lost so far counts as
 // written back, so a kernel that stores more than the L2 holds writes its own tiles back while it
 // runs, as the GPU does, not in the kernel that next reads them. The rest is counted when the tile
 // is next touched or drops out of reach; what the tiles still in reach have lost when a run ends is
