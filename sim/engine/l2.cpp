@@ -363,6 +363,7 @@ double TileL2::sink_depth(const Entry& e, int level) const {
 
 void TileL2::sink_push(std::int32_t e, int level) {
   Entry& x = pool_[e];
+  dirty_queued_ += x.dirty - x.written;
   x.sink_at = 0;
   x.level = static_cast<std::int8_t>(level);
   x.sink_prev = sink_tail_[level];
@@ -374,6 +375,7 @@ void TileL2::sink_push(std::int32_t e, int level) {
 void TileL2::sink_unlink(std::int32_t e) {
   Entry& x = pool_[e];
   if (x.level < 0) return;
+  dirty_queued_ -= x.dirty - x.written;
   if (x.sink_prev >= 0) pool_[x.sink_prev].sink_next = x.sink_next; else sink_head_[x.level] = x.sink_next;
   if (x.sink_next >= 0) pool_[x.sink_next].sink_prev = x.sink_prev; else sink_tail_[x.level] = x.sink_prev;
   x.sink_prev = x.sink_next = -1;
@@ -395,12 +397,21 @@ void TileL2::sink() {
         break;
       }
       const std::int64_t lost = std::max(x.written, x.dirty - round_bytes(f * double(x.dirty)));
+      sink_unlink(e);
       writebacks_[static_cast<int>(tile_key_tensor(x.key))] += lost - x.written;
       x.written = lost;
-      sink_unlink(e);
       int next = level + 1;
       while (next < kWriteBackLevels && f <= kWriteBackLevel[next]) ++next;
       if (next < kWriteBackLevels) sink_push(e, next);
+    }
+  }
+  // Past the dirty limit, the oldest dirty tiles (the heads of the deepest queues) go back whole.
+  for (int level = kWriteBackLevels - 1; dirty_limit_ > 0 && dirty_queued_ > dirty_limit_ && level >= 0; --level) {
+    for (std::int32_t e = sink_head_[level]; e >= 0 && dirty_queued_ > dirty_limit_; e = sink_head_[level]) {
+      Entry& x = pool_[e];
+      sink_unlink(e);
+      writebacks_[static_cast<int>(tile_key_tensor(x.key))] += x.dirty - x.written;
+      x.written = x.dirty;
     }
   }
 }

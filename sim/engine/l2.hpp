@@ -32,6 +32,9 @@
 // runs, as the GPU does, not in the kernel that next reads them. The rest is counted when the tile
 // is next touched or drops out of reach; what the tiles still in reach have lost when a run ends is
 // counted then (evicted_dirty_bytes). The levels only decide when; the bytes are the same.
+// Where the GPU preset gives the most dirty bytes its L2 holds (set_dirty_limit: the H100 keeps about
+// 24 MB, the H200 28 MB), the oldest dirty tiles past that limit are written back whole and stay,
+// clean, as a kernel that stores more than the L2 holds is measured to write back all but that much.
 // Approximated: the hash is ideal (uniform over sets), sectors of one tile share one recency.
 #pragma once
 
@@ -78,6 +81,9 @@ public:
   // The running kernel's own tiles per CTA, in bytes: the share of them that makes whole rounds
   // of the sets loads the sets evenly when swept again (see above); 0: none.
   void set_own_footprint(std::int64_t bytes_per_cta);
+  // The most dirty bytes held: past it the oldest dirty tiles are written back whole and stay, clean;
+  // 0: no limit (a dirty byte goes back only as it is evicted).
+  void set_dirty_limit(std::int64_t bytes) { dirty_limit_ = bytes; }
 
   // Dirty bytes written back to DRAM by evictions since the last call, per tensor: the dirty tiles
   // that sank past a level since then count what they lost (see above).
@@ -174,6 +180,8 @@ private:
   std::array<double, kWriteBackLevels> sink_lambda_{};  // set-associative: the table's λ just short of each level
   // Bytes touched so far: a tile's reuse distance grows by no more than the bytes touched after it.
   std::int64_t pushed_ = 0;
+  std::int64_t dirty_limit_ = 0;   // see set_dirty_limit
+  std::int64_t dirty_queued_ = 0;  // the queued tiles' dirty bytes not yet counted written back
 };
 
 // PartitionedL2: the L2 as the GPU builds it, one TileL2 per partition (the H100 has two, each by
@@ -195,6 +203,10 @@ public:
   void write(std::uint64_t key, std::int64_t bytes, bool own = false);
   void set_own_footprint(std::int64_t bytes_per_cta) {
     for (TileL2& p : parts_) p.set_own_footprint(bytes_per_cta);
+  }
+  // The GPU's dirty limit over its whole L2: each partition holds its share of it.
+  void set_dirty_limit(std::int64_t bytes) {
+    for (TileL2& p : parts_) p.set_dirty_limit(bytes / static_cast<std::int64_t>(parts_.size()));
   }
   std::array<std::int64_t, kTensorCount> take_writebacks();
   std::int64_t dirty_bytes() const;

@@ -453,16 +453,20 @@ public:
         fp32_rates_(rates_of(gpu, gpu.clock_mhz)), rates_(pipe_rates_), result_(result) {
     sram_per_sm_ = options.sram_bytes_per_sm_of(gpu);
     sram_per_block_ = options.sram_bytes_per_block_of(gpu);
-    if (options.l2_enabled)
+    if (options.l2_enabled) {
       l2_.emplace_back(gpu.l2_effective_bytes, gpu.l2_ways, gpu.l2_line_bytes, std::max<std::int64_t>(1, gpu.l2_partitions));
+      l2_.back().set_dirty_limit(gpu.l2_dirty_limit_bytes);
+    }
   }
 
   void run(const KernelPlan& k, std::int32_t kernel_index);
   // Empties the L2 (EngineOptions::l2_flushed_between_kernels): what was dirty is written back outside
   // any kernel, so no kernel's DRAM counts see it.
   void flush_l2() {
-    for (PartitionedL2& c : l2_)
+    for (PartitionedL2& c : l2_) {
       c = PartitionedL2(gpu_.l2_effective_bytes, gpu_.l2_ways, gpu_.l2_line_bytes, std::max<std::int64_t>(1, gpu_.l2_partitions));
+      c.set_dirty_limit(gpu_.l2_dirty_limit_bytes);
+    }
   }
   double now_s() const { return now_s_; }
   std::int64_t dirty_bytes() const {

@@ -42,6 +42,7 @@ constexpr Field kFields[] = {
     {"non_matmul_tflops", "TFLOP/s", &GpuSpec::non_matmul_tflops},
     {"l2_effective_bytes", "bytes", &GpuSpec::l2_effective_bytes},
     {"l2_ways", "ways", &GpuSpec::l2_ways},
+    {"l2_dirty_limit_bytes", "bytes", &GpuSpec::l2_dirty_limit_bytes, false, false, true},
     {"l2_bandwidth_gbps", "GB/s", &GpuSpec::l2_bandwidth_gbps},
     {"l2_latency_ns", "ns", &GpuSpec::l2_latency_ns},
     {"hbm_bytes_in_flight_per_sm", "bytes", &GpuSpec::hbm_bytes_in_flight_per_sm},

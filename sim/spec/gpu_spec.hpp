@@ -42,6 +42,9 @@ struct GpuSpec {
   std::int64_t l2_effective_bytes = 0;      // the L2 the engine models, split evenly over l2_partitions
   std::int64_t l2_ways = 0;                 // associativity (l2_effective_bytes / l2_line_bytes: fully associative)
   std::int64_t l2_partitions = 0;           // 2: two partitions, each caching for the SMs beside it (0, 1: one L2)
+  // The most dirty bytes the L2 holds: past it, the oldest dirty lines are written back and stay,
+  // clean (0: no limit, a dirty line goes back only as it is evicted).
+  std::int64_t l2_dirty_limit_bytes = 0;
   std::int64_t l2_partition_first_sms = 0;  // with 2: the engine's first this many SMs sit by partition 0 (a launch's first CTAs)
   std::int64_t l2_partition_run_sms = 0;    // … the rest by partition 1, 0, 1, … in runs of this many (PartitionedL2::side_of_sm)
   double l2_bandwidth_gbps = 0;             // SM↔L2 bandwidth, all SMs together
