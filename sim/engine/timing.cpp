@@ -378,8 +378,7 @@ struct StepDemand {
   double l2_reduce = 0;  // seconds of the L2's reduction rate (the fp32 adds of TileAccess::reduction)
   // The L2's write-backs: those that fell due during the step (counted with the kernel), and all of
   // them since this SM's last step, which it waits for (Replay::take_writebacks).
-  std::int64_t writebacks = 0;
-  double writebacks_since = 0;
+  std::int64_t writebacks = 0, writebacks_since = 0;
 };
 
 // The resource that sets a step's length.
@@ -453,20 +452,14 @@ public:
         fp32_rates_(rates_of(gpu, gpu.clock_mhz)), rates_(pipe_rates_), result_(result) {
     sram_per_sm_ = options.sram_bytes_per_sm_of(gpu);
     sram_per_block_ = options.sram_bytes_per_block_of(gpu);
-    if (options.l2_enabled) {
-      l2_.emplace_back(gpu.l2_effective_bytes, gpu.l2_ways, gpu.l2_line_bytes, std::max<std::int64_t>(1, gpu.l2_partitions));
-      l2_.back().set_dirty_limit(gpu.l2_dirty_limit_bytes);
-    }
+    if (options.l2_enabled) l2_.push_back(empty_l2());
   }
 
   void run(const KernelPlan& k, std::int32_t kernel_index);
   // Empties the L2 (EngineOptions::l2_flushed_between_kernels): what was dirty is written back outside
   // any kernel, so no kernel's DRAM counts see it.
   void flush_l2() {
-    for (PartitionedL2& c : l2_) {
-      c = PartitionedL2(gpu_.l2_effective_bytes, gpu_.l2_ways, gpu_.l2_line_bytes, std::max<std::int64_t>(1, gpu_.l2_partitions));
-      c.set_dirty_limit(gpu_.l2_dirty_limit_bytes);
-    }
+    for (PartitionedL2& c : l2_) c = empty_l2();
   }
   double now_s() const { return now_s_; }
   std::int64_t dirty_bytes() const {
@@ -498,6 +491,12 @@ private:
   // The write-backs that fell due (TileL2::take_writebacks), counted; and all of them since SM `sm`'s
   // last step.
   void take_writebacks(StepDemand& d, std::int64_t sm);
+  // The GPU's L2 as the preset builds it, holding nothing.
+  PartitionedL2 empty_l2() const {
+    PartitionedL2 l2(gpu_.l2_effective_bytes, gpu_.l2_ways, gpu_.l2_line_bytes, std::max<std::int64_t>(1, gpu_.l2_partitions));
+    l2.set_dirty_limit(gpu_.l2_dirty_limit_bytes);
+    return l2;
+  }
   // The L2 partition beside SM `sm` (PartitionedL2::side_of_sm).
   int l2_side(std::int32_t sm) const {
     if (l2_.empty() || l2_.front().partitions() == 1) return 0;
@@ -540,8 +539,8 @@ private:
   double hbm_latency_s_ = 0;  // HBM's latency under the load of the moment (Rates::loaded_latency)
   double hbm_peak_ = 0;       // what HBM delivers at most with the threads of the moment (Rates::threads_peak)
   // The kernel's write-backs so far, and how many of them each SM had when it last stepped.
-  double writebacks_due_ = 0;
-  std::vector<double> writebacks_seen_;
+  std::int64_t writebacks_due_ = 0;
+  std::vector<std::int64_t> writebacks_seen_;
   // The running kernel's CTA slots over the GPU (SMs × CTAs per SM); 0 where its last wave is not
   // spread (more CTAs an SM than measured).
   std::int64_t wave_slots_ = 0;
@@ -755,8 +754,8 @@ void Replay::take_writebacks(StepDemand& d, std::int64_t sm) {
       d.writebacks += wb[t];
     }
   }
-  writebacks_due_ += double(d.writebacks);
-  double& seen = writebacks_seen_[static_cast<std::size_t>(sm)];
+  writebacks_due_ += d.writebacks;
+  std::int64_t& seen = writebacks_seen_[static_cast<std::size_t>(sm)];
   d.writebacks_since = writebacks_due_ - seen;
   seen = writebacks_due_;
 }
@@ -772,7 +771,7 @@ StepTime Replay::step_time(const StepDemand& d, std::int64_t ctas_in_flight, std
   // HBM and the L2 serve the CTAs in flight alike, wherever they sit (gpu/bench/hbm_share.cu: 136 CTAs
   // on 132 SMs, the four SMs holding two end with the rest): this SM's part is its CTAs' parts.
   const double share = double(std::max<std::int64_t>(1, ctas_in_flight)) / double(std::max<std::int64_t>(1, ctas_here));
-  const double t_dram = (double(d.dram_read + d.dram_write) * share + d.writebacks_since) / hbm_peak_;
+  const double t_dram = (double(d.dram_read + d.dram_write) * share + double(d.writebacks_since)) / hbm_peak_;
   // Loads, stores and reductions share the L2: their times add (gpu/bench/l2_reduce.cu: half the
   // SMs reducing and half loading each reach the fraction of their own peak that sums to one).
   const double t_l2 = options_.l2_enabled ? double(d.l2_bytes) * share / rates_.l2 + d.l2_reduce * share : 0.0;
@@ -921,7 +920,7 @@ void Replay::run(const KernelPlan& k, std::int32_t kernel_index) {
   // in SM order, so the load builds up over it.
   std::vector<double> sm_window(static_cast<std::size_t>(S), 0.0);
   writebacks_due_ = 0;
-  writebacks_seen_.assign(static_cast<std::size_t>(S), 0.0);
+  writebacks_seen_.assign(static_cast<std::size_t>(S), 0);
   double gpu_window = 0;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> emptied;
 
