@@ -5,6 +5,7 @@
 #include <bit>
 #include <cassert>
 #include <cmath>
+#include <limits>
 
 namespace hbmlab {
 namespace {
@@ -118,24 +119,23 @@ double TileL2::resident_fraction(const Entry& e) const {
 }
 
 std::int32_t& TileL2::Index::find_or_insert(std::uint64_t key, bool& inserted) {
-  if (2 * (size_ + 1) > keys_.size()) grow();  // at most half full: probes stay short
+  if (2 * (size_ + 1) > slots_.size()) grow();  // at most half full: probes stay short
   std::size_t i = home(key);
-  for (; keys_[i] != kEmpty; i = (i + 1) & mask_)
-    if (keys_[i] == key) {
+  for (; slots_[i].key != kEmpty; i = (i + 1) & mask_)
+    if (slots_[i].key == key) {
       inserted = false;
-      return values_[i];
+      return slots_[i].value;
     }
-  keys_[i] = key;
-  values_[i] = -1;
+  slots_[i] = {key, -1};
   ++size_;
   inserted = true;
-  return values_[i];
+  return slots_[i].value;
 }
 
 std::int32_t TileL2::Index::find(std::uint64_t key) const {
-  if (keys_.empty()) return -1;
-  for (std::size_t i = home(key); keys_[i] != kEmpty; i = (i + 1) & mask_)
-    if (keys_[i] == key) return values_[i];
+  if (slots_.empty()) return -1;
+  for (std::size_t i = home(key); slots_[i].key != kEmpty; i = (i + 1) & mask_)
+    if (slots_[i].key == key) return slots_[i].value;
   return -1;
 }
 
@@ -143,37 +143,33 @@ std::int32_t TileL2::Index::find(std::uint64_t key) const {
 // never need tombstones.
 void TileL2::Index::erase(std::uint64_t key) {
   std::size_t hole = home(key);
-  while (keys_[hole] != key) {
-    assert(keys_[hole] != kEmpty && "erasing a key that is not in the index");
+  while (slots_[hole].key != key) {
+    assert(slots_[hole].key != kEmpty && "erasing a key that is not in the index");
     hole = (hole + 1) & mask_;
   }
-  for (std::size_t i = (hole + 1) & mask_; keys_[i] != kEmpty; i = (i + 1) & mask_) {
-    const std::size_t h = home(keys_[i]);
-    // keys_[i] may move to the hole only if its home is not in (hole, i] (cyclically).
+  for (std::size_t i = (hole + 1) & mask_; slots_[i].key != kEmpty; i = (i + 1) & mask_) {
+    const std::size_t h = home(slots_[i].key);
+    // slots_[i] may move to the hole only if its home is not in (hole, i] (cyclically).
     if (((i - h) & mask_) >= ((i - hole) & mask_)) {
-      keys_[hole] = keys_[i];
-      values_[hole] = values_[i];
+      slots_[hole] = slots_[i];
       hole = i;
     }
   }
-  keys_[hole] = kEmpty;
+  slots_[hole] = Slot{};
   --size_;
 }
 
 void TileL2::Index::grow() {
-  std::vector<std::uint64_t> old_keys = std::move(keys_);
-  std::vector<std::int32_t> old_values = std::move(values_);
-  const std::size_t capacity = std::max<std::size_t>(1024, 2 * old_keys.size());
-  keys_.assign(capacity, kEmpty);
-  values_.assign(capacity, -1);
+  std::vector<Slot> old = std::move(slots_);
+  const std::size_t capacity = std::max<std::size_t>(1024, 2 * old.size());
+  slots_.assign(capacity, Slot{});
   mask_ = capacity - 1;
   shift_ = 64 - std::countr_zero(capacity);
-  for (std::size_t n = 0; n < old_keys.size(); ++n) {
-    if (old_keys[n] == kEmpty) continue;
-    std::size_t i = home(old_keys[n]);
-    while (keys_[i] != kEmpty) i = (i + 1) & mask_;
-    keys_[i] = old_keys[n];
-    values_[i] = old_values[n];
+  for (const Slot& slot : old) {
+    if (slot.key == kEmpty) continue;
+    std::size_t i = home(slot.key);
+    while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
+    slots_[i] = slot;
   }
 }
 
@@ -211,7 +207,7 @@ void TileL2::renumber() {
   std::int64_t t = 0;
   for (std::int32_t e = lru_; e >= 0; e = pool_[e].next) {
     Entry& x = pool_[e];
-    x.time = t++;
+    x.time = static_cast<std::int32_t>(t++);
     tree_[static_cast<std::size_t>(x.time) + 1] = x.bytes;
     if (x.swept) swept_tree_[static_cast<std::size_t>(x.time) + 1] = x.bytes;
   }
@@ -254,10 +250,11 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std:
     resident = round_bytes(f * double(x.bytes));
     // What is still dirty: never more than it has not counted as it sank (a tile above it that
     // shrinks can lift it a little).
-    dirty_left = std::min(round_bytes(f * double(x.dirty)), x.dirty - x.written);
+    const std::int64_t counted = written(e);
+    dirty_left = std::min(round_bytes(f * double(x.dirty)), x.dirty - counted);
     // What it lost since its last touch, less what it counted as it sank.
-    writebacks_[static_cast<int>(tile_key_tensor(key))] += x.dirty - dirty_left - x.written;
-    x.written = 0;
+    writebacks_[static_cast<int>(tile_key_tensor(key))] += x.dirty - dirty_left - counted;
+    if (x.dirty > 0) sinking_[e].written = 0;
     sink_unlink(e);
     add(x, -1);
     unlink(e);
@@ -267,9 +264,11 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std:
       e = free_.back();
       free_.pop_back();
       pool_[e] = Entry{};
+      sinking_[e] = Sinking{};
     } else {
       e = static_cast<std::int32_t>(pool_.size());
       pool_.emplace_back();
+      sinking_.emplace_back();
     }
     pool_[e].key = key;
     slot = e;
@@ -280,7 +279,7 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std:
   if (own) owned_.find_or_insert(key, first_touch);
   Entry& x = pool_[e];
   x.bytes = bytes;
-  x.time = next_time_++;
+  x.time = static_cast<std::int32_t>(next_time_++);
   pushed_ += bytes;
   x.swept = own && !first_touch;
   add(x, 1);
@@ -308,8 +307,8 @@ void TileL2::drop_unreachable() {
       }
     }
     if (resident_fraction(distance, v.bytes, swept, v.swept) > (ways_ == 0 ? 0.0 : kUnreachable)) break;
-    writebacks_[static_cast<int>(tile_key_tensor(v.key))] += v.dirty - v.written;
     const std::int32_t victim = lru_;
+    writebacks_[static_cast<int>(tile_key_tensor(v.key))] += v.dirty - written(victim);
     sink_unlink(victim);
     add(v, -1);
     unlink(victim);
@@ -362,23 +361,34 @@ double TileL2::sink_depth(const Entry& e, int level) const {
 }
 
 void TileL2::sink_push(std::int32_t e, int level) {
-  Entry& x = pool_[e];
-  dirty_queued_ += x.dirty - x.written;
-  x.sink_at = 0;
-  x.level = static_cast<std::int8_t>(level);
-  x.sink_prev = sink_tail_[level];
-  x.sink_next = -1;
-  if (x.sink_prev >= 0) pool_[x.sink_prev].sink_next = e; else sink_head_[level] = e;
+  Sinking& s = sinking_[e];
+  dirty_queued_ += pool_[e].dirty - s.written;
+  pool_[e].level = static_cast<std::int8_t>(level);
+  s.sink_at = 0;
+  s.prev = sink_tail_[level];
+  s.next = -1;
+  if (s.prev >= 0) {
+    sinking_[s.prev].next = e;
+  } else {
+    sink_head_[level] = e;
+    sink_due_ = 0;
+  }
   sink_tail_[level] = e;
 }
 
 void TileL2::sink_unlink(std::int32_t e) {
   Entry& x = pool_[e];
   if (x.level < 0) return;
-  dirty_queued_ -= x.dirty - x.written;
-  if (x.sink_prev >= 0) pool_[x.sink_prev].sink_next = x.sink_next; else sink_head_[x.level] = x.sink_next;
-  if (x.sink_next >= 0) pool_[x.sink_next].sink_prev = x.sink_prev; else sink_tail_[x.level] = x.sink_prev;
-  x.sink_prev = x.sink_next = -1;
+  Sinking& s = sinking_[e];
+  dirty_queued_ -= x.dirty - s.written;
+  if (s.prev >= 0) {
+    sinking_[s.prev].next = s.next;
+  } else {
+    sink_head_[x.level] = s.next;
+    sink_due_ = 0;
+  }
+  if (s.next >= 0) sinking_[s.next].prev = s.prev; else sink_tail_[x.level] = s.prev;
+  s.prev = s.next = -1;
   x.level = -1;
 }
 
@@ -386,32 +396,40 @@ void TileL2::sink_unlink(std::int32_t e) {
 // its head is the first to fall past the next level: the queue is looked at from the head only
 // (a tile behind one that has not fallen waits a little longer, never for its bytes).
 void TileL2::sink() {
+  if (pushed_ < sink_due_ && (dirty_limit_ == 0 || dirty_queued_ <= dirty_limit_)) return;
+  std::int64_t due = std::numeric_limits<std::int64_t>::max();
   for (int level = 0; level < kWriteBackLevels; ++level) {
     for (std::int32_t e = sink_head_[level]; e >= 0; e = sink_head_[level]) {
       Entry& x = pool_[e];
-      if (pushed_ < x.sink_at) break;  // not deep enough yet, without a look at the trees
+      Sinking& s = sinking_[e];
+      if (pushed_ < s.sink_at) {  // not deep enough yet, without a look at the trees
+        due = std::min(due, s.sink_at);
+        break;
+      }
       const Distance d = distance(x);
       const double f = resident_fraction(d.all, x.bytes, d.swept, x.swept);
       if (f > kWriteBackLevel[level]) {
-        x.sink_at = pushed_ + static_cast<std::int64_t>(std::max(0.0, sink_depth(x, level) - double(d.all)));
+        s.sink_at = pushed_ + static_cast<std::int64_t>(std::max(0.0, sink_depth(x, level) - double(d.all)));
+        due = std::min(due, s.sink_at);
         break;
       }
-      const std::int64_t lost = std::max(x.written, x.dirty - round_bytes(f * double(x.dirty)));
+      const std::int64_t lost = std::max(s.written, x.dirty - round_bytes(f * double(x.dirty)));
       sink_unlink(e);
-      writebacks_[static_cast<int>(tile_key_tensor(x.key))] += lost - x.written;
-      x.written = lost;
+      writebacks_[static_cast<int>(tile_key_tensor(x.key))] += lost - s.written;
+      s.written = lost;
       int next = level + 1;
       while (next < kWriteBackLevels && f <= kWriteBackLevel[next]) ++next;
       if (next < kWriteBackLevels) sink_push(e, next);
     }
   }
+  sink_due_ = due;  // a head the dirty limit takes below makes it 0 again (sink_unlink)
   // Past the dirty limit, the oldest dirty tiles (the heads of the deepest queues) go back whole.
   for (int level = kWriteBackLevels - 1; dirty_limit_ > 0 && dirty_queued_ > dirty_limit_ && level >= 0; --level) {
     for (std::int32_t e = sink_head_[level]; e >= 0 && dirty_queued_ > dirty_limit_; e = sink_head_[level]) {
       Entry& x = pool_[e];
       sink_unlink(e);
-      writebacks_[static_cast<int>(tile_key_tensor(x.key))] += x.dirty - x.written;
-      x.written = x.dirty;
+      writebacks_[static_cast<int>(tile_key_tensor(x.key))] += x.dirty - sinking_[e].written;
+      sinking_[e].written = x.dirty;
     }
   }
 }
@@ -426,7 +444,7 @@ std::array<std::int64_t, kTensorCount> TileL2::take_writebacks() {
 std::int64_t TileL2::dirty_bytes() const {
   std::int64_t sum = 0;
   for (std::int32_t e = lru_; e >= 0; e = pool_[e].next)
-    sum += std::min(round_bytes(resident_fraction(pool_[e]) * double(pool_[e].dirty)), pool_[e].dirty - pool_[e].written);
+    sum += std::min(round_bytes(resident_fraction(pool_[e]) * double(pool_[e].dirty)), pool_[e].dirty - written(e));
   return sum;
 }
 
@@ -436,7 +454,7 @@ std::array<std::int64_t, kTensorCount> TileL2::evicted_dirty_bytes() const {
     const Entry& x = pool_[e];
     if (x.dirty > 0)
       out[static_cast<int>(tile_key_tensor(x.key))] +=
-          std::max<std::int64_t>(0, x.dirty - round_bytes(resident_fraction(x) * double(x.dirty)) - x.written);
+          std::max<std::int64_t>(0, x.dirty - round_bytes(resident_fraction(x) * double(x.dirty)) - written(e));
   }
   return out;
 }

@@ -117,8 +117,11 @@ private:
     static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};  // no tile key has every bit set
     std::size_t home(std::uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> shift_; }
     void grow();
-    std::vector<std::uint64_t> keys_;
-    std::vector<std::int32_t> values_;
+    struct Slot {
+      std::uint64_t key = kEmpty;
+      std::int32_t value = -1;
+    };
+    std::vector<Slot> slots_;  // key and value side by side: a lookup reads one cache line, not two
     std::size_t size_ = 0, mask_ = 0;
     int shift_ = 64;
   };
@@ -126,14 +129,20 @@ private:
   struct Entry {
     std::uint64_t key = 0;
     std::int64_t bytes = 0, dirty = 0;  // size and dirty bytes at the last touch
-    std::int64_t written = 0;           // of those, counted written back since (as it sank)
-    std::int64_t time = 0;              // touch time: position in the Fenwick trees
+    std::int32_t time = 0;              // touch time: position in the Fenwick trees
     std::int32_t prev = -1, next = -1;  // towards LRU (prev) and MRU (next)
-    std::int32_t sink_prev = -1, sink_next = -1;  // in its sinking queue, towards older and newer
     std::int8_t level = -1;             // the sinking queue it waits in (levels passed), −1: none
-    std::int64_t sink_at = 0;           // as its queue's head: pushed_ before which it cannot have fallen
     bool swept = false;                 // its last touch read a CTA's own tile again (in swept_tree_)
   };
+  // What a dirty tile's sinking keeps, at its entry's index in sinking_: apart from the entries, so
+  // that every touch of a clean tile and every walk of the stack read 40 bytes a tile, not 64.
+  struct Sinking {
+    std::int64_t written = 0;           // of the dirty bytes, counted written back since (as it sank)
+    std::int64_t sink_at = 0;           // as its queue's head: pushed_ before which it cannot have fallen
+    std::int32_t prev = -1, next = -1;  // in its sinking queue, towards older and newer
+  };
+  // Of e's dirty bytes, those counted written back as it sank (none where it has none).
+  std::int64_t written(std::int32_t e) const { return pool_[e].dirty > 0 ? sinking_[e].written : 0; }
   // The bytes touched since an entry's last touch, and those of them that were own tiles read again.
   struct Distance {
     std::int64_t all = 0, swept = 0;
@@ -167,6 +176,7 @@ private:
   std::int64_t stack_bytes_ = 0;  // all tiles in the stack, at their full size
   std::int64_t swept_bytes_ = 0;  // those of them whose last touch read an own tile again
   std::vector<Entry> pool_;
+  std::vector<Sinking> sinking_;  // beside pool_, index for index
   std::vector<std::int32_t> free_;
   Index index_;
   Index owned_;  // the own tiles touched so far (keys only)
@@ -182,6 +192,9 @@ private:
   std::int64_t pushed_ = 0;
   std::int64_t dirty_limit_ = 0;   // see set_dirty_limit
   std::int64_t dirty_queued_ = 0;  // the queued tiles' dirty bytes not yet counted written back
+  // pushed_ before which no queue's head can have fallen past its level (the least of their sink_at):
+  // sink() looks at no head before then. 0 where a queue has a new head, not yet looked at.
+  std::int64_t sink_due_ = 0;
 };
 
 // PartitionedL2: the L2 as the GPU builds it, one TileL2 per partition (the H100 has two, each by
