@@ -219,6 +219,8 @@ void TileL2::renumber() {
     }
   }
   next_time_ = t;
+  for (int level = 0; level < kWriteBackLevels; ++level)
+    if (sink_head_[level] >= 0) head_time_[level] = pool_[sink_head_[level]].time;
 }
 
 void TileL2::unlink(std::int32_t e) {
@@ -242,9 +244,12 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std:
   bool inserted = false;
   std::int32_t& slot = index_.find_or_insert(key, inserted);
   std::int32_t e;
+  std::int64_t old_time = -1, old_bytes = 0;
   if (!inserted) {
     e = slot;
     Entry& x = pool_[e];
+    old_time = x.time;
+    old_bytes = x.bytes;
     const Distance d = distance(x);
     const double f = resident_fraction(d.all, x.bytes, d.swept, own);
     resident = round_bytes(f * double(x.bytes));
@@ -275,16 +280,27 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std:
   }
   // Swept: an own tile touched before, whether or not it is still in the stack (a sweep larger than
   // the cache drops its tiles before they come round again).
-  bool first_touch = inserted;
-  if (own) owned_.find_or_insert(key, first_touch);
   Entry& x = pool_[e];
+  bool first_touch = inserted;
+  if (own && x.owned) {
+    first_touch = false;
+  } else if (own) {
+    owned_.find_or_insert(key, first_touch);
+    x.owned = true;
+  }
   x.bytes = bytes;
   x.time = static_cast<std::int32_t>(next_time_++);
-  pushed_ += bytes;
   x.swept = own && !first_touch;
   add(x, 1);
   push_mru(e);
+  deepen_heads(old_time, old_bytes, bytes);
   return e;
+}
+
+void TileL2::deepen_heads(std::int64_t old_time, std::int64_t old_bytes, std::int64_t bytes) {
+  for (int level = 0; level < kWriteBackLevels; ++level)
+    if (sink_head_[level] >= 0)
+      head_gap_[level] -= old_time < head_time_[level] ? bytes : std::max<std::int64_t>(0, bytes - old_bytes);
 }
 
 // The LRU tile's distance is everything above it; once nothing of it can be resident it leaves,
@@ -364,15 +380,9 @@ void TileL2::sink_push(std::int32_t e, int level) {
   Sinking& s = sinking_[e];
   dirty_queued_ += pool_[e].dirty - s.written;
   pool_[e].level = static_cast<std::int8_t>(level);
-  s.sink_at = 0;
   s.prev = sink_tail_[level];
   s.next = -1;
-  if (s.prev >= 0) {
-    sinking_[s.prev].next = e;
-  } else {
-    sink_head_[level] = e;
-    sink_due_ = 0;
-  }
+  if (s.prev >= 0) sinking_[s.prev].next = e; else set_head(level, e);
   sink_tail_[level] = e;
 }
 
@@ -381,36 +391,30 @@ void TileL2::sink_unlink(std::int32_t e) {
   if (x.level < 0) return;
   Sinking& s = sinking_[e];
   dirty_queued_ -= x.dirty - s.written;
-  if (s.prev >= 0) {
-    sinking_[s.prev].next = s.next;
-  } else {
-    sink_head_[x.level] = s.next;
-    sink_due_ = 0;
-  }
+  if (s.prev >= 0) sinking_[s.prev].next = s.next; else set_head(x.level, s.next);
   if (s.next >= 0) sinking_[s.next].prev = s.prev; else sink_tail_[x.level] = s.prev;
   s.prev = s.next = -1;
   x.level = -1;
+}
+
+void TileL2::set_head(int level, std::int32_t e) {
+  sink_head_[level] = e;
+  head_gap_[level] = 0;
+  if (e >= 0) head_time_[level] = pool_[e].time;
 }
 
 // A queue's tiles were stored or passed their last level about in the order they sank since, so
 // its head is the first to fall past the next level: the queue is looked at from the head only
 // (a tile behind one that has not fallen waits a little longer, never for its bytes).
 void TileL2::sink() {
-  if (pushed_ < sink_due_ && (dirty_limit_ == 0 || dirty_queued_ <= dirty_limit_)) return;
-  std::int64_t due = std::numeric_limits<std::int64_t>::max();
   for (int level = 0; level < kWriteBackLevels; ++level) {
-    for (std::int32_t e = sink_head_[level]; e >= 0; e = sink_head_[level]) {
+    for (std::int32_t e = sink_head_[level]; e >= 0 && head_gap_[level] <= 0; e = sink_head_[level]) {
       Entry& x = pool_[e];
       Sinking& s = sinking_[e];
-      if (pushed_ < s.sink_at) {  // not deep enough yet, without a look at the trees
-        due = std::min(due, s.sink_at);
-        break;
-      }
       const Distance d = distance(x);
       const double f = resident_fraction(d.all, x.bytes, d.swept, x.swept);
-      if (f > kWriteBackLevel[level]) {
-        s.sink_at = pushed_ + static_cast<std::int64_t>(std::max(0.0, sink_depth(x, level) - double(d.all)));
-        due = std::min(due, s.sink_at);
+      if (f > kWriteBackLevel[level]) {  // not yet: it cannot have before it is this much deeper
+        head_gap_[level] = static_cast<std::int64_t>(std::max(0.0, sink_depth(x, level) - double(d.all)));
         break;
       }
       const std::int64_t lost = std::max(s.written, x.dirty - round_bytes(f * double(x.dirty)));
@@ -422,7 +426,6 @@ void TileL2::sink() {
       if (next < kWriteBackLevels) sink_push(e, next);
     }
   }
-  sink_due_ = due;  // a head the dirty limit takes below makes it 0 again (sink_unlink)
   // Past the dirty limit, the oldest dirty tiles (the heads of the deepest queues) go back whole.
   for (int level = kWriteBackLevels - 1; dirty_limit_ > 0 && dirty_queued_ > dirty_limit_ && level >= 0; --level) {
     for (std::int32_t e = sink_head_[level]; e >= 0 && dirty_queued_ > dirty_limit_; e = sink_head_[level]) {

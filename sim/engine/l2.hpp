@@ -133,12 +133,12 @@ private:
     std::int32_t prev = -1, next = -1;  // towards LRU (prev) and MRU (next)
     std::int8_t level = -1;             // the sinking queue it waits in (levels passed), −1: none
     bool swept = false;                 // its last touch read a CTA's own tile again (in swept_tree_)
+    bool owned = false;                 // its key is in owned_ (no need to ask there again)
   };
   // What a dirty tile's sinking keeps, at its entry's index in sinking_: apart from the entries, so
-  // that every touch of a clean tile and every walk of the stack read 40 bytes a tile, not 64.
+  // that every touch of a clean tile and every walk of the stack read 40 bytes a tile, not 56.
   struct Sinking {
     std::int64_t written = 0;           // of the dirty bytes, counted written back since (as it sank)
-    std::int64_t sink_at = 0;           // as its queue's head: pushed_ before which it cannot have fallen
     std::int32_t prev = -1, next = -1;  // in its sinking queue, towards older and newer
   };
   // Of e's dirty bytes, those counted written back as it sank (none where it has none).
@@ -159,6 +159,10 @@ private:
   // that have passed k levels. A tile stored or touched dirty joins queue 0.
   void sink_push(std::int32_t e, int level);
   void sink_unlink(std::int32_t e);
+  void set_head(int level, std::int32_t e);  // e (−1: none) heads queue `level`, not yet looked at
+  // A touch moves a tile of `bytes` to MRU: a head below its old place (`old_time`; −1: a tile new to
+  // the stack) is that much deeper, one above it deeper by what the tile grew.
+  void deepen_heads(std::int64_t old_time, std::int64_t old_bytes, std::int64_t bytes);
   void sink();  // the queues' heads that fell past their level count what they lost
   // The least reuse distance at which `e` can have fallen past level `level` (0 where not known).
   double sink_depth(const Entry& e, int level) const;
@@ -187,14 +191,12 @@ private:
   std::array<std::int64_t, kTensorCount> writebacks_{};
   static constexpr int kWriteBackLevels = 9;
   std::array<std::int32_t, kWriteBackLevels> sink_head_{}, sink_tail_{};
+  // Each queue's head: its touch time, and how much deeper it must still get before it can have fallen
+  // past its level (bytes; 0 or less: look at it). sink() looks at a head only when that is used up.
+  std::array<std::int64_t, kWriteBackLevels> head_time_{}, head_gap_{};
   std::array<double, kWriteBackLevels> sink_lambda_{};  // set-associative: the table's λ just short of each level
-  // Bytes touched so far: a tile's reuse distance grows by no more than the bytes touched after it.
-  std::int64_t pushed_ = 0;
   std::int64_t dirty_limit_ = 0;   // see set_dirty_limit
   std::int64_t dirty_queued_ = 0;  // the queued tiles' dirty bytes not yet counted written back
-  // pushed_ before which no queue's head can have fallen past its level (the least of their sink_at):
-  // sink() looks at no head before then. 0 where a queue has a new head, not yet looked at.
-  std::int64_t sink_due_ = 0;
 };
 
 // PartitionedL2: the L2 as the GPU builds it, one TileL2 per partition (the H100 has two, each by
