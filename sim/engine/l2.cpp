@@ -259,8 +259,8 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std:
     dirty_left = std::min(round_bytes(f * double(x.dirty)), x.dirty - counted);
     // What it lost since its last touch, less what it counted as it sank.
     writebacks_[static_cast<int>(tile_key_tensor(key))] += x.dirty - dirty_left - counted;
+    sink_unlink(e);  // takes out of dirty_queued_ what the tile put in: its bytes not yet counted
     if (x.dirty > 0) sinking_[e].written = 0;
-    sink_unlink(e);
     add(x, -1);
     unlink(e);
   } else {

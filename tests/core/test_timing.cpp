@@ -468,6 +468,31 @@ TEST_CASE("a kernel that stores more than the L2 holds writes its tiles back whi
   CHECK(taken + l2.evicted_dirty_bytes()[s] + l2.dirty_bytes() == tiles * tile);
 }
 
+TEST_CASE("the dirty limit holds after tiles that sank part of the way are stored again", "[engine]") {
+  // O's 16 tiles are stored, sink under 640 KiB of loads until each has counted part of its bytes
+  // written back, and are stored again, fifty times; then 512 KiB of S is stored at once. The L2 holds
+  // no more than its 256 KiB limit dirty: a tile stored again takes out of the dirty bytes it keeps
+  // account of what it had put in, not its whole size (it had counted part as written back).
+  const std::int64_t C = 1 << 20, tile = 4096, limit = C / 4;
+  TileL2 l2(C, 16, 128);
+  l2.set_dirty_limit(limit);
+  std::int64_t sank_part_way = 0;  // write-backs of O taken while its tiles were still queued
+  for (int round = 0; round < 50; ++round) {
+    for (int n = 0; n < 16; ++n) l2.write(tile_key(0, Tensor::O, n), tile);
+    for (int n = 0; n < 160; ++n) {
+      l2.read(tile_key(0, Tensor::V, round * 160 + n), tile);
+      sank_part_way += l2.take_writebacks()[static_cast<int>(Tensor::O)];
+    }
+  }
+  REQUIRE(sank_part_way > 0);
+  for (int n = 0; n < 128; ++n) {
+    l2.write(tile_key(0, Tensor::S, n), tile);
+    l2.take_writebacks();
+  }
+  CHECK(l2.dirty_bytes() <= limit + tile);
+  CHECK(l2.dirty_bytes() >= limit - 2 * tile);
+}
+
 TEST_CASE("standard on few heads: S one to four times the L2 goes back to DRAM while qk_kernel stores it",
           "[engine][standard]") {
   const std::string file = std::string(HBMLAB_SOURCE_DIR) + "/assets/measurements/h100-few-heads.json";
