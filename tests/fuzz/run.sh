@@ -8,7 +8,8 @@
 # 2 GiB; no harness is started after one has failed. The input that did it is left in
 # build-debug/fuzz-artifacts/HARNESS/: once the bug is fixed, add it to tests/fuzz/corpus/HARNESS/,
 # where CTest replays it from then on. Inputs that reach new code collect in
-# build-debug/fuzz-corpus/HARNESS/ (outside the repository).
+# build-debug/fuzz-corpus/HARNESS/ (outside the repository). Each harness starts from its corpus
+# and from the files hbmlab ships of its kind (shipped_of; the same folders CMakeLists.txt replays).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-30}
@@ -31,6 +32,15 @@ dict_of() {
     *) return 1 ;;
   esac
 }
+# The folders of shipped files that seed a harness beside its corpus (read only: libFuzzer writes
+# what it finds into the first folder it is given, build-debug/fuzz-corpus/HARNESS).
+shipped_of() {
+  case $1 in
+    scenario) echo scenarios/lessons scenarios/workloads ;;
+    gpu_spec) echo scenarios/gpus ;;
+    *) ;;
+  esac
+}
 for h in "${harnesses[@]}"; do
   dict_of "$h" >/dev/null ||
     { echo "fuzz: unknown harness '$h' (scenario, gpu_spec, measurements, block_mask)" >&2; exit 2; }
@@ -41,9 +51,12 @@ fuzz_one() {
   local h=$1 start=$SECONDS executions
   local work=$build/fuzz-corpus/$h artifacts=$build/fuzz-artifacts/$h/ log=$build/fuzz-$h.log
   mkdir -p "$work" "$artifacts"
+  local seeds
+  read -r -a seeds <<<"$(shipped_of "$h")"
+  [ -d "tests/fuzz/corpus/$h" ] && seeds=("tests/fuzz/corpus/$h" "${seeds[@]}")
   if ! "$build/tests/fuzz/fuzz_$h" -max_total_time="$seconds" "${runs[@]}" -timeout=10 -rss_limit_mb=2048 \
        -dict="tests/fuzz/$(dict_of "$h")" -artifact_prefix="$artifacts" -print_final_stats=1 \
-       "$work" "tests/fuzz/corpus/$h" >"$log" 2>&1; then
+       "$work" "${seeds[@]}" >"$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz: $h FAILED after $((SECONDS - start)) s; the input is in $artifacts (log: $log)"
     return 1
