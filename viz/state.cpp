@@ -146,6 +146,23 @@ void apply_stage(AppState& app, int stage) {
   app.play.playing = true;
 }
 
+namespace {
+
+// What the bars depend on: the settings that make the problem, GPU, blocks and SRAM on screen, and the
+// shown room's pass and whether it passes on its split count and φ (replay_request; compare_algorithms
+// gives them to the rooms that take them) — not which room it is, nor the one beside it.
+std::pair<Settings, Pass> bars_key(Settings s) {
+  const Algo shown = s.algo;
+  if (!shown->supports().splits) s.splits = 0;
+  if (!shown->supports().unified_max) s.unified_max.reset();
+  s.algo = s.algo_b = default_algo();
+  s.side_by_side = false;
+  s.watch_row = -1;
+  return {s, shown->pass()};
+}
+
+}  // namespace
+
 void rebuild(AppState& app) {
   Settings& s = app.settings;
   const double fraction = app.replay[0] && app.replay[0]->step_count() > 0
@@ -167,7 +184,6 @@ void rebuild(AppState& app) {
     app.replay[0].reset();
     app.replay[1].reset();
   }
-  app.bars.clear();
   app.explorer.reset();
   app.explorer_error.clear();
   app.explorer_job.cancel();
@@ -178,6 +194,8 @@ void rebuild(AppState& app) {
   app.times_error.clear();
   app.timeline.reset();
   if (!app.replay[0]) {
+    app.bars.clear();
+    app.bars_for.reset();
     app.play.pos = 0;
     app.play.playing = false;
     return;
@@ -192,9 +210,12 @@ void rebuild(AppState& app) {
   app.play.phase = 0;
   // About half a minute for a whole replay, never slower than two steps a second.
   app.play.speed = static_cast<float>(std::clamp(double(r.step_count()) / 30.0, 2.0, 1e6));
-  view::ReplayRequest bars_request = replay_request(app, s.algo);
-  bars_request.sim.record_timeline = false;
-  app.bars = view::compare_algorithms(bars_request.sim);
+  if (const auto key = bars_key(s); key != app.bars_for) {
+    view::ReplayRequest bars_request = replay_request(app, s.algo);
+    bars_request.sim.record_timeline = false;
+    app.bars = view::compare_algorithms(bars_request.sim);
+    app.bars_for = key;
+  }
   app.timeline = view::timeline_view(r.result(), 16, 480);
   view::ExplorerRequest req{current_gpu(app), r.result().problem, s.algo, r.result().sram_bytes_per_block, r.blocks()};
   app.explorer_request = req;
@@ -293,14 +314,23 @@ void request_measured(AppState& app) {
     std::string key;
   };
   auto published = std::make_shared<Published>();
+  // A scripted run (a screenshot, a test: --frames) shows only the records of the problems it walks
+  // through: once those of the problem on screen are in and published, the job waits for the next
+  // problem rather than predict every file on a core that another program, or another test, would
+  // rather have (the window's prefetch is off there too). The page's slices never wait.
+  const bool own_only = app.options.frames > 0 && !platform::kBrowser && !app.wait_for_all_measured;
   app.measured_job.start_slices(
-      [load, progress, shared, published] {
+      [load, progress, shared, published, own_only] {
         std::string key;
         if (load->read()) {
           const std::lock_guard<std::mutex> lock(shared->mutex);
           if (shared->rank_changed) load->rank(rank_for(load->records(), shared->problem, shared->algo));
           shared->rank_changed = false;
           key = shared->key();
+        }
+        if (own_only && load->read() && published->own && published->key == key && load->done_through(1)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          return true;
         }
         const std::size_t records =
             platform::kBrowser ? 1 : std::max<std::size_t>(4, 2 * std::thread::hardware_concurrency());

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/cli/cli.hpp"
@@ -57,6 +58,8 @@ struct Settings {
   std::int64_t query_len = 0, kv_heads = 0, splits = 0;
   std::optional<double> unified_max;
   int watch_row = -1;  // −1: let sim/view pick a row whose max grows mid-way
+
+  bool operator==(const Settings&) const = default;
 };
 
 struct Playback {
@@ -85,6 +88,9 @@ struct AppState {
   std::unique_ptr<view::ReplayView> replay[2];  // [1] only when side by side
   std::string replay_error;                     // why no replay could be built
   std::vector<view::AlgoBar> bars;
+  // What the bars were computed for (bars_key in state.cpp): a rebuild that changes only the room on
+  // screen (lesson 8's flash2 to flash3) keeps them rather than run every room of the pass again.
+  std::optional<std::pair<Settings, Pass>> bars_for;
   std::optional<view::ExplorerView> explorer;
   Job<view::ExplorerView> explorer_job;
   std::string explorer_error;
