@@ -12,9 +12,10 @@
 //   extremes (push every control to its limits), mouse=X:Y (pointer at fractions of the window),
 //   help (show the help overlay), panel=NAME (point at a pane as a stage's `panel` key does: a
 //   small window's column scrolls to it), measured=all (a screenshot of the Measured tab waits for every
-//   record's prediction, not only the lesson's own), overlap (two buttons over each other and over
-//   a drawing's text, which the layout check must report), delay=MS (each frame takes MS milliseconds
-//   longer, as on a busy machine: what a scripted run shows must not move with it).
+//   record's prediction, not only the lesson's own, which are all a scripted run predicts without
+//   it), overlap (two buttons over each other and over a drawing's text, which the layout check must
+//   report), delay=MS (each frame takes MS milliseconds longer, as on a busy machine: what a scripted
+//   run shows must not move with it).
 //
 // A scripted run (--frames, which --screenshot implies) advances the clock by a fixed 1/60 s a frame,
 // what a user sees on a 60 Hz display, whatever each frame took: N frames are N/60 s of play on any
