@@ -359,7 +359,7 @@ void ShowOnChipOf(AppState& app, const view::ReplayView& r, double most_bytes, b
         fmt::format("{} ldmatrix, {} mma.sync, {} wgmma, {} ex2 (warp instructions)", format_count(double(c.ldmatrix)),
                     format_count(double(c.mma)), format_count(double(c.wgmma)), format_count(double(c.ex2)));
     TextWrappedColoured(ImGui::GetColorU32(ImGuiCol_TextDisabled), instructions.c_str());
-    const PipeBusy pipes = pipe_busy(c, k.time_s, res.gpu);
+    const PipeBusy pipes = pipe_busy(k, res.gpu);
     ImGui::Spacing();
     ImGui::Text("Where the time goes: each pipe's busy share at its measured rate");
     ShareBar("tensor cores", label_w, pipes.tensor, IM_COL32(90, 170, 110, 255), pipes.limiter == "tensor");

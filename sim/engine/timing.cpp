@@ -563,6 +563,7 @@ KernelTiming Replay::begin_kernel(const KernelPlan& k, const Occupancy& occ) con
   kt.registers_per_thread = k.registers_per_thread;
   kt.double_buffered = k.double_buffered;
   kt.start_s = now_s_;
+  kt.sm_clock_mhz = rates_.pipe_hz * 1e-6;
   return kt;
 }
 

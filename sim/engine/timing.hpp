@@ -72,6 +72,9 @@ struct KernelTiming {
   bool double_buffered = false;
   std::int64_t rounds = 0;  // SM steps
   double start_s = 0, time_s = 0;
+  // The SM clock its pipes ran at (GpuSpec::pipe_clock_mhz, or clock_mhz for a kernel that issues
+  // nothing to the tensor pipe: KernelPlan::holds_gpu_clock, matmul_on_fp32_units).
+  double sm_clock_mhz = 0;
   // The kernel's time (less launch overhead) split by which resource limited the SMs' steps.
   double bound_dram_s = 0, bound_l2_s = 0, bound_compute_s = 0, bound_latency_s = 0, bound_sram_s = 0;
   std::int64_t dram_read_bytes = 0, dram_write_bytes = 0;

@@ -32,6 +32,7 @@
 #include "sim/common/error.hpp"
 #include "sim/common/parallel.hpp"
 #include "sim/common/units.hpp"
+#include "sim/report/on_chip_json.hpp"
 #include "sim/report/report.hpp"
 #include "sim/scenario/embedded.hpp"
 
@@ -757,14 +758,9 @@ void predict_measurements(ValidationReport& report, const Progress& progress) {
         row.predicted_l2_read = double(e.sm_read_bytes());
         row.predicted_on_chip = {};
         for (const KernelTiming& k : e.kernels) row.predicted_on_chip += k.on_chip;
-        const double cycles = e.predicted_s * spec.clock_mhz * 1e6 * double(spec.sm_count);
-        const OnChipCounts& c = row.predicted_on_chip;
-        const bool rates = (c.mma == 0 || spec.mma_sync_flops_per_cycle_per_sm > 0) &&
-                           (c.wgmma == 0 || spec.wgmma_flops_per_cycle_per_sm > 0);
-        if (rates && cycles > 0)  // each instruction kind's FLOPs at its own measured rate
-          row.predicted_tensor_busy =
-              (c.mma > 0 ? double(c.mma_flops()) / spec.mma_sync_flops_per_cycle_per_sm : 0.0) / cycles +
-              (c.wgmma > 0 ? double(c.wgmma_flops) / spec.wgmma_flops_per_cycle_per_sm : 0.0) / cycles;
+        // The tensor pipe's busy share of the engine's time, each kernel's FLOPs at its instruction
+        // kind's measured rate and at the clock the engine ran that kernel at (as `simulate --json`).
+        row.predicted_tensor_busy = pipe_busy(e.kernels, e.predicted_s, spec).tensor.value_or(kNaN);
       },
       progress);
   summarise_measurements(report);
@@ -896,7 +892,7 @@ void print_on_chip(std::ostream& out, const ValidationReport& r) {
   fmt::print(out, "  (smem: bytes shared memory hands to registers and tensor cores, loads + stores + wgmma operand\n"
                   "   reads, the counters' wavefronts × 128 against the kernel's warp layout; ex2: exponent-unit instructions;\n"
                   "   tensor: the tensor pipe's busy fraction, measured, and its FLOPs at the measured rate over the\n"
-                  "   predicted time)\n\n");
+                  "   predicted time, at the clock the engine runs the pipes at)\n\n");
 }
 
 }  // namespace

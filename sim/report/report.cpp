@@ -102,7 +102,7 @@ Json engine_time_json(const SimulationResult& r) {
                        {"bound_s", {{"compute", k.bound_compute_s}, {"dram", k.bound_dram_s}, {"latency", k.bound_latency_s},
                                     {"l2", k.bound_l2_s}, {"sram", k.bound_sram_s}}},
                        {"dram_read_bytes", k.dram_read_bytes}, {"dram_write_bytes", k.dram_write_bytes},
-                       {"on_chip", on_chip_json(k.on_chip, k.time_s, r.gpu)}});
+                       {"on_chip", on_chip_json(k.on_chip, pipe_busy(k, r.gpu), k.sm_clock_mhz)}});
   Json time = {{"model", r.time.model}, {"predicted_s", r.time.predicted_s}, {"hbm_s", r.time.hbm_s},
                {"compute_s", r.time.compute_s}, {"l2_s", r.engine.l2_s}, {"ctas", r.time.ctas},
                {"tiles", r.time.tiles}, {"ctas_per_sm", r.time.ctas_per_sm}, {"waves", r.time.waves},
@@ -374,9 +374,12 @@ Json simulation_json(const SimulationResult& r) {
       {"steps_per_head", r.per_instance.steps},
   };
   OnChipCounts on_chip;  // the pass's kernels together, busy over their summed time
-  double kernels_s = 0;
-  for (const KernelTiming& k : r.engine.kernels) on_chip += k.on_chip, kernels_s += k.time_s;
-  out["on_chip"] = on_chip_json(on_chip, kernels_s, r.gpu);
+  double kernels_s = 0, clock_mhz = r.engine.kernels.empty() ? 0 : r.engine.kernels.front().sm_clock_mhz;
+  for (const KernelTiming& k : r.engine.kernels) {
+    on_chip += k.on_chip, kernels_s += k.time_s;
+    if (k.sm_clock_mhz != clock_mhz) clock_mhz = 0;  // kernels at different clocks: null
+  }
+  out["on_chip"] = on_chip_json(on_chip, pipe_busy(r.engine.kernels, kernels_s, r.gpu), clock_mhz);
   if (p.kv_splits > 0) out["blocks"]["splits"] = r.algo->grid(p, r.blocks.blocks).splits;
   if (!r.split_candidates.empty()) {
     Json tried = Json::array();

@@ -6,7 +6,9 @@ namespace hbmlab::view {
 RooflineView roofline_view(const SimulationResult& res) {
   const GpuSpec& gpu = res.gpu;
   RooflineView v;
-  const double clock_hz = gpu.clock_mhz * 1e6, sms = double(gpu.sm_count);
+  // The measured pipes' ceilings at the clock the SM holds while they are busy (pipe_clock_mhz), the
+  // clock the engine times them at, so no predicted point can stand above its ceiling.
+  const double clock_hz = (gpu.pipe_clock_mhz > 0 ? gpu.pipe_clock_mhz : gpu.clock_mhz) * 1e6, sms = double(gpu.sm_count);
   v.hbm_bytes_per_s = gpu.hbm_bandwidth_gbps * 1e9;
   v.smem_bytes_per_s = gpu.sram_bytes_per_cycle_per_sm * sms * clock_hz;
   v.tensor_flop_per_s = gpu.tensor_tflops * 1e12;

@@ -24,9 +24,9 @@ struct RooflinePoint {
 
 struct RooflineView {
   double hbm_bytes_per_s = 0;       // hbm_bandwidth_gbps
-  double smem_bytes_per_s = 0;      // sram_bytes_per_cycle_per_sm × SMs × clock
+  double smem_bytes_per_s = 0;      // sram_bytes_per_cycle_per_sm × SMs × pipe_clock_mhz
   double tensor_flop_per_s = 0;     // tensor_tflops (the datasheet's peak)
-  double mma_sync_flop_per_s = 0;   // mma_sync_flops_per_cycle_per_sm × SMs × clock; 0: not in the preset
+  double mma_sync_flop_per_s = 0;   // mma_sync_flops_per_cycle_per_sm × SMs × pipe_clock_mhz; 0: not in the preset
   std::vector<RooflinePoint> points;  // kernels with FLOPs and on-chip counts
   std::vector<std::string> left_out;  // kernels without, and why
   // Where the two ceilings of a byte kind meet the tensor peak: FLOPs per byte below which that

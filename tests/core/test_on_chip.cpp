@@ -276,19 +276,21 @@ TEST_CASE("on-chip: lesson 7's figures (flash2 d = 128 on the H100)", "[on_chip]
   const double dram = double(k.dram_read_bytes + k.dram_write_bytes);
   CHECK(dram == Approx(246.3e6).epsilon(0.02));     // "246.3 MB read from and written to DRAM"
   CHECK(double(t.read) / dram == Approx(118).margin(3));  // "about 120 times"
-  // Each pipe's share, as on_chip_json reports it: shared memory and tensor cores about 49 %, ex2 17 %
-  // (the kernel's time now comes from these pipes: docs/design.md#the-sms-pipes).
-  const PipeBusy pipes = pipe_busy(k.on_chip, k.time_s, res.gpu);
+  // Each pipe's share, as on_chip_json reports it: shared memory and tensor cores about 55 %, ex2 19 %,
+  // their cycles at the 1.75 GHz the engine runs the kernel's pipes at (docs/design.md#the-sms-pipes).
+  const PipeBusy pipes = pipe_busy(k, res.gpu);
   REQUIRE(pipes.tensor);
   REQUIRE(pipes.smem);
   REQUIRE(pipes.ex2);
-  CHECK(*pipes.tensor == Approx(0.49).margin(0.01));
-  CHECK(*pipes.smem == Approx(0.49).margin(0.01));
-  CHECK(*pipes.ex2 == Approx(0.17).margin(0.01));
+  CHECK(k.sm_clock_mhz == 1750);
+  CHECK(*pipes.tensor == Approx(0.55).margin(0.01));
+  CHECK(*pipes.smem == Approx(0.55).margin(0.01));
+  CHECK(*pipes.ex2 == Approx(0.19).margin(0.01));
   CHECK(pipes.limiter == "smem");
-  const auto j = on_chip_json(k.on_chip, k.time_s, res.gpu);
+  const auto j = on_chip_json(k.on_chip, pipes, k.sm_clock_mhz);
   CHECK(j["pipes"]["smem_busy"].get<double>() == *pipes.smem);
   CHECK(j["pipes"]["limiter"] == pipes.limiter);
+  CHECK(j["pipes"]["clock_mhz"] == 1750);
 }
 
 // Lesson 8 says flash3 moves flash2's bytes and that the engine predicts it at about 1.88 ms here.

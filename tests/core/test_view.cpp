@@ -284,9 +284,11 @@ TEST_CASE("view: the roofline puts each kernel under the HBM and shared-memory c
   request.numerics = NumericsMode::off;
   const SimulationResult res = simulate(request);
   const view::RooflineView v = view::roofline_view(res);
-  // The ceilings are the preset's: 3.35 TB/s, 128 B/clock × 132 SMs × the clock, 989 TFLOP/s.
+  // The ceilings are the preset's: 3.35 TB/s, 128 B/clock × 132 SMs and 2,730 FLOP/clock × 132 SMs
+  // at the 1.75 GHz the SM holds under load, 989 TFLOP/s.
   CHECK(v.hbm_bytes_per_s == Approx(3.35e12));
-  CHECK(v.smem_bytes_per_s == Approx(128.0 * 132 * request.gpu.clock_mhz * 1e6));
+  CHECK(v.smem_bytes_per_s == Approx(128.0 * 132 * 1750e6));
+  CHECK(v.mma_sync_flop_per_s == Approx(request.gpu.mma_sync_flops_per_cycle_per_sm * 132 * 1750e6));
   CHECK(v.tensor_flop_per_s == Approx(989e12));
   CHECK(v.smem_ridge() == Approx(v.tensor_flop_per_s / v.smem_bytes_per_s));
   REQUIRE(v.points.size() == 1);
@@ -300,6 +302,7 @@ TEST_CASE("view: the roofline puts each kernel under the HBM and shared-memory c
   CHECK(p.flop_per_dram_byte() > p.flop_per_smem_byte());  // shared memory moves more bytes than HBM
   // No kernel runs above a ceiling it is under.
   CHECK(p.flop_per_s() <= v.tensor_flop_per_s);
+  CHECK(p.flop_per_s() <= v.mma_sync_flop_per_s);
   CHECK(p.flop_per_s() <= v.smem_bytes_per_s * p.flop_per_smem_byte());
   CHECK(p.flop_per_s() <= v.hbm_bytes_per_s * p.flop_per_dram_byte());
   // A kernel without a described layout is left out, with why.
