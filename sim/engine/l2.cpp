@@ -173,6 +173,26 @@ void TileL2::Index::grow() {
   }
 }
 
+bool TileL2::KeySet::insert(std::uint64_t key) {
+  const std::uint64_t page_key = key >> kPageBits;
+  if (page_key != last_) {
+    bool inserted = false;
+    std::int32_t& page = pages_.find_or_insert(page_key, inserted);
+    if (inserted) {
+      page = static_cast<std::int32_t>(bits_.size());
+      bits_.emplace_back();
+    }
+    last_ = page_key;
+    last_page_ = page;
+  }
+  const std::uint64_t bit = key & ((std::uint64_t{1} << kPageBits) - 1);
+  std::uint64_t& word = bits_[static_cast<std::size_t>(last_page_)][bit / 64];
+  const std::uint64_t mask = std::uint64_t{1} << (bit % 64);
+  const bool absent = (word & mask) == 0;
+  word |= mask;
+  return absent;
+}
+
 void TileL2::tree_add(std::vector<std::int64_t>& tree, std::int64_t time, std::int64_t delta) {
   for (std::size_t i = static_cast<std::size_t>(time) + 1; i < tree.size(); i += i & (~i + 1)) tree[i] += delta;
 }
@@ -285,7 +305,7 @@ std::int32_t TileL2::touch(std::uint64_t key, std::int64_t bytes, bool own, std:
   if (own && x.owned) {
     first_touch = false;
   } else if (own) {
-    owned_.find_or_insert(key, first_touch);
+    first_touch = owned_.insert(key);
     x.owned = true;
   }
   x.bytes = bytes;

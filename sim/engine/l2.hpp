@@ -126,6 +126,22 @@ private:
     int shift_ = 64;
   };
 
+  // A set of tile keys as bits, in pages of 4,096 consecutive keys found through an Index: standard
+  // attention's millions of S and P tiles, each an own tile, take a few hundred KB touched in order,
+  // where a hash set of their keys took tens of MB and a cache miss a touch.
+  class KeySet {
+  public:
+    bool insert(std::uint64_t key);  // true where `key` was not in the set
+
+  private:
+    static constexpr int kPageBits = 12;
+    using Page = std::array<std::uint64_t, (std::size_t{1} << kPageBits) / 64>;
+    Index pages_;  // key >> kPageBits → its page in bits_
+    std::vector<Page> bits_;
+    std::uint64_t last_ = ~std::uint64_t{0};  // the page key last asked for, and its page
+    std::int32_t last_page_ = -1;
+  };
+
   struct Entry {
     std::uint64_t key = 0;
     std::int64_t bytes = 0, dirty = 0;  // size and dirty bytes at the last touch
@@ -183,7 +199,7 @@ private:
   std::vector<Sinking> sinking_;  // beside pool_, index for index
   std::vector<std::int32_t> free_;
   Index index_;
-  Index owned_;  // the own tiles touched so far (keys only)
+  KeySet owned_;  // the own tiles touched so far
   std::int32_t lru_ = -1, mru_ = -1;
   std::vector<std::int64_t> tree_;        // Fenwick tree of tile sizes by touch time (1-based)
   std::vector<std::int64_t> swept_tree_;  // the same, of the swept entries alone
