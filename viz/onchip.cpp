@@ -361,7 +361,8 @@ void ShowOnChipOf(AppState& app, const view::ReplayView& r, double most_bytes, b
     TextWrappedColoured(ImGui::GetColorU32(ImGuiCol_TextDisabled), instructions.c_str());
     const PipeBusy pipes = pipe_busy(k, res.gpu);
     ImGui::Spacing();
-    ImGui::Text("Where the time goes: each pipe's busy share at its measured rate");
+    // The shares are at the clock the engine ran this kernel's pipes at (KernelTiming::sm_clock_mhz).
+    ImGui::TextWrapped("Where the time goes: each pipe's busy share, SM at %.2f GHz", k.sm_clock_mhz / 1000);
     ShareBar("tensor cores", label_w, pipes.tensor, IM_COL32(90, 170, 110, 255), pipes.limiter == "tensor");
     ShareBar("shared memory", label_w, pipes.smem, IM_COL32(80, 140, 220, 255), pipes.limiter == "smem");
     ShareBar("exponent (ex2)", label_w, pipes.ex2, IM_COL32(200, 120, 200, 255), pipes.limiter == "ex2");
