@@ -293,6 +293,40 @@ TEST_CASE("on-chip: lesson 7's figures (flash2 d = 128 on the H100)", "[on_chip]
   CHECK(j["pipes"]["clock_mhz"] == 1750);
 }
 
+// A pass's shares sum its kernels' busy seconds, each at the clock the engine ran it at: standard's
+// softmax_kernel holds the GPU's clock (1,980 MHz), its two GEMM kernels pipe_clock_mhz (1,750).
+TEST_CASE("on-chip: a pass's pipe shares add its kernels' at their own clocks", "[on_chip]") {
+  SimulateRequest r;
+  r.gpu = load_gpu("h100-sxm");
+  r.algo = algo_named("standard");
+  r.problem = AttentionProblem(1, 16, 1024, 64);
+  r.launch.hbmlab_kernels = true;
+  r.numerics = NumericsMode::off;
+  const SimulationResult res = simulate(r);
+  const auto& kernels = res.engine.kernels;
+  REQUIRE(kernels.size() == 3);
+  CHECK(kernels[0].sm_clock_mhz == 1750);  // qk_kernel
+  CHECK(kernels[1].sm_clock_mhz == 1980);  // softmax_kernel
+  CHECK(kernels[2].sm_clock_mhz == 1750);  // pv_kernel
+  double total_s = 0, tensor_s = 0, ex2_s = 0;
+  for (const KernelTiming& k : kernels) {
+    const PipeBusy p = pipe_busy(k, res.gpu);
+    REQUIRE(p.tensor);
+    REQUIRE(p.ex2);
+    total_s += k.time_s, tensor_s += *p.tensor * k.time_s, ex2_s += *p.ex2 * k.time_s;
+  }
+  const PipeBusy pass = pipe_busy(kernels, total_s, res.gpu);
+  REQUIRE(pass.tensor);
+  CHECK(*pass.tensor == Approx(tensor_s / total_s));
+  CHECK(*pass.ex2 == Approx(ex2_s / total_s));
+  CHECK(*pass.ex2 > 0);  // the softmax's exps, at its own clock
+  // The JSON says each kernel's clock, and none for the pass, whose kernels ran at two.
+  const Json j = simulation_json(res);
+  CHECK(j["time"]["kernels"][1]["on_chip"]["pipes"]["clock_mhz"] == 1980);
+  CHECK(j["on_chip"]["pipes"]["clock_mhz"].is_null());
+  CHECK(j["on_chip"]["pipes"]["tensor_busy"].get<double>() == Approx(*pass.tensor));
+}
+
 // Lesson 8 says flash3 moves flash2's bytes and that the engine predicts it at about 1.88 ms here.
 TEST_CASE("on-chip: lesson 8's flash2 and flash3 move the same HBM bytes", "[on_chip][scenario]") {
   const Scenario lesson = load_scenario("lessons/08-hopper-the-same-bytes-in-half-the-time");
