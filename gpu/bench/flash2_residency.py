@@ -31,7 +31,7 @@ def measured(out: str):
     """{(ctas, d, br, bc): {n: row}} from the raw ncu logs: each record's own launch (after its check)."""
     runs: dict = {}
     for path in sorted(glob.glob(os.path.join(out, "raw", "*.csv"))):
-        tag, d, heads, n = re.search(r"(one|two)-d(\d+)-h(\d+)-n(\d+)\.csv$", path).groups()
+        tag, d, heads, n, causal = re.search(r"(one|two)-d(\d+)-h(\d+)-n(\d+)(-causal)?\.csv$", path).groups()
         rows = [r for r in csv.reader(open(path)) if len(r) > 20]
         if not rows:
             continue
@@ -39,7 +39,7 @@ def measured(out: str):
         records = [dict(zip(head, r)) for r in rows[2:]][1::2]
         for r in records:
             m = re.search(r"flash2_kernel<__half, (\d+), (\d+), (\d+)", r["Kernel Name"])
-            key = (1 if tag == "one" else 2, int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            key = (bool(causal), 1 if tag == "one" else 2, int(m.group(1)), int(m.group(2)), int(m.group(3)))
             st = {s: number(r.get(f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio", "") or "")
                   for s in STATES}
             runs.setdefault(key, {})[int(n)] = dict(heads=int(heads), cycles=number(r["sm__cycles_elapsed.max"]),
@@ -49,10 +49,10 @@ def measured(out: str):
     return runs
 
 
-def engine_seconds(hbmlab: str, heads: int, n: int, d: int, br: int, bc: int) -> float:
+def engine_seconds(hbmlab: str, heads: int, n: int, d: int, br: int, bc: int, causal: bool) -> float:
     args = [hbmlab, "simulate", "--algo", "flash2", "--gpu", "h200", "--batch", "1", "--heads", str(heads),
             "--seq-len", str(n), "--head-dim", str(d), "--block-rows", str(br), "--block-cols", str(bc),
-            "--hbmlab-kernels", "--numerics", "off", "--json"]
+            "--hbmlab-kernels", "--numerics", "off", "--json"] + (["--causal"] if causal else [])
     return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)["time"]["predicted_s"]
 
 
@@ -60,16 +60,16 @@ def main(out: str, hbmlab: str) -> int:
     runs = measured(out)
     functions = sass_issue.read_functions(os.path.join(out, "flash2-sass.txt.gz"))
     clock_hz = 1.75e9  # the engine's pipe clock (h200.toml's pipe_clock_mhz)
-    print("# hbmlab's flash2 forward, fp16, not causal, B = 1: SM cycles a step with exactly one and exactly two")
+    print("# hbmlab's flash2 forward, fp16, B = 1: SM cycles a step with exactly one and exactly two")
     print("# CTAs on every SM (ncu's sm__ctas_launched.max), by the difference of two runs of the same grid")
     print("# (N and 2N at half the heads): measured, the engine's (hbmlab simulate --gpu h200 --hbmlab-kernels, the")
     print("# same difference, at its 1,750-MHz pipe clock) and the issue-order model of the kernel's SASS")
     print("# (sass_issue.py, the CTAs starting together); then the warps' states, cycles per issued instruction")
     print("# (ncu smsp__average_warps_issue_stalled_*_per_issue_active, the longer run)")
-    print(f"{'d':>4} {'Br×Bc':>8} {'CTAs/SM':>7} {'measured':>9} {'engine':>8} {'err':>7} {'SASS model':>10} {'err':>7}")
+    print(f"{'mask':>6} {'d':>4} {'Br×Bc':>8} {'CTAs/SM':>7} {'measured':>9} {'engine':>8} {'err':>7} {'SASS model':>10} {'err':>7}")
     table = []
     for key in sorted(runs):
-        ctas, d, br, bc = key
+        causal, ctas, d, br, bc = key
         by_n = runs[key]
         if len(by_n) != 2:
             continue
@@ -79,24 +79,27 @@ def main(out: str, hbmlab: str) -> int:
             continue
         steps = (n2 - n1) / bc
         meas = (b["cycles"] - a["cycles"]) / steps
-        eng = (engine_seconds(hbmlab, b["heads"], n2, d, br, bc) - engine_seconds(hbmlab, a["heads"], n1, d, br, bc))
+        eng = (engine_seconds(hbmlab, b["heads"], n2, d, br, bc, causal) -
+               engine_seconds(hbmlab, a["heads"], n1, d, br, bc, causal))
         eng = eng * clock_hz / steps
-        name = next(k for k in functions if f"Li{d}ELi{br}ELi{bc}ELb0ELb0E" in k)
+        name = next(k for k in functions if f"Li{d}ELi{br}ELi{bc}ELb{int(causal)}ELb0E" in k)
         model, _ = sass_issue.simulate(sass_issue.loop_body(sass_issue.parse(functions[name])), ctas)
         table.append((key, meas, eng, model, b))
-        print(f"{d:>4} {f'{br}×{bc}':>8} {ctas:>7} {meas:>9,.0f} {eng:>8,.0f} {(eng / meas - 1) * 100:>+6.1f}% "
+        print(f"{'causal' if causal else 'full':>6} {d:>4} {f'{br}×{bc}':>8} {ctas:>7} {meas:>9,.0f} {eng:>8,.0f} {(eng / meas - 1) * 100:>+6.1f}% "
               f"{model:>10,.0f} {(model / meas - 1) * 100:>+6.1f}%")
     print()
-    print(f"{'d':>4} {'Br×Bc':>8} {'CTAs/SM':>7} " + " ".join(f"{s[:13]:>13}" for s in STATES))
-    for (ctas, d, br, bc), _, _, _, b in table:
-        print(f"{d:>4} {f'{br}×{bc}':>8} {ctas:>7} " + " ".join(f"{(b['states'][s] or 0):>13.2f}" for s in STATES))
+    print(f"{'mask':>6} {'d':>4} {'Br×Bc':>8} {'CTAs/SM':>7} " + " ".join(f"{s[:13]:>13}" for s in STATES))
+    for (causal, ctas, d, br, bc), _, _, _, b in table:
+        print(f"{'causal' if causal else 'full':>6} {d:>4} {f'{br}×{bc}':>8} {ctas:>7} " +
+              " ".join(f"{(b['states'][s] or 0):>13.2f}" for s in STATES))
     with open(os.path.join(out, "flash2-residency-ncu.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["d", "block_rows", "block_cols", "ctas_per_sm", "heads", "seq_len", "grid", "sm_cycles_elapsed_max",
-                    "warp_instructions"] + [f"stalled_{s}_per_issue" for s in STATES])
-        for (ctas, d, br, bc), by_n in sorted(runs.items()):
+        w.writerow(["causal", "d", "block_rows", "block_cols", "ctas_per_sm", "heads", "seq_len", "grid",
+                    "sm_cycles_elapsed_max", "warp_instructions"] + [f"stalled_{s}_per_issue" for s in STATES])
+        for (causal, ctas, d, br, bc), by_n in sorted(runs.items()):
             for n, r in sorted(by_n.items()):
-                w.writerow([d, br, bc, ctas, r["heads"], n, int(r["grid"]), int(r["cycles"]), int(r["instructions"])] +
+                w.writerow([int(causal), d, br, bc, ctas, r["heads"], n, int(r["grid"]), int(r["cycles"]),
+                            int(r["instructions"])] +
                            [r["states"][s] for s in STATES])
     return 0
 
