@@ -100,6 +100,11 @@ struct KernelPlan {
   // pipe above sees, added to what a CTA that waits for its loads then works: once per CTA with its
   // first phase (its prologue and epilogue), and once per phase.
   double measured_cta_cycles = 0, measured_phase_cycles = 0;
+  // Measured on the kernel itself with one CTA an SM (gpu/bench/flash2_residency.sh), not fitted: SM
+  // clocks a phase that one CTA's warps wait out beyond the pipes and latencies above (their instruction
+  // order's waits on ldmatrix and exp results, dispatch, instruction fetch), at the clock its pipes run
+  // at. It lengthens the CTA's own chain, not the pipes its work takes: other CTAs issue meanwhile.
+  double measured_issue_cycles = 0;
   OnChipCounts on_chip;  // shared memory ↔ registers and warp instructions, from the kernel's warp layout
   ReductionRequests reduction_requests = ReductionRequests::lines;  // for its accesses marked `reduction`
   // A wgmma kernel whose consumer warpgroups meet at a barrier every phase and run it in order: their

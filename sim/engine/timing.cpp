@@ -682,7 +682,9 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   // barrier; other CTAs' warps issue meanwhile (`issued` adds no latency).
   const double gemms = w * std::max({pipes.smem_loads, pipes.tensor, pipes.mma_chain});
   const double after_gemms = w * (pipes.exposed + pipes.ex2) + fp32 + waits;
-  double compute = pipes.async_mma ? issued : gemms + after_gemms;
+  // What one CTA's warps wait out beyond its pipes, measured on the kernel (KernelPlan::measured_issue_cycles).
+  const double issue_waits = k.measured_issue_cycles / rates_.pipe_hz;
+  double compute = (pipes.async_mma ? issued : gemms + after_gemms) + issue_waits;
   // The CTA's dQ adds leave through the SM's memory path one after another; its queue takes the
   // first of them, and then each warp waits until its own have gone, with nothing else to issue
   // before the next barrier (gpu/bench/l2_reduce.cu, `l2_reduce sm`: the step rounds).
@@ -711,7 +713,7 @@ void Replay::serve_phase(const KernelPlan& k, const Resident& r, const PipeCosts
   // A chain the kernel's own measurement found beyond its pipes (KernelPlan::measured_*_cycles).
   const double fixed_cycles = k.measured_phase_cycles + (r.phase == 0 ? k.measured_cta_cycles : 0.0);
   const double work =
-      (pipes.async_mma ? std::max(compute, own_sram) : std::max(gemms, own_sram) + after_gemms + red_wait) +
+      (pipes.async_mma ? std::max(compute, own_sram) : std::max(gemms, own_sram) + after_gemms + red_wait + issue_waits) +
       fixed_cycles / rates_.clock_hz;
   d.latency_bytes += latency_bytes;
   // Double-buffered CTAs keep this phase's and the next phase's loads in flight (their first

@@ -1789,6 +1789,27 @@ TEST_CASE("a kernel's measured chain: once per CTA with its first phase, and onc
   CHECK(run_plans({two}, toy, off).predicted_s == Approx(plain_two + 50e-9 + 2 * 7e-9));
 }
 
+TEST_CASE("hbmlab's flash2 waits out its measured issue cycles with one CTA an SM, and hides them with two",
+          "[engine][pipes]") {
+  // gpu/flash2.cu at d = 128, 128 x 64 (assets/measurements/h200-flash2-residency.txt): one CTA an SM
+  // took 3,585 SM clocks a K/V block, where the engine's pipes and latencies give 2,637; with two an SM
+  // the other CTA's work covers the wait (5,410 measured, the pipes' 4,957 either way).
+  const GpuSpec gpu = load_gpu("h200");
+  const Algo algo = algo_named("flash2");
+  const Blocks blocks{128, 64};
+  auto step_cycles = [&](std::int64_t heads_at_n) {  // a block's cycles, from N and 2N on the same grid
+    auto seconds = [&](std::int64_t heads, std::int64_t n) {
+      const AttentionProblem p(1, heads, n, 128);
+      EngineOptions o;
+      o.launch.hbmlab_kernels = true;
+      return run_engine(algo, algo->prepare(p, blocks, gpu), blocks, gpu, o).predicted_s;
+    };
+    return (seconds(heads_at_n / 2, 16384) - seconds(heads_at_n, 8192)) * gpu.pipe_clock_mhz * 1e6 / (8192 / 64);
+  };
+  CHECK(step_cycles(2) == Approx(3585).epsilon(0.002));  // 128 CTAs: one an SM
+  CHECK(step_cycles(4) == Approx(4957).epsilon(0.002));  // 256 CTAs: two an SM
+}
+
 TEST_CASE("under ncu's --cache-control all each kernel starts with an empty L2", "[engine][decode]") {
   const GpuSpec toy = load_gpu("toy");  // a 4 KiB L2
   const KernelPlan k = synthetic(1, 2, 1024, 0, false);  // 2 KiB: fits the L2
