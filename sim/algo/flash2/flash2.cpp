@@ -202,7 +202,7 @@ public:
     if (p.elem_bytes() == 2)
       plan.on_chip = fa2_forward_kernel(plan, {.Br = b.Br, .Bc = b.Bc, .d = p.head_dim, .warps = plan.threads_per_cta / 32,
                                                .staged_output_bytes = options.launch.hbmlab_kernels ? 0 : 2});
-    if (options.launch.hbmlab_kernels && p.elem_bytes() == 2 && !p.block_mask)
+    if (options.launch.hbmlab_kernels && p.dtype == Dtype::fp16 && !p.block_mask)
       plan.measured_issue_cycles = hbmlab_issue_cycles(p.head_dim, b, p.causal);
     return {std::move(plan)};
   }
@@ -212,7 +212,7 @@ public:
   // engine's (assets/measurements/h200-flash2-residency.txt, fp16: 3,543 − 3,345 at d = 64, 128 × 128;
   // 3,585 − 2,637 at d = 128, 128 × 64, whose compiler issues most ldmatrix just before their MMAs).
   // The causal kernel is another build, with more instructions a step. Two CTAs an SM hide it under each
-  // other's work. 0 for a kernel not measured (the block-masked builds).
+  // other's work. 0 for a kernel not measured (the bf16 and block-masked builds).
   static double hbmlab_issue_cycles(std::int64_t d, Blocks b, bool causal) {
     struct Shape {
       std::int64_t d, Br, Bc;
