@@ -49,21 +49,22 @@ def measured(out: str):
     return runs
 
 
-def engine_seconds(hbmlab: str, heads: int, n: int, d: int, br: int, bc: int, causal: bool) -> float:
+def engine_run(hbmlab: str, heads: int, n: int, d: int, br: int, bc: int, causal: bool) -> tuple[float, float]:
+    """The engine's predicted seconds and the clock (Hz) it ran the kernel's pipes at."""
     args = [hbmlab, "simulate", "--algo", "flash2", "--gpu", "h200", "--batch", "1", "--heads", str(heads),
             "--seq-len", str(n), "--head-dim", str(d), "--block-rows", str(br), "--block-cols", str(bc),
             "--hbmlab-kernels", "--numerics", "off", "--json"] + (["--causal"] if causal else [])
-    return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)["time"]["predicted_s"]
+    result = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+    return result["time"]["predicted_s"], result["on_chip"]["pipes"]["clock_mhz"] * 1e6
 
 
 def main(out: str, hbmlab: str) -> int:
     runs = measured(out)
     functions = sass_issue.read_functions(os.path.join(out, "flash2-sass.txt.gz"))
-    clock_hz = 1.75e9  # the engine's pipe clock (h200.toml's pipe_clock_mhz)
     print("# hbmlab's flash2 forward, fp16, B = 1: SM cycles a step with exactly one and exactly two")
     print("# CTAs on every SM (ncu's sm__ctas_launched.max), by the difference of two runs of the same grid")
     print("# (N and 2N at half the heads): measured, the engine's (hbmlab simulate --gpu h200 --hbmlab-kernels, the")
-    print("# same difference, at its 1,750-MHz pipe clock) and the issue-order model of the kernel's SASS")
+    print("# same difference, at the clock it runs the pipes at) and the issue-order model of the kernel's SASS")
     print("# (sass_issue.py, the CTAs starting together); then the warps' states, cycles per issued instruction")
     print("# (ncu smsp__average_warps_issue_stalled_*_per_issue_active, the longer run)")
     print(f"{'mask':>6} {'d':>4} {'Br×Bc':>8} {'CTAs/SM':>7} {'measured':>9} {'engine':>8} {'err':>7} {'SASS model':>10} {'err':>7}")
@@ -79,9 +80,9 @@ def main(out: str, hbmlab: str) -> int:
             continue
         steps = (n2 - n1) / bc
         meas = (b["cycles"] - a["cycles"]) / steps
-        eng = (engine_seconds(hbmlab, b["heads"], n2, d, br, bc, causal) -
-               engine_seconds(hbmlab, a["heads"], n1, d, br, bc, causal))
-        eng = eng * clock_hz / steps
+        (long_s, clock_hz), (short_s, _) = (engine_run(hbmlab, b["heads"], n2, d, br, bc, causal),
+                                            engine_run(hbmlab, a["heads"], n1, d, br, bc, causal))
+        eng = (long_s - short_s) * clock_hz / steps
         name = next(k for k in functions if f"Li{d}ELi{br}ELi{bc}ELb{int(causal)}ELb0E" in k)
         model, _ = sass_issue.simulate(sass_issue.loop_body(sass_issue.parse(functions[name])), ctas)
         table.append((key, meas, eng, model, b))

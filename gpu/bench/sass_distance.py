@@ -5,19 +5,21 @@ its registers; and how many exps issue among the P̃V MMAs (after the first HMMA
 covers its latency. The main loop: from the last barrier before the first HMMA to the branch after
 the last HMMA. Used by fwd_stall_ncu.sh.
 Run: zcat fwd-stall-sass.txt.gz | python3 gpu/bench/sass_distance.py"""
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sass_issue  # noqa: E402
 
 KINDS = ("LDSM", "MUFU", "SHFL")
 
 
 def instructions(text):
-    """(opcode, registers) of each instruction, predicates dropped; the destination is the first register."""
-    out = []
-    for body in re.findall(r"/\*[0-9a-f]{4,5}\*/\s+([^;]*);", text):
-        body = re.sub(r"^@!?U?P\w+\s+", "", body.strip())
-        out.append((body.split()[0], [int(r) for r in re.findall(r"\bR(\d+)\b", body)]))
-    return out
+    """(opcode, registers) of each instruction (sass_issue.parse), predicates dropped; the destination is
+    the first register."""
+    return [(i.op, [int(r) for r in re.findall(r"\bR(\d+)\b", re.sub(r"^@!?U?P\w+\s+", "", i.text))])
+            for i in sass_issue.parse(text)]
 
 
 def main_loop(ins):
